@@ -1,0 +1,237 @@
+#pragma once
+// Connection: one hiredis context to one Redis, owned, reconnected on demand.
+//
+// A Connection connects lazily (the first command), so a service can start while Redis is down and
+// let its limiters' failure policy answer. After any I/O error or timeout hiredis leaves the context
+// unusable, so the Connection drops it and reports the error; the next command opens a new one
+// (after `reconnect_interval`, so a dead Redis is not dialled on every request).
+//
+// Not thread-safe: use one Connection per thread (a pool serves many threads). Limiters keep a
+// reference, so the Connection must outlive them; one Connection may serve any number of limiters.
+
+#include <swl/detail/hiredis.hpp>
+#include <swl/error.hpp>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <functional>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace swl {
+
+struct ConnectionOptions {
+  std::chrono::milliseconds connect_timeout{1000};
+  // How long a command may wait for its reply. A command that times out may still have run on the
+  // server, so it is reported (TimeoutError), never sent again.
+  std::chrono::milliseconds command_timeout{1000};
+  // After a failed connect, commands fail at once with the last error until this much time has passed.
+  std::chrono::milliseconds reconnect_interval{100};
+  std::string user;      // ACL user (Redis 6+); empty for the default user
+  std::string password;  // empty: no AUTH
+  int db = 0;            // SELECTed after every (re)connect when not 0
+};
+
+class Connection {
+ public:
+  using ContextFactory = std::function<redisContext*()>;
+
+  static Connection tcp(std::string host, int port, ConnectionOptions options = {}) {
+    if (host.empty()) throw InvalidArgument("swl::Connection::tcp: host is empty");
+    if (port <= 0 || port > 65535) {
+      throw InvalidArgument("swl::Connection::tcp: port " + std::to_string(port) + " is not in 1..65535");
+    }
+    std::string endpoint = host + ':' + std::to_string(port);
+    const timeval timeout = toTimeval(options.connect_timeout);
+    return Connection(
+        [host = std::move(host), port, timeout] { return redisConnectWithTimeout(host.c_str(), port, timeout); },
+        std::move(endpoint), std::move(options));
+  }
+
+  static Connection unixSocket(std::string path, ConnectionOptions options = {}) {
+    if (path.empty()) throw InvalidArgument("swl::Connection::unixSocket: path is empty");
+    std::string endpoint = "unix:" + path;
+    const timeval timeout = toTimeval(options.connect_timeout);
+    return Connection([path = std::move(path), timeout] { return redisConnectUnixWithTimeout(path.c_str(), timeout); },
+                      std::move(endpoint), std::move(options));
+  }
+
+  // Contexts made by the caller (a hiredis 1.x TLS context, say): `connect` is called for every
+  // (re)connect and returns a connected context that swl then owns. AUTH and SELECT from `options`
+  // are applied to it; the command timeout too, the connect timeout is the factory's business.
+  static Connection adopt(ContextFactory connect, std::string description, ConnectionOptions options = {}) {
+    if (!connect) throw InvalidArgument("swl::Connection::adopt: the context factory is empty");
+    return Connection(std::move(connect), std::move(description), std::move(options));
+  }
+
+  // A single context the caller made; swl owns it from here. Once it breaks it cannot be remade, so
+  // later commands throw ConnectionError: pass a factory instead to get reconnects.
+  static Connection adopt(redisContext* context, ConnectionOptions options = {}) {
+    if (context == nullptr) throw InvalidArgument("swl::Connection::adopt: the context is null");
+    auto handed_over = std::make_shared<detail::ContextPtr>(context);
+    return adopt(
+        [handed_over]() -> redisContext* {
+          if (!*handed_over) throw ConnectionError("the adopted redis context broke and swl cannot remake it");
+          return handed_over->release();
+        },
+        "adopted redis context", std::move(options));
+  }
+
+  Connection(Connection&&) noexcept = default;
+  Connection& operator=(Connection&&) noexcept = default;
+
+  // Sends one command and returns its reply, error replies included (they are answers, not failures).
+  // Arguments are binary-safe. Throws ConnectionError (TimeoutError, AuthError) when there is no answer.
+  detail::ReplyPtr command(const std::string_view* argv, std::size_t argc) {
+    constexpr std::size_t kOnStack = 16;
+    std::array<const char*, kOnStack> pointers_on_stack;
+    std::array<std::size_t, kOnStack> lengths_on_stack;
+    std::vector<const char*> pointers_on_heap;
+    std::vector<std::size_t> lengths_on_heap;
+    const char** pointers = pointers_on_stack.data();
+    std::size_t* lengths = lengths_on_stack.data();
+    if (argc > kOnStack) {
+      pointers_on_heap.resize(argc), lengths_on_heap.resize(argc);
+      pointers = pointers_on_heap.data(), lengths = lengths_on_heap.data();
+    }
+    for (std::size_t i = 0; i < argc; ++i) pointers[i] = argv[i].data(), lengths[i] = argv[i].size();
+
+    redisContext& context = connected();
+    void* reply = redisCommandArgv(&context, static_cast<int>(argc), pointers, lengths);
+    if (reply == nullptr) throwAndDropBrokenContext();
+    return detail::ReplyPtr(static_cast<redisReply*>(reply));
+  }
+
+  detail::ReplyPtr command(std::initializer_list<std::string_view> argv) { return command(argv.begin(), argv.size()); }
+
+  // Round trip to check that Redis answers (connecting first if needed).
+  void ping() {
+    detail::ReplyPtr reply = command({"PING"});
+    if (reply->type == REDIS_REPLY_ERROR) throw ReplyError(endpoint_ + ": PING failed: " + std::string(detail::replyText(*reply)));
+  }
+
+  bool isConnected() const noexcept { return context_ != nullptr; }
+
+  // "host:port", "unix:/path" or the adopter's description; used in every error message.
+  const std::string& endpoint() const noexcept { return endpoint_; }
+
+ private:
+  Connection(ContextFactory connect, std::string endpoint, ConnectionOptions options)
+      : connect_(std::move(connect)), endpoint_(std::move(endpoint)), options_(std::move(options)) {
+    if (options_.connect_timeout.count() < 0 || options_.command_timeout.count() < 0 ||
+        options_.reconnect_interval.count() < 0) {
+      throw InvalidArgument("swl::ConnectionOptions: timeouts and reconnect_interval must not be negative");
+    }
+    if (options_.db < 0) throw InvalidArgument("swl::ConnectionOptions: db " + std::to_string(options_.db) + " is negative");
+    if (!options_.user.empty() && options_.password.empty()) {
+      throw InvalidArgument("swl::ConnectionOptions: user '" + options_.user + "' is given without a password");
+    }
+  }
+
+  static timeval toTimeval(std::chrono::milliseconds duration) {
+    timeval result{};
+    result.tv_sec = static_cast<decltype(result.tv_sec)>(duration.count() / 1000);
+    result.tv_usec = static_cast<decltype(result.tv_usec)>((duration.count() % 1000) * 1000);
+    return result;
+  }
+
+  redisContext& connected() {
+    if (context_) return *context_;
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_connect_attempt_) {
+      throw ConnectionError("redis at " + endpoint_ + " is unreachable (" + last_connect_error_ +
+                            "); not retrying for another " +
+                            std::to_string(std::chrono::ceil<std::chrono::milliseconds>(next_connect_attempt_ - now).count()) +
+                            " ms");
+    }
+    try {
+      context_ = handshake(open());
+      return *context_;
+    } catch (const Error& error) {
+      last_connect_error_ = error.what();
+      next_connect_attempt_ = std::chrono::steady_clock::now() + options_.reconnect_interval;
+      throw;
+    }
+  }
+
+  detail::ContextPtr open() {
+    errno = 0;
+    detail::ContextPtr context(connect_());
+    if (!context) throw ConnectionError("cannot connect to redis at " + endpoint_ + ": out of memory");
+    if (context->err != 0) {
+      std::string message = "cannot connect to redis at " + endpoint_ + ": " + context->errstr;
+      if (isTimeout(*context)) throw TimeoutError(message);
+      throw ConnectionError(message);
+    }
+    if (options_.command_timeout.count() > 0 &&
+        redisSetTimeout(context.get(), toTimeval(options_.command_timeout)) != REDIS_OK) {
+      throw ConnectionError("cannot set the command timeout on the connection to " + endpoint_);
+    }
+    return context;
+  }
+
+  detail::ContextPtr handshake(detail::ContextPtr context) {
+    auto run = [&](std::initializer_list<std::string_view> argv) {
+      std::array<const char*, 4> pointers{};
+      std::array<std::size_t, 4> lengths{};
+      std::size_t argc = 0;
+      for (std::string_view part : argv) pointers[argc] = part.data(), lengths[argc++] = part.size();
+      void* reply = redisCommandArgv(context.get(), static_cast<int>(argc), pointers.data(), lengths.data());
+      if (reply == nullptr) {
+        std::string message = "redis at " + endpoint_ + " failed during the handshake: " + context->errstr;
+        if (isTimeout(*context)) throw TimeoutError(message);
+        throw ConnectionError(message);
+      }
+      return detail::ReplyPtr(static_cast<redisReply*>(reply));
+    };
+    if (!options_.password.empty()) {
+      detail::ReplyPtr reply = options_.user.empty() ? run({"AUTH", options_.password})
+                                                     : run({"AUTH", options_.user, options_.password});
+      if (reply->type == REDIS_REPLY_ERROR) {
+        // Redis's own message names the problem and never repeats the password; neither does ours.
+        throw AuthError("redis at " + endpoint_ + " refused authentication" +
+                        (options_.user.empty() ? std::string() : " as user '" + options_.user + "'") + ": " +
+                        std::string(detail::replyText(*reply)));
+      }
+    }
+    if (options_.db != 0) {
+      const std::string db = std::to_string(options_.db);
+      detail::ReplyPtr reply = run({"SELECT", db});
+      if (reply->type == REDIS_REPLY_ERROR) {
+        throw ReplyError("redis at " + endpoint_ + " refused SELECT " + db + ": " + std::string(detail::replyText(*reply)));
+      }
+    }
+    return context;
+  }
+
+  // hiredis leaves a context that reported an error unusable: forget it and let the next command reconnect.
+  [[noreturn]] void throwAndDropBrokenContext() {
+    const bool timed_out = isTimeout(*context_);
+    std::string message = "redis at " + endpoint_ + (timed_out ? " did not answer in time (" : " broke the connection (") +
+                          context_->errstr + ")";
+    context_.reset();
+    if (timed_out) throw TimeoutError(message);
+    throw ConnectionError(message);
+  }
+
+  static bool isTimeout(const redisContext& context) noexcept {
+#if defined(REDIS_ERR_TIMEOUT)
+    if (context.err == REDIS_ERR_TIMEOUT) return true;
+#endif
+    // hiredis 0.14 reports a timeout as an I/O error carrying the socket's errno.
+    return context.err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ETIMEDOUT || errno == EINPROGRESS);
+  }
+
+  ContextFactory connect_;
+  std::string endpoint_;
+  ConnectionOptions options_;
+  detail::ContextPtr context_;
+  std::chrono::steady_clock::time_point next_connect_attempt_{};
+  std::string last_connect_error_;
+};
+
+}  // namespace swl

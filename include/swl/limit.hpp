@@ -1,0 +1,35 @@
+#pragma once
+// The two plain values of the API: what a limiter enforces (Limit) and what it answered (Decision).
+
+#include <chrono>
+#include <cstdint>
+
+namespace swl {
+
+// "max_requests per window". The window is kept in microseconds, so any std::chrono duration of
+// microsecond resolution or coarser converts implicitly and exactly; a finer one does not compile.
+struct Limit {
+  std::int64_t max_requests = 0;
+  std::chrono::microseconds window{0};
+};
+
+// Who produced a Decision: Redis, or the failure policy because Redis could not answer.
+enum class DecisionSource { redis, fail_open, fail_closed };
+
+struct Decision {
+  bool allowed = false;
+  std::int64_t limit = 0;
+  // What the window still admits after this decision.
+  std::int64_t remaining = 0;
+  // Zero when admitted; otherwise the exact time until enough entries leave the window for the same
+  // cost. A caller that waits this long and retries is admitted unless others took the room first.
+  // For an HTTP Retry-After header round it up: std::chrono::ceil<std::chrono::seconds>(retry_after).
+  std::chrono::microseconds retry_after{0};
+  // Time until the window holds no entry for this key at all.
+  std::chrono::microseconds reset_after{0};
+  DecisionSource source = DecisionSource::redis;
+
+  explicit operator bool() const noexcept { return allowed; }
+};
+
+}  // namespace swl

@@ -1,0 +1,13 @@
+#pragma once
+// swl: exact, distributed sliding-window rate limiting on Redis. Include this one header.
+
+#include <swl/clock.hpp>
+#include <swl/connection.hpp>
+#include <swl/error.hpp>
+#include <swl/key_policy.hpp>
+#include <swl/limit.hpp>
+#include <swl/limiter_options.hpp>
+#include <swl/member_policy.hpp>
+#include <swl/script.hpp>
+#include <swl/sliding_window.hpp>
+#include <swl/ttl_policy.hpp>
