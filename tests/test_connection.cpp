@@ -1,1 +1,216 @@
+#include <swl/swl.hpp>
+
+#include "support/redis_server.hpp"
+#include "support/replies.hpp"
+
 #include <catch2/catch.hpp>
+
+#include <chrono>
+#include <string>
+
+using namespace std::chrono_literals;
+using swl::test::integerReply;
+using swl::test::RedisServer;
+using swl::test::textReply;
+
+namespace {
+
+swl::ConnectionOptions reconnectAtOnce() {
+  swl::ConnectionOptions options;
+  options.reconnect_interval = 0ms;
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("a connection is opened lazily and reports a refused connect as a ConnectionError naming the server") {
+  RedisServer server;
+  const int port = server.port();
+  server.stop();
+  auto connection = swl::Connection::tcp("127.0.0.1", port);  // nothing is dialled yet
+  CHECK_FALSE(connection.isConnected());
+  try {
+    connection.ping();
+    FAIL("ping succeeded without a server");
+  } catch (const swl::TimeoutError&) {
+    FAIL("a refused connect is not a timeout");
+  } catch (const swl::ConnectionError& error) {
+    CHECK_THAT(error.what(), Catch::Contains("127.0.0.1:" + std::to_string(port)));
+  }
+}
+
+TEST_CASE("after a failed connect, commands fail fast until reconnect_interval has passed") {
+  RedisServer server;
+  server.stop();
+  swl::ConnectionOptions options;
+  options.reconnect_interval = 3600s;
+  auto connection = server.connect(options);
+  CHECK_THROWS_WITH(connection.ping(), Catch::Contains("cannot connect"));
+  server.start();
+  CHECK_THROWS_WITH(connection.ping(), Catch::Contains("not retrying"));
+
+  auto eager = server.connect(reconnectAtOnce());
+  CHECK_NOTHROW(eager.ping());
+}
+
+TEST_CASE("a server-side disconnect is noticed before the next command, which goes out on a new connection") {
+  RedisServer server;
+  auto connection = server.connect(reconnectAtOnce());
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{10, 60s});
+  CHECK(limiter.tryAcquire("k").remaining == 9);
+
+  auto admin = server.connect();
+  CHECK(integerReply(admin, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"}) >= 1);
+  swl::Decision after_kill = limiter.tryAcquire("k");
+  CHECK(after_kill.source == swl::DecisionSource::redis);
+  CHECK(after_kill.remaining == 8);
+  CHECK(integerReply(admin, {"ZCARD", "swl:k"}) == 2);  // nothing counted twice
+}
+
+TEST_CASE("a frozen server makes a command fail with a TimeoutError, and the connection recovers after") {
+  RedisServer server;
+  swl::ConnectionOptions options = reconnectAtOnce();
+  options.command_timeout = 100ms;
+  auto connection = server.connect(options);
+  connection.ping();
+  server.pause();
+  CHECK_THROWS_AS(connection.ping(), swl::TimeoutError);
+  CHECK_FALSE(connection.isConnected());
+  server.resume();
+  CHECK_NOTHROW(connection.ping());
+}
+
+TEST_CASE("AUTH with a password: missing, wrong and right") {
+  RedisServer server({"--requirepass", "s3cret-pass"});
+
+  auto anonymous = server.connect();
+  swl::SlidingWindowLimiter<> unauthenticated(anonymous, swl::Limit{5, 1s});
+  // Redis refuses a long command from an unauthenticated client outright (a protocol error).
+  CHECK_THROWS_AS(unauthenticated.tryAcquire("k"), swl::ReplyError);
+  CHECK_THROWS_WITH(anonymous.ping(), Catch::Contains("NOAUTH"));
+
+  swl::ConnectionOptions wrong;
+  wrong.password = "not-the-password";
+  auto refused = server.connect(wrong);
+  try {
+    refused.ping();
+    FAIL("a wrong password was accepted");
+  } catch (const swl::AuthError& error) {
+    CHECK_THAT(error.what(), Catch::Contains("refused authentication"));
+    CHECK_THAT(error.what(), !Catch::Contains("not-the-password"));
+  }
+
+  swl::ConnectionOptions right;
+  right.password = "s3cret-pass";
+  auto connection = server.connect(right);
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{5, 1s});
+  CHECK(limiter.tryAcquire("k").allowed);
+}
+
+TEST_CASE("an ACL user allowed only the script's commands on the limiter's prefix can run the limiter") {
+  RedisServer server;
+  auto admin = server.connect();
+  // The rule the README documents.
+  CHECK(textReply(admin, {"ACL", "SETUSER", "limiter", "on", ">limiter-pass", "resetkeys", "~swl:*", "-@all",
+                          "+evalsha", "+script|load", "+time", "+zremrangebyscore", "+zcard", "+zadd", "+pexpire",
+                          "+zrange"}) == "OK");
+
+  swl::ConnectionOptions options;
+  options.user = "limiter";
+  options.password = "limiter-pass";
+  auto connection = server.connect(options);
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{2, 1s});
+  CHECK(limiter.tryAcquire("k").allowed);
+  CHECK(limiter.tryAcquire("k", 1).remaining == 0);
+
+  swl::SlidingWindowLimiter<> elsewhere(connection, swl::Limit{2, 1s}, {}, swl::PrefixKey("other"));
+  CHECK_THROWS_AS(elsewhere.tryAcquire("k"), swl::ReplyError);  // NOPERM outside the prefix
+  CHECK_THROWS_AS(textReply(connection, {"GET", "swl:k"}), std::runtime_error);
+
+  options.password = "wrong-pass";
+  auto refused = server.connect(options);
+  CHECK_THROWS_WITH(refused.ping(), Catch::Contains("as user 'limiter'") && !Catch::Contains("wrong-pass"));
+}
+
+TEST_CASE("SELECT puts the limiter's keys in the chosen database, after every reconnect too") {
+  RedisServer server;
+  swl::ConnectionOptions options = reconnectAtOnce();
+  options.db = 3;
+  auto connection = server.connect(options);
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{5, 60s});
+  limiter.tryAcquire("k");
+  auto admin = server.connect();
+  CHECK(integerReply(admin, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"}) >= 1);
+  limiter.tryAcquire("k");
+  CHECK(integerReply(admin, {"DBSIZE"}) == 0);
+  textReply(admin, {"SELECT", "3"});
+  CHECK(integerReply(admin, {"ZCARD", "swl:k"}) == 2);
+}
+
+TEST_CASE("a Unix socket connection works like TCP") {
+  const std::string path = "/tmp/swl-test-" + std::to_string(::getpid()) + ".sock";
+  RedisServer server({"--unixsocket", path, "--unixsocketperm", "700"});
+  auto connection = swl::Connection::unixSocket(path);
+  CHECK(connection.endpoint() == "unix:" + path);
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{1, 60s});
+  CHECK(limiter.tryAcquire("k").allowed);
+  CHECK_FALSE(limiter.tryAcquire("k").allowed);
+}
+
+TEST_CASE("an adopted context is used and owned, and once it breaks it is not remade") {
+  RedisServer server;
+  redisContext* users_context = redisConnect("127.0.0.1", server.port());
+  REQUIRE(users_context != nullptr);
+  REQUIRE(users_context->err == 0);
+  auto connection = swl::Connection::adopt(users_context);
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{5, 60s});
+  CHECK(limiter.tryAcquire("k").remaining == 4);
+
+  auto admin = server.connect();
+  integerReply(admin, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+  CHECK_THROWS_WITH(limiter.tryAcquire("k"), Catch::Contains("cannot remake"));
+}
+
+TEST_CASE("an adopted context factory is called again for every reconnect") {
+  RedisServer server;
+  int contexts_made = 0;
+  auto connection = swl::Connection::adopt(
+      [&] {
+        ++contexts_made;
+        return redisConnect("127.0.0.1", server.port());
+      },
+      "my tls redis", reconnectAtOnce());
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{5, 60s});
+  CHECK(limiter.tryAcquire("k").remaining == 4);
+  auto admin = server.connect();
+  integerReply(admin, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+  CHECK(limiter.tryAcquire("k").remaining == 3);
+  CHECK(contexts_made == 2);
+  CHECK(connection.endpoint() == "my tls redis");
+}
+
+TEST_CASE("bad connection settings are refused with a named reason") {
+  CHECK_THROWS_WITH(swl::Connection::tcp("", 6379), Catch::Contains("host is empty"));
+  CHECK_THROWS_WITH(swl::Connection::tcp("127.0.0.1", 0), Catch::Contains("port 0"));
+  CHECK_THROWS_AS(swl::Connection::tcp("127.0.0.1", 70000), swl::InvalidArgument);
+  CHECK_THROWS_AS(swl::Connection::unixSocket(""), swl::InvalidArgument);
+  CHECK_THROWS_AS(swl::Connection::adopt(static_cast<redisContext*>(nullptr)), swl::InvalidArgument);
+  swl::ConnectionOptions negative;
+  negative.command_timeout = -1ms;
+  CHECK_THROWS_AS(swl::Connection::tcp("127.0.0.1", 6379, negative), swl::InvalidArgument);
+  swl::ConnectionOptions user_only;
+  user_only.user = "limiter";
+  CHECK_THROWS_WITH(swl::Connection::tcp("127.0.0.1", 6379, user_only), Catch::Contains("without a password"));
+  swl::ConnectionOptions bad_db;
+  bad_db.db = -1;
+  CHECK_THROWS_AS(swl::Connection::tcp("127.0.0.1", 6379, bad_db), swl::InvalidArgument);
+}
+
+TEST_CASE("a moved-from connection's successor keeps working") {
+  RedisServer server;
+  auto first = server.connect();
+  first.ping();
+  swl::Connection second = std::move(first);
+  swl::SlidingWindowLimiter<> limiter(second, swl::Limit{5, 60s});
+  CHECK(limiter.tryAcquire("k").allowed);
+}

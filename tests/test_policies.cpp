@@ -1,1 +1,120 @@
+#include <swl/clock.hpp>
+#include <swl/key_policy.hpp>
+#include <swl/member_policy.hpp>
+#include <swl/ttl_policy.hpp>
+
 #include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+TEST_CASE("the prefix key policy joins prefix and key with a colon, bytes untouched") {
+  CHECK(swl::PrefixKey().key("user:42") == "swl:user:42");
+  CHECK(swl::PrefixKey("api").key("a b") == "api:a b");
+  CHECK(swl::PrefixKey().key(std::string("a\0b", 3)) == std::string("swl:a\0b", 7));
+}
+
+TEST_CASE("the hash-tag key policy wraps the key in braces so Redis Cluster hashes only the key") {
+  CHECK(swl::HashTagKey().key("user:42") == "swl:{user:42}");
+  CHECK(swl::HashTagKey("rph").key("user:42") == "rph:{user:42}");
+  CHECK(swl::HashTagKey().key("\xff") == "swl:{\xff}");
+}
+
+TEST_CASE("compact members are unique across threads, free of '#', and shorter than a UUID") {
+  constexpr int kThreads = 8, kPerThread = 10000;
+  std::vector<std::vector<std::string>> made(kThreads);
+  std::vector<std::thread> threads;
+  for (int thread = 0; thread < kThreads; ++thread) {
+    threads.emplace_back([&made, thread] {
+      swl::CompactMember members;
+      for (int i = 0; i < kPerThread; ++i) made[thread].push_back(members.next());
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+
+  std::set<std::string> unique;
+  std::size_t longest = 0;
+  for (const auto& batch : made) {
+    for (const std::string& member : batch) {
+      unique.insert(member);
+      longest = std::max(longest, member.size());
+      CHECK(member.find('#') == std::string::npos);
+    }
+  }
+  CHECK(unique.size() == kThreads * kPerThread);
+  CHECK(longest <= 15);
+  CHECK(longest < swl::UuidMember().next().size());
+}
+
+TEST_CASE("a forked child draws its own compact identity instead of repeating its parent's members") {
+  swl::CompactMember members;
+  const std::string parents = members.next();
+  int pipe_fds[2];
+  REQUIRE(::pipe(pipe_fds) == 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const std::string childs = swl::CompactMember().next();
+    const ssize_t written = ::write(pipe_fds[1], childs.data(), childs.size());
+    ::_exit(written == static_cast<ssize_t>(childs.size()) ? 0 : 1);
+  }
+  ::close(pipe_fds[1]);
+  char buffer[64];
+  const ssize_t length = ::read(pipe_fds[0], buffer, sizeof buffer);
+  ::close(pipe_fds[0]);
+  ::waitpid(child, nullptr, 0);
+  REQUIRE(length > 11);
+  const std::string childs(buffer, static_cast<std::size_t>(length));
+  CHECK(childs.substr(0, 11) != parents.substr(0, 11));
+}
+
+TEST_CASE("UUID members are random version 4 UUIDs") {
+  swl::UuidMember members;
+  const std::regex version4("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string uuid = members.next();
+    CHECK(std::regex_match(uuid, version4));
+    seen.insert(uuid);
+  }
+  CHECK(seen.size() == 1000);
+}
+
+TEST_CASE("the timestamp member policy leaves the member to the script's millisecond timestamp") {
+  CHECK(swl::TimestampMember().next().empty());
+}
+
+TEST_CASE("TTL policies: the window rounded up to a millisecond, a multiple of it, or a fixed time") {
+  CHECK(swl::WindowTtl().ttl(2s) == 2000ms);
+  CHECK(swl::WindowTtl().ttl(1500us) == 2ms);
+  CHECK(swl::WindowMultipleTtl(3).ttl(1500ms) == 4500ms);
+  CHECK(swl::FixedTtl(90s).ttl(1s) == 90s);
+  CHECK_THROWS_WITH(swl::WindowMultipleTtl(0), Catch::Contains("multiple 0"));
+}
+
+TEST_CASE("a manual clock is shared by its copies, and Redis's clock reads nothing locally") {
+  swl::ManualClock clock(100s);
+  swl::Clock limiter_clock = swl::Clock::manual(clock);
+  CHECK_FALSE(limiter_clock.isRedisTime());
+  CHECK(limiter_clock.now() == 100s);
+  clock.advance(250ms);
+  CHECK(limiter_clock.now() == 100250ms);
+  clock.set(5s);
+  CHECK(limiter_clock.now() == 5s);
+  CHECK(swl::Clock::redis().isRedisTime());
+
+  const auto system_now = swl::Clock::system().now();
+  const auto reference = std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::system_clock::now().time_since_epoch());
+  CHECK(reference - system_now < 1s);
+  CHECK(reference >= system_now);
+}

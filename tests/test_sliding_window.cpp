@@ -480,7 +480,7 @@ TEST_CASE("sixteen-digit microsecond times survive the script without losing dig
   CHECK(swl::detail::replyText(*entry->element[1]) == "1700000000123457");
 }
 
-TEST_CASE("timestamp members collide within a millisecond and let the limit be exceeded; compact ones do not") {
+TEST_CASE("timestamp members collide within a millisecond and let the limit be exceeded, compact ones do not") {
   RedisServer server;
   auto connection = server.connect();
   swl::ManualClock clock;

@@ -12,6 +12,9 @@
 #include <swl/detail/hiredis.hpp>
 #include <swl/error.hpp>
 
+#include <sys/socket.h>
+#include <sys/types.h>
+
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -140,7 +143,8 @@ class Connection {
   }
 
   redisContext& connected() {
-    if (context_) return *context_;
+    if (context_ && !closedByServer(*context_)) return *context_;
+    context_.reset();
     const auto now = std::chrono::steady_clock::now();
     if (now < next_connect_attempt_) {
       throw ConnectionError("redis at " + endpoint_ + " is unreachable (" + last_connect_error_ +
@@ -206,6 +210,14 @@ class Connection {
       }
     }
     return context;
+  }
+
+  // A server that restarted, or closed an idle client, has already sent EOF: a peek sees it, so the
+  // command goes out on a fresh connection instead of failing on a dead one. It costs one syscall.
+  static bool closedByServer(const redisContext& context) noexcept {
+    char byte;
+    const ssize_t peeked = ::recv(context.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
   }
 
   // hiredis leaves a context that reported an error unusable: forget it and let the next command reconnect.
