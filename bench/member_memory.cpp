@@ -40,7 +40,7 @@ void measure(swl::Connection& connection, const char* policy_name, int entries) 
 
 }  // namespace
 
-int main() {
+int main() try {
   swl::test::RedisServer server;
   auto connection = server.connect();
   std::printf("| member    | entries | bytes/key | bytes/entry | encoding | member bytes |\n");
@@ -50,4 +50,7 @@ int main() {
     measure<swl::UuidMember>(connection, "uuid", entries);
     measure<swl::TimestampMember>(connection, "timestamp", entries);
   }
+} catch (const std::exception& error) {
+  std::fprintf(stderr, "member_memory: %s\n", error.what());
+  return 1;
 }

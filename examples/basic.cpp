@@ -22,8 +22,8 @@ void report(int request, const swl::Decision& decision) {
   if (decision.allowed) {
     std::cout << "200 served    remaining=" << decision.remaining;
   } else {
-    std::cout << "429 rejected  remaining=" << decision.remaining << "  retry_after="
-              << duration_cast<milliseconds>(decision.retry_after).count() << "ms"
+    std::cout << "429 rejected  remaining=" << decision.remaining
+              << "  retry_after=" << duration_cast<milliseconds>(decision.retry_after).count() << "ms"
               << "  (Retry-After: " << std::chrono::ceil<std::chrono::seconds>(decision.retry_after).count() << ")";
   }
   std::cout << "  reset_after=" << duration_cast<milliseconds>(decision.reset_after).count() << "ms\n";

@@ -21,21 +21,27 @@ start_private_redis() {
   for attempt in $(seq 20); do
     port=$((20000 + RANDOM % 40000))
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue  # something listens there already
-    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
-      --pidfile "$workdir/redis.pid" --logfile "$workdir/redis.log" --dir "$workdir" >/dev/null || continue
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+      --logfile "$workdir/redis.log" --dir "$workdir" >/dev/null &
+    REDIS_PID=$!
     for _ in $(seq 100); do
       if redis-cli -p "$port" ping 2>/dev/null | grep -q PONG; then
         REDIS_PORT=$port
-        REDIS_PID=$(cat "$workdir/redis.pid")
         return 0
       fi
+      kill -0 "$REDIS_PID" 2>/dev/null || break  # it exited: the port was taken after all
       sleep 0.05
     done
+    stop_private_redis
   done
   echo "could not start a private redis-server" >&2
   return 1
 }
 
 stop_private_redis() {
-  [ -n "${REDIS_PID:-}" ] && kill "$REDIS_PID" 2>/dev/null || true
+  if [ -n "${REDIS_PID:-}" ]; then
+    kill "$REDIS_PID" 2>/dev/null || true
+    wait "$REDIS_PID" 2>/dev/null || true
+    REDIS_PID=
+  fi
 }

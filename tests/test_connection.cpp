@@ -111,9 +111,9 @@ TEST_CASE("an ACL user allowed only the script's commands on the limiter's prefi
   RedisServer server;
   auto admin = server.connect();
   // The rule the README documents.
-  CHECK(textReply(admin, {"ACL", "SETUSER", "limiter", "on", ">limiter-pass", "resetkeys", "~swl:*", "-@all",
-                          "+evalsha", "+script|load", "+time", "+zremrangebyscore", "+zcard", "+zadd", "+pexpire",
-                          "+zrange"}) == "OK");
+  CHECK(textReply(admin,
+                  {"ACL", "SETUSER", "limiter", "on", ">limiter-pass", "resetkeys", "~swl:*", "-@all", "+evalsha",
+                   "+script|load", "+time", "+zremrangebyscore", "+zcard", "+zadd", "+pexpire", "+zrange"}) == "OK");
 
   swl::ConnectionOptions options;
   options.user = "limiter";

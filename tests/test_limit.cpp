@@ -1,6 +1,6 @@
-#include <swl/limit.hpp>
 #include <swl/detail/decision_reply.hpp>
 #include <swl/error.hpp>
+#include <swl/limit.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -113,8 +113,8 @@ TEST_CASE("a manual clock is shared by its copies, and Redis's clock reads nothi
   CHECK(swl::Clock::redis().isRedisTime());
 
   const auto system_now = swl::Clock::system().now();
-  const auto reference = std::chrono::duration_cast<std::chrono::microseconds>(
-      std::chrono::system_clock::now().time_since_epoch());
+  const auto reference =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch());
   CHECK(reference - system_now < 1s);
   CHECK(reference >= system_now);
 }

@@ -281,9 +281,9 @@ TEST_CASE("every key carries the expiry its TTL policy asks for") {
 
   // A TTL shorter than the window would forget entries that still count.
   using ShortFixed = swl::SlidingWindowLimiter<swl::PrefixKey, swl::CompactMember, swl::FixedTtl>;
-  CHECK_THROWS_AS(ShortFixed(connection, swl::Limit{5, 2s}, {}, swl::PrefixKey(), swl::CompactMember(),
-                             swl::FixedTtl(1999ms)),
-                  swl::InvalidArgument);
+  CHECK_THROWS_AS(
+      ShortFixed(connection, swl::Limit{5, 2s}, {}, swl::PrefixKey(), swl::CompactMember(), swl::FixedTtl(1999ms)),
+      swl::InvalidArgument);
 }
 
 TEST_CASE("an idle key disappears once its window has passed") {
@@ -410,8 +410,8 @@ TEST_CASE("keys are binary-safe: NUL bytes, spaces, braces and non-UTF-8 bytes a
   RedisServer server;
   auto connection = server.connect();
   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{1, 60s});
-  const std::vector<std::string> keys{std::string("a\0b", 3), std::string("a\0c", 3), "a b", "{a}", "a}", "\xff\xfe",
-                                      "a"};
+  const std::vector<std::string> keys{
+      std::string("a\0b", 3), std::string("a\0c", 3), "a b", "{a}", "a}", "\xff\xfe", "a"};
   for (const std::string& key : keys) CHECK(limiter.tryAcquire(key).allowed);
   for (const std::string& key : keys) CHECK_FALSE(limiter.tryAcquire(key).allowed);
   CHECK(integerReply(connection, {"DBSIZE"}) == static_cast<long long>(keys.size()));
@@ -441,9 +441,8 @@ TEST_CASE("by default the window runs on Redis's clock, not the caller's") {
   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{5, 60s});
   limiter.tryAcquire("k");
   swl::detail::ReplyPtr time = connection.command({"TIME"});
-  const long long redis_now_us =
-      std::stoll(std::string(swl::detail::replyText(*time->element[0]))) * 1'000'000 +
-      std::stoll(std::string(swl::detail::replyText(*time->element[1])));
+  const long long redis_now_us = std::stoll(std::string(swl::detail::replyText(*time->element[0]))) * 1'000'000 +
+                                 std::stoll(std::string(swl::detail::replyText(*time->element[1])));
   swl::detail::ReplyPtr entry = connection.command({"ZRANGE", "swl:k", "0", "0", "WITHSCORES"});
   REQUIRE(entry->elements == 2);
   const long long score = std::stoll(std::string(swl::detail::replyText(*entry->element[1])));
@@ -457,11 +456,11 @@ TEST_CASE("the system clock policy scores entries with this host's time, to the 
   swl::LimiterOptions options;
   options.clock = swl::Clock::system();
   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{5, 60s}, options);
-  const auto before = std::chrono::duration_cast<std::chrono::microseconds>(
-      std::chrono::system_clock::now().time_since_epoch());
+  const auto before =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch());
   limiter.tryAcquire("k");
-  const auto after = std::chrono::duration_cast<std::chrono::microseconds>(
-      std::chrono::system_clock::now().time_since_epoch());
+  const auto after =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch());
   swl::detail::ReplyPtr entry = connection.command({"ZRANGE", "swl:k", "0", "0", "WITHSCORES"});
   REQUIRE(entry->elements == 2);
   const long long score = std::stoll(std::string(swl::detail::replyText(*entry->element[1])));
@@ -484,8 +483,8 @@ TEST_CASE("timestamp members collide within a millisecond and let the limit be e
   RedisServer server;
   auto connection = server.connect();
   swl::ManualClock clock;
-  swl::SlidingWindowLimiter<swl::PrefixKey, swl::TimestampMember> timestamps(
-      connection, swl::Limit{3, 1s}, manualTime(clock), swl::PrefixKey("ts"));
+  swl::SlidingWindowLimiter<swl::PrefixKey, swl::TimestampMember> timestamps(connection, swl::Limit{3, 1s},
+                                                                             manualTime(clock), swl::PrefixKey("ts"));
   swl::SlidingWindowLimiter<> compact(connection, swl::Limit{3, 1s}, manualTime(clock), swl::PrefixKey("cm"));
 
   int admitted_by_timestamps = 0, admitted_by_compact = 0;

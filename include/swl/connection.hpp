@@ -114,7 +114,8 @@ class Connection {
   // Round trip to check that Redis answers (connecting first if needed).
   void ping() {
     detail::ReplyPtr reply = command({"PING"});
-    if (reply->type == REDIS_REPLY_ERROR) throw ReplyError(endpoint_ + ": PING failed: " + std::string(detail::replyText(*reply)));
+    if (reply->type == REDIS_REPLY_ERROR)
+      throw ReplyError(endpoint_ + ": PING failed: " + std::string(detail::replyText(*reply)));
   }
 
   bool isConnected() const noexcept { return context_ != nullptr; }
@@ -129,7 +130,8 @@ class Connection {
         options_.reconnect_interval.count() < 0) {
       throw InvalidArgument("swl::ConnectionOptions: timeouts and reconnect_interval must not be negative");
     }
-    if (options_.db < 0) throw InvalidArgument("swl::ConnectionOptions: db " + std::to_string(options_.db) + " is negative");
+    if (options_.db < 0)
+      throw InvalidArgument("swl::ConnectionOptions: db " + std::to_string(options_.db) + " is negative");
     if (!options_.user.empty() && options_.password.empty()) {
       throw InvalidArgument("swl::ConnectionOptions: user '" + options_.user + "' is given without a password");
     }
@@ -147,10 +149,9 @@ class Connection {
     context_.reset();
     const auto now = std::chrono::steady_clock::now();
     if (now < next_connect_attempt_) {
-      throw ConnectionError("redis at " + endpoint_ + " is unreachable (" + last_connect_error_ +
-                            "); not retrying for another " +
-                            std::to_string(std::chrono::ceil<std::chrono::milliseconds>(next_connect_attempt_ - now).count()) +
-                            " ms");
+      throw ConnectionError(
+          "redis at " + endpoint_ + " is unreachable (" + last_connect_error_ + "); not retrying for another " +
+          std::to_string(std::chrono::ceil<std::chrono::milliseconds>(next_connect_attempt_ - now).count()) + " ms");
     }
     try {
       context_ = handshake(open());
@@ -193,8 +194,8 @@ class Connection {
       return detail::ReplyPtr(static_cast<redisReply*>(reply));
     };
     if (!options_.password.empty()) {
-      detail::ReplyPtr reply = options_.user.empty() ? run({"AUTH", options_.password})
-                                                     : run({"AUTH", options_.user, options_.password});
+      detail::ReplyPtr reply =
+          options_.user.empty() ? run({"AUTH", options_.password}) : run({"AUTH", options_.user, options_.password});
       if (reply->type == REDIS_REPLY_ERROR) {
         // Redis's own message names the problem and never repeats the password; neither does ours.
         throw AuthError("redis at " + endpoint_ + " refused authentication" +
@@ -206,7 +207,8 @@ class Connection {
       const std::string db = std::to_string(options_.db);
       detail::ReplyPtr reply = run({"SELECT", db});
       if (reply->type == REDIS_REPLY_ERROR) {
-        throw ReplyError("redis at " + endpoint_ + " refused SELECT " + db + ": " + std::string(detail::replyText(*reply)));
+        throw ReplyError("redis at " + endpoint_ + " refused SELECT " + db + ": " +
+                         std::string(detail::replyText(*reply)));
       }
     }
     return context;
@@ -223,8 +225,9 @@ class Connection {
   // hiredis leaves a context that reported an error unusable: forget it and let the next command reconnect.
   [[noreturn]] void throwAndDropBrokenContext() {
     const bool timed_out = isTimeout(*context_);
-    std::string message = "redis at " + endpoint_ + (timed_out ? " did not answer in time (" : " broke the connection (") +
-                          context_->errstr + ")";
+    std::string message = "redis at " + endpoint_ +
+                          (timed_out ? " did not answer in time (" : " broke the connection (") + context_->errstr +
+                          ")";
     context_.reset();
     if (timed_out) throw TimeoutError(message);
     throw ConnectionError(message);
@@ -235,7 +238,8 @@ class Connection {
     if (context.err == REDIS_ERR_TIMEOUT) return true;
 #endif
     // hiredis 0.14 reports a timeout as an I/O error carrying the socket's errno.
-    return context.err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ETIMEDOUT || errno == EINPROGRESS);
+    return context.err == REDIS_ERR_IO &&
+           (errno == EAGAIN || errno == EWOULDBLOCK || errno == ETIMEDOUT || errno == EINPROGRESS);
   }
 
   ContextFactory connect_;

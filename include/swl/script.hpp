@@ -47,8 +47,8 @@ class Script {
       reply = connection.command(argv.data(), argc);
     }
     if (reply->type == REDIS_REPLY_ERROR) {
-      throw ReplyError("redis at " + connection.endpoint() + ": script " + name_ + " failed: " +
-                       std::string(detail::replyText(*reply)));
+      throw ReplyError("redis at " + connection.endpoint() + ": script " + name_ +
+                       " failed: " + std::string(detail::replyText(*reply)));
     }
     return reply;
   }
@@ -56,8 +56,8 @@ class Script {
   void load(Connection& connection) const {
     detail::ReplyPtr reply = connection.command({"SCRIPT", "LOAD", text_});
     if (reply->type == REDIS_REPLY_ERROR) {
-      throw ReplyError("redis at " + connection.endpoint() + ": SCRIPT LOAD of " + name_ + " failed: " +
-                       std::string(detail::replyText(*reply)));
+      throw ReplyError("redis at " + connection.endpoint() + ": SCRIPT LOAD of " + name_ +
+                       " failed: " + std::string(detail::replyText(*reply)));
     }
     if (reply->type != REDIS_REPLY_STRING || detail::replyText(*reply) != sha_) {
       throw ProtocolError("redis at " + connection.endpoint() + ": SCRIPT LOAD of " + name_ +

@@ -59,8 +59,8 @@ class SlidingWindowLimiter {
     const std::string_view now = options_.clock.isRedisTime() ? std::string_view() : now_text.view();
     const std::string_view count_rejected = options_.rejected == RejectedRequests::counted ? "1" : "0";
     try {
-      detail::ReplyPtr reply = script().run(*connection_, {redis_key},
-                                            {limit_text_, window_text_, cost_text, now, member, ttl_text_, count_rejected});
+      detail::ReplyPtr reply = script().run(
+          *connection_, {redis_key}, {limit_text_, window_text_, cost_text, now, member, ttl_text_, count_rejected});
       return detail::decodeDecision(*reply, limit_.max_requests);
     } catch (const ConnectionError&) {
       if (options_.on_failure == FailurePolicy::throw_error) throw;
@@ -84,8 +84,7 @@ class SlidingWindowLimiter {
  private:
   static Limit validated(Limit limit) {
     if (limit.max_requests <= 0 || limit.max_requests >= kLargestExact) {
-      throw InvalidArgument("swl::Limit: max_requests " + std::to_string(limit.max_requests) +
-                            " is not in 1..2^53-1");
+      throw InvalidArgument("swl::Limit: max_requests " + std::to_string(limit.max_requests) + " is not in 1..2^53-1");
     }
     if (limit.window.count() <= 0 || limit.window.count() >= kLargestExact) {
       throw InvalidArgument("swl::Limit: window of " + std::to_string(limit.window.count()) +

@@ -26,7 +26,8 @@ struct WindowTtl {
 class WindowMultipleTtl {
  public:
   explicit WindowMultipleTtl(int multiple) : multiple_(multiple) {
-    if (multiple < 1) throw InvalidArgument("swl::WindowMultipleTtl: multiple " + std::to_string(multiple) + " is below 1");
+    if (multiple < 1)
+      throw InvalidArgument("swl::WindowMultipleTtl: multiple " + std::to_string(multiple) + " is below 1");
   }
   std::chrono::milliseconds ttl(std::chrono::microseconds window) const {
     return std::chrono::ceil<std::chrono::milliseconds>(window) * multiple_;

@@ -1,6 +1,7 @@
 #pragma once
 // A private redis-server for one test: started on a free loopback port (never 6379), with no
-// persistence, and stopped by its pid. Nothing else on the machine is touched.
+// persistence, and stopped by its pid. Nothing else on the machine is touched. The server gets
+// SIGKILL if the thread that started it dies, so a crashed test leaves no server behind.
 
 #include <swl/connection.hpp>
 #include <swl/error.hpp>
@@ -9,7 +10,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,15 +22,22 @@
 #include <thread>
 #include <vector>
 
-extern char** environ;
-
 namespace swl::test {
 
 class RedisServer {
  public:
   explicit RedisServer(std::vector<std::string> extra_arguments = {})
       : port_(freeLoopbackPort()), extra_arguments_(std::move(extra_arguments)) {
-    start();
+    // Another process may take the free port before the server binds it: then try another.
+    for (int attempt = 1;; ++attempt) {
+      try {
+        start();
+        return;
+      } catch (const std::runtime_error&) {
+        if (attempt == 3) throw;
+        port_ = freeLoopbackPort();
+      }
+    }
   }
   ~RedisServer() { stop(); }
   RedisServer(const RedisServer&) = delete;
@@ -42,23 +50,26 @@ class RedisServer {
   // Starts (again) on the same port, with an empty dataset and script cache.
   void start() {
     if (running()) return;
-    std::vector<std::string> arguments{"redis-server", "--port",       std::to_string(port_), "--bind",
-                                       "127.0.0.1",    "--save",       "",                    "--appendonly",
-                                       "no",           "--daemonize",  "no",                  "--loglevel",
-                                       "warning",      "--logfile",    ""};
+    std::vector<std::string> arguments{
+        "redis-server", "--port", std::to_string(port_), "--bind",  "127.0.0.1", "--save", "", "--appendonly", "no",
+        "--daemonize",  "no",     "--loglevel",          "warning", "--logfile", ""};
     arguments.insert(arguments.end(), extra_arguments_.begin(), extra_arguments_.end());
     std::vector<char*> argv;
     for (std::string& argument : arguments) argv.push_back(argument.data());
     argv.push_back(nullptr);
 
-    posix_spawn_file_actions_t files;
-    posix_spawn_file_actions_init(&files);
-    posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-    const int failed = posix_spawnp(&pid_, "redis-server", &files, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&files);
-    if (failed != 0) {
+    pid_ = ::fork();
+    if (pid_ < 0) {
       pid_ = 0;
-      throw std::runtime_error("cannot start redis-server (is it installed?)");
+      throw std::runtime_error("cannot fork to start redis-server");
+    }
+    if (pid_ == 0) {
+      // Only async-signal-safe calls until exec. The server dies with the test even if the test crashes.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      const int null_fd = ::open("/dev/null", O_WRONLY);
+      if (null_fd >= 0) ::dup2(null_fd, STDOUT_FILENO);
+      ::execvp("redis-server", argv.data());
+      ::_exit(127);
     }
     waitUntilReady();
   }
@@ -109,7 +120,8 @@ class RedisServer {
     while (std::chrono::steady_clock::now() < deadline) {
       if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
         pid_ = 0;
-        throw std::runtime_error("redis-server exited at start on port " + std::to_string(port_));
+        throw std::runtime_error("redis-server exited at start on port " + std::to_string(port_) +
+                                 " (is it installed? is the port taken?)");
       }
       try {
         swl::ConnectionOptions options;

@@ -26,8 +26,7 @@ inline std::string_view replyText(const redisReply& reply) noexcept {
 inline bool isErrorReply(const redisReply& reply, std::string_view code) noexcept {
   if (reply.type != REDIS_REPLY_ERROR) return false;
   std::string_view text = replyText(reply);
-  return text.substr(0, code.size()) == code &&
-         (text.size() == code.size() || text[code.size()] == ' ');
+  return text.substr(0, code.size()) == code && (text.size() == code.size() || text[code.size()] == ' ');
 }
 
 }  // namespace swl::detail
