@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 using namespace std::chrono_literals;
 using swl::test::integerReply;
@@ -78,6 +79,22 @@ TEST_CASE("a frozen server makes a command fail with a TimeoutError, and the con
   CHECK_FALSE(connection.isConnected());
   server.resume();
   CHECK_NOTHROW(connection.ping());
+}
+
+TEST_CASE("a connect that cannot complete fails with a TimeoutError after connect_timeout") {
+  // A frozen server with a full accept queue leaves new connects unanswered, as a black-holed host would.
+  RedisServer server({"--tcp-backlog", "1"});
+  server.pause();
+  std::vector<swl::detail::ContextPtr> queue_fillers;
+  for (int i = 0; i < 4; ++i) {
+    queue_fillers.emplace_back(redisConnectWithTimeout("127.0.0.1", server.port(), timeval{0, 100'000}));
+  }
+  swl::ConnectionOptions options;
+  options.connect_timeout = 100ms;
+  auto connection = server.connect(options);
+  CHECK_THROWS_AS(connection.ping(), swl::TimeoutError);
+  CHECK_THROWS_WITH(connection.ping(), Catch::Contains("not retrying") || Catch::Contains("cannot connect"));
+  server.resume();
 }
 
 TEST_CASE("AUTH with a password: missing, wrong and right") {

@@ -55,8 +55,10 @@ class SlidingWindowLimiter {
     const std::string redis_key = keys_.key(key);
     const std::string member = members_.next();
     const detail::IntegerText cost_text(cost);
-    const detail::IntegerText now_text(options_.clock.isRedisTime() ? 0 : clientNow().count());
-    const std::string_view now = options_.clock.isRedisTime() ? std::string_view() : now_text.view();
+    // An empty time tells the script to read Redis's own clock.
+    const bool redis_time = options_.clock.isRedisTime();
+    const detail::IntegerText client_now(redis_time ? 0 : clientNow().count());
+    const std::string_view now = redis_time ? std::string_view() : client_now.view();
     const std::string_view count_rejected = options_.rejected == RejectedRequests::counted ? "1" : "0";
     try {
       detail::ReplyPtr reply = script().run(
