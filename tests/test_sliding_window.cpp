@@ -19,11 +19,15 @@ using swl::test::textReply;
 
 namespace {
 
-swl::LimiterOptions manualTime(const swl::ManualClock& clock) {
+// A private server, a connection to it, and limiter options that read a clock the test moves by hand.
+struct ManualTime {
+  ManualTime() { options.clock = swl::Clock::manual(clock); }
+
+  RedisServer server;
+  swl::Connection connection = server.connect();
+  swl::ManualClock clock;
   swl::LimiterOptions options;
-  options.clock = swl::Clock::manual(clock);
-  return options;
-}
+};
 
 long long entries(swl::Connection& connection, const std::string& redis_key) {
   return integerReply(connection, {"ZCARD", redis_key});
@@ -54,12 +58,9 @@ TEST_CASE("exactly the limit is admitted, then every request is rejected") {
   CHECK(limiter.tryAcquire("user:43").allowed);  // another key has its own window
 }
 
-TEST_CASE("entries slide out of the window at exactly the right microsecond") {
-  RedisServer server;
-  auto connection = server.connect();
-  swl::ManualClock clock;
+TEST_CASE_METHOD(ManualTime, "entries slide out of the window at exactly the right microsecond") {
   const auto start = clock.now();
-  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{3, 1s}, manualTime(clock));
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{3, 1s}, options);
 
   CHECK(limiter.tryAcquire("k").allowed);  // at start
   clock.advance(100ms);
@@ -83,12 +84,9 @@ TEST_CASE("entries slide out of the window at exactly the right microsecond") {
   CHECK(limiter.tryAcquire("k").allowed);
 }
 
-TEST_CASE("retry_after and reset_after are exact, and waiting retry_after is enough") {
-  RedisServer server;
-  auto connection = server.connect();
-  swl::ManualClock clock;
+TEST_CASE_METHOD(ManualTime, "retry_after and reset_after are exact, and waiting retry_after is enough") {
   const auto start = clock.now();
-  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{2, 10s}, manualTime(clock));
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{2, 10s}, options);
 
   swl::Decision first = limiter.tryAcquire("k");
   CHECK(first.reset_after == 10s);
@@ -109,11 +107,8 @@ TEST_CASE("retry_after and reset_after are exact, and waiting retry_after is eno
   CHECK(clock.now() - start == 10s);
 }
 
-TEST_CASE("a sub-second retry_after is never rounded down to zero") {
-  RedisServer server;
-  auto connection = server.connect();
-  swl::ManualClock clock;
-  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{1, 1s}, manualTime(clock));
+TEST_CASE_METHOD(ManualTime, "a sub-second retry_after is never rounded down to zero") {
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{1, 1s}, options);
   limiter.tryAcquire("k");
   clock.advance(999'999us);
   swl::Decision decision = limiter.tryAcquire("k");
@@ -122,11 +117,8 @@ TEST_CASE("a sub-second retry_after is never rounded down to zero") {
   CHECK(std::chrono::ceil<std::chrono::seconds>(decision.retry_after) == 1s);
 }
 
-TEST_CASE("a rejected request consumes nothing, so sustained overload does not lock everyone out") {
-  RedisServer server;
-  auto connection = server.connect();
-  swl::ManualClock clock;
-  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{3, 1s}, manualTime(clock));
+TEST_CASE_METHOD(ManualTime, "a rejected request consumes nothing, so sustained overload does not lock everyone out") {
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{3, 1s}, options);
 
   // Ten windows of a client asking every 10 ms, 100 times the limit: each window still admits exactly 3.
   for (int window = 0; window < 10; ++window) {
@@ -140,11 +132,7 @@ TEST_CASE("a rejected request consumes nothing, so sustained overload does not l
   CHECK(entries(connection, "swl:flooded") <= 3);
 }
 
-TEST_CASE("counting rejected requests is an opt-in penalty that keeps a hammering client out") {
-  RedisServer server;
-  auto connection = server.connect();
-  swl::ManualClock clock;
-  swl::LimiterOptions options = manualTime(clock);
+TEST_CASE_METHOD(ManualTime, "counting rejected requests is an opt-in penalty that keeps a hammering client out") {
   options.rejected = swl::RejectedRequests::counted;
   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{3, 1s}, options);
 
@@ -162,12 +150,10 @@ TEST_CASE("counting rejected requests is an opt-in penalty that keeps a hammerin
   CHECK(limiter.tryAcquire("abuser").allowed);
 }
 
-TEST_CASE("the fixed-window edge burst does not happen: no window ever holds more than the limit") {
-  RedisServer server;
-  auto connection = server.connect();
-  swl::ManualClock clock(std::chrono::seconds(1'700'000'000));
+TEST_CASE_METHOD(ManualTime, "the fixed-window edge burst does not happen: no window ever holds more than the limit") {
+  clock.set(std::chrono::seconds(1'700'000'000));
   const auto minute = clock.now();
-  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{10, 1s}, manualTime(clock));
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{10, 1s}, options);
 
   // A fixed window would admit 10 in the last 10 ms of one second and 10 more in the first 10 ms of
   // the next: 20 within 20 ms.
@@ -219,12 +205,9 @@ TEST_CASE("8 threads x 1,000 calls on one key with a limit of 100 admit exactly 
   CHECK(entries(connection, "swl:shared") == 100);
 }
 
-TEST_CASE("a request of cost above one takes that many units, in one decision") {
-  RedisServer server;
-  auto connection = server.connect();
-  swl::ManualClock clock;
+TEST_CASE_METHOD(ManualTime, "a request of cost above one takes that many units, in one decision") {
   const auto start = clock.now();
-  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{10, 1s}, manualTime(clock));
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{10, 1s}, options);
 
   CHECK(limiter.tryAcquire("k", 4).remaining == 6);
   clock.advance(100ms);
@@ -246,7 +229,7 @@ TEST_CASE("a request of cost above one takes that many units, in one decision") 
   CHECK_FALSE(limiter.tryAcquire("k", 1).allowed);
 
   // A cost beyond what one ZADD takes at once.
-  swl::SlidingWindowLimiter<> big(connection, swl::Limit{5000, 1s}, manualTime(clock));
+  swl::SlidingWindowLimiter<> big(connection, swl::Limit{5000, 1s}, options);
   CHECK(big.tryAcquire("big", 4321).remaining == 679);
   CHECK(entries(connection, "swl:big") == 4321);
 }
@@ -468,24 +451,20 @@ TEST_CASE("the system clock policy scores entries with this host's time, to the 
   CHECK(score <= after.count());
 }
 
-TEST_CASE("sixteen-digit microsecond times survive the script without losing digits") {
-  RedisServer server;
-  auto connection = server.connect();
-  swl::ManualClock clock(std::chrono::microseconds(1'700'000'000'123'457));
-  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{5, 1s}, manualTime(clock));
+TEST_CASE_METHOD(ManualTime, "sixteen-digit microsecond times survive the script without losing digits") {
+  clock.set(std::chrono::microseconds(1'700'000'000'123'457));
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{5, 1s}, options);
   limiter.tryAcquire("k");
   swl::detail::ReplyPtr entry = connection.command({"ZRANGE", "swl:k", "0", "0", "WITHSCORES"});
   REQUIRE(entry->elements == 2);
   CHECK(swl::detail::replyText(*entry->element[1]) == "1700000000123457");
 }
 
-TEST_CASE("timestamp members collide within a millisecond and let the limit be exceeded, compact ones do not") {
-  RedisServer server;
-  auto connection = server.connect();
-  swl::ManualClock clock;
-  swl::SlidingWindowLimiter<swl::PrefixKey, swl::TimestampMember> timestamps(connection, swl::Limit{3, 1s},
-                                                                             manualTime(clock), swl::PrefixKey("ts"));
-  swl::SlidingWindowLimiter<> compact(connection, swl::Limit{3, 1s}, manualTime(clock), swl::PrefixKey("cm"));
+TEST_CASE_METHOD(ManualTime,
+                 "timestamp members collide within a millisecond and let the limit be exceeded, compact ones do not") {
+  swl::SlidingWindowLimiter<swl::PrefixKey, swl::TimestampMember> timestamps(connection, swl::Limit{3, 1s}, options,
+                                                                             swl::PrefixKey("ts"));
+  swl::SlidingWindowLimiter<> compact(connection, swl::Limit{3, 1s}, options, swl::PrefixKey("cm"));
 
   int admitted_by_timestamps = 0, admitted_by_compact = 0;
   for (int i = 0; i < 10; ++i) {  // ten requests in the same millisecond
