@@ -90,23 +90,14 @@ class Connection {
   // Sends one command and returns its reply, error replies included (they are answers, not failures).
   // Arguments are binary-safe. Throws ConnectionError (TimeoutError, AuthError) when there is no answer.
   detail::ReplyPtr command(const std::string_view* argv, std::size_t argc) {
-    constexpr std::size_t kOnStack = 16;
-    std::array<const char*, kOnStack> pointers_on_stack;
-    std::array<std::size_t, kOnStack> lengths_on_stack;
-    std::vector<const char*> pointers_on_heap;
-    std::vector<std::size_t> lengths_on_heap;
-    const char** pointers = pointers_on_stack.data();
-    std::size_t* lengths = lengths_on_stack.data();
-    if (argc > kOnStack) {
-      pointers_on_heap.resize(argc), lengths_on_heap.resize(argc);
-      pointers = pointers_on_heap.data(), lengths = lengths_on_heap.data();
-    }
-    for (std::size_t i = 0; i < argc; ++i) pointers[i] = argv[i].data(), lengths[i] = argv[i].size();
-
     redisContext& context = connected();
-    void* reply = redisCommandArgv(&context, static_cast<int>(argc), pointers, lengths);
-    if (reply == nullptr) throwAndDropBrokenContext();
-    return detail::ReplyPtr(static_cast<redisReply*>(reply));
+    redisReply* reply = send(context, argv, argc);
+    if (reply == nullptr) {
+      // hiredis cannot use a context again once it reported an error: drop it so the next command reconnects.
+      const detail::ContextPtr broken = std::move(context_);
+      throwContextError(*broken, "waiting for a reply");
+    }
+    return detail::ReplyPtr(reply);
   }
 
   detail::ReplyPtr command(std::initializer_list<std::string_view> argv) { return command(argv.begin(), argv.size()); }
@@ -114,8 +105,9 @@ class Connection {
   // Round trip to check that Redis answers (connecting first if needed).
   void ping() {
     detail::ReplyPtr reply = command({"PING"});
-    if (reply->type == REDIS_REPLY_ERROR)
-      throw ReplyError(endpoint_ + ": PING failed: " + std::string(detail::replyText(*reply)));
+    if (reply->type == REDIS_REPLY_ERROR) {
+      throw ReplyError("redis at " + endpoint_ + " refused PING: " + std::string(detail::replyText(*reply)));
+    }
   }
 
   bool isConnected() const noexcept { return context_ != nullptr; }
@@ -166,32 +158,20 @@ class Connection {
   detail::ContextPtr open() {
     errno = 0;
     detail::ContextPtr context(connect_());
-    if (!context) throw ConnectionError("cannot connect to redis at " + endpoint_ + ": out of memory");
-    if (context->err != 0) {
-      std::string message = "cannot connect to redis at " + endpoint_ + ": " + context->errstr;
-      if (isTimeout(*context)) throw TimeoutError(message);
-      throw ConnectionError(message);
-    }
+    if (!context) throw ConnectionError("redis at " + endpoint_ + " failed connecting (out of memory)");
+    if (context->err != 0) throwContextError(*context, "connecting");
     if (options_.command_timeout.count() > 0 &&
         redisSetTimeout(context.get(), toTimeval(options_.command_timeout)) != REDIS_OK) {
-      throw ConnectionError("cannot set the command timeout on the connection to " + endpoint_);
+      throw ConnectionError("redis at " + endpoint_ + ": cannot set the command timeout");
     }
     return context;
   }
 
   detail::ContextPtr handshake(detail::ContextPtr context) {
     auto run = [&](std::initializer_list<std::string_view> argv) {
-      std::array<const char*, 4> pointers{};
-      std::array<std::size_t, 4> lengths{};
-      std::size_t argc = 0;
-      for (std::string_view part : argv) pointers[argc] = part.data(), lengths[argc++] = part.size();
-      void* reply = redisCommandArgv(context.get(), static_cast<int>(argc), pointers.data(), lengths.data());
-      if (reply == nullptr) {
-        std::string message = "redis at " + endpoint_ + " failed during the handshake: " + context->errstr;
-        if (isTimeout(*context)) throw TimeoutError(message);
-        throw ConnectionError(message);
-      }
-      return detail::ReplyPtr(static_cast<redisReply*>(reply));
+      redisReply* reply = send(*context, argv.begin(), argv.size());
+      if (reply == nullptr) throwContextError(*context, "during the handshake");
+      return detail::ReplyPtr(reply);
     };
     if (!options_.password.empty()) {
       detail::ReplyPtr reply =
@@ -222,13 +202,28 @@ class Connection {
     return peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
   }
 
-  // hiredis leaves a context that reported an error unusable: forget it and let the next command reconnect.
-  [[noreturn]] void throwAndDropBrokenContext() {
-    const bool timed_out = isTimeout(*context_);
-    std::string message = "redis at " + endpoint_ +
-                          (timed_out ? " did not answer in time (" : " broke the connection (") + context_->errstr +
-                          ")";
-    context_.reset();
+  // One command on `context`, arguments binary-safe; null when hiredis reports an error on the context.
+  static redisReply* send(redisContext& context, const std::string_view* argv, std::size_t argc) {
+    constexpr std::size_t kOnStack = 16;
+    std::array<const char*, kOnStack> pointers_on_stack;
+    std::array<std::size_t, kOnStack> lengths_on_stack;
+    std::vector<const char*> pointers_on_heap;
+    std::vector<std::size_t> lengths_on_heap;
+    const char** pointers = pointers_on_stack.data();
+    std::size_t* lengths = lengths_on_stack.data();
+    if (argc > kOnStack) {
+      pointers_on_heap.resize(argc), lengths_on_heap.resize(argc);
+      pointers = pointers_on_heap.data(), lengths = lengths_on_heap.data();
+    }
+    for (std::size_t i = 0; i < argc; ++i) pointers[i] = argv[i].data(), lengths[i] = argv[i].size();
+    return static_cast<redisReply*>(redisCommandArgv(&context, static_cast<int>(argc), pointers, lengths));
+  }
+
+  // The error hiredis recorded on `context`, as a TimeoutError when it was one.
+  [[noreturn]] void throwContextError(const redisContext& context, std::string_view doing) const {
+    const bool timed_out = isTimeout(context);
+    std::string message = "redis at " + endpoint_ + (timed_out ? " timed out " : " failed ") + std::string(doing) +
+                          " (" + context.errstr + ")";
     if (timed_out) throw TimeoutError(message);
     throw ConnectionError(message);
   }

@@ -64,10 +64,9 @@ class SlidingWindowLimiter {
       detail::ReplyPtr reply = script().run(
           *connection_, {redis_key}, {limit_text_, window_text_, cost_text, now, member, ttl_text_, count_rejected});
       return detail::decodeDecision(*reply, limit_.max_requests);
-    } catch (const ConnectionError&) {
-      if (options_.on_failure == FailurePolicy::throw_error) throw;
-      return failureDecision(cost);
-    } catch (const ReplyError&) {
+    } catch (const InvalidArgument&) {
+      throw;                  // a caller's mistake: no failure policy hides it
+    } catch (const Error&) {  // Redis could not decide: ConnectionError or ReplyError
       if (options_.on_failure == FailurePolicy::throw_error) throw;
       return failureDecision(cost);
     }
