@@ -1,3 +1,4 @@
+#include <swl/connection.hpp>
 #include <swl/script.hpp>
 #include <swl/sliding_window.hpp>
 
@@ -7,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <vector>
 
 using swl::test::commandCalls;
 using swl::test::RedisServer;
@@ -32,16 +34,16 @@ TEST_CASE("a script runs with EVALSHA and is loaded only when the server answers
   auto connection = server.connect();
   const swl::Script echo("echo", "return {KEYS[1], ARGV[1], ARGV[2]}");
 
-  swl::detail::ReplyPtr reply = echo.run(connection, {"key"}, {std::string("a\0b", 3), ""});
+  swl::detail::ReplyPtr reply = connection.run(echo, {"key"}, {std::string("a\0b", 3), ""});
   REQUIRE(reply->elements == 3);
   CHECK(swl::detail::replyText(*reply->element[0]) == "key");
   CHECK(swl::detail::replyText(*reply->element[1]) == std::string("a\0b", 3));
   CHECK(commandCalls(connection, "script|load") == 1);
 
-  echo.run(connection, {"key"}, {"x", "y"});
+  connection.run(echo, {"key"}, {"x", "y"});
   CHECK(commandCalls(connection, "script|load") == 1);
   textReply(connection, {"SCRIPT", "FLUSH"});
-  echo.run(connection, {"key"}, {"x", "y"});
+  connection.run(echo, {"key"}, {"x", "y"});
   CHECK(commandCalls(connection, "script|load") == 2);
   CHECK(commandCalls(connection, "evalsha") == 5);
   CHECK(commandCalls(connection, "eval") == 0);
@@ -52,8 +54,69 @@ TEST_CASE("a script that fails on the server throws a ReplyError naming the scri
   auto connection = server.connect();
   const swl::Script broken("broken", "return redis.call('INCR', KEYS[1])");
   textReply(connection, {"SET", "text", "not a number"});
-  CHECK_THROWS_WITH(broken.run(connection, {"text"}, {}),
+  CHECK_THROWS_WITH(connection.run(broken, {"text"}, {}),
                     Catch::Contains("script broken failed") && Catch::Contains("not an integer"));
   const swl::Script syntax_error("syntax", "return {");
-  CHECK_THROWS_WITH(syntax_error.run(connection, {}, {}), Catch::Contains("SCRIPT LOAD of syntax failed"));
+  CHECK_THROWS_WITH(connection.run(syntax_error, {}, {}), Catch::Contains("SCRIPT LOAD of syntax failed"));
+}
+
+TEST_CASE("a script call holds EVALSHA, the SHA, the key count, the keys and the arguments in order") {
+  const swl::Script echo("echo", "return 1");
+  const swl::ScriptCall call(echo, {"k1", "k2"}, {"a1"});
+  REQUIRE(call.argc() == 6);
+  CHECK(call.argv()[0] == "EVALSHA");
+  CHECK(call.argv()[1] == echo.sha());
+  CHECK(call.argv()[2] == "2");
+  CHECK(call.keyCount() == 2);
+  CHECK(call.key(1) == "k2");
+  CHECK(call.argv()[5] == "a1");
+}
+
+TEST_CASE("a script call with more arguments than it holds is refused before anything is sent") {
+  const swl::Script echo("echo", "return 1");
+  const std::vector<std::string_view> many(40, "x");
+  CHECK_THROWS_AS(swl::ScriptCall(echo, many.data(), 1, many.data(), many.size()), swl::InvalidArgument);
+  CHECK_THROWS_WITH(swl::ScriptCall(echo, many.data(), 10, many.data(), 0), Catch::Contains("10 keys"));
+}
+
+TEST_CASE("a pipelined batch answers every call in order and reloads a flushed script once") {
+  RedisServer server;
+  auto connection = server.connect();
+  const swl::Script echo("echo", "return ARGV[1]");
+  const swl::Script fail("fail", "return redis.error_reply('nope')");
+  const std::vector<std::string> args = {"zero", "one", "two", "three"};
+  std::vector<swl::ScriptCall> calls;
+  for (const std::string& arg : args) calls.push_back(swl::ScriptCall(echo, {}, {arg}));
+  calls.push_back(swl::ScriptCall(fail, {}, {}));
+
+  for (int round = 0; round < 2; ++round) {
+    textReply(connection, {"SCRIPT", "FLUSH"});
+    std::vector<swl::ScriptReply> replies = connection.runMany(calls);
+    REQUIRE(replies.size() == 5);
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      REQUIRE(replies[i].reply);
+      CHECK_FALSE(replies[i].error);
+      CHECK(swl::detail::replyText(*replies[i].reply) == args[i]);
+    }
+    CHECK_FALSE(replies[4].reply);
+    CHECK_THROWS_WITH(std::rethrow_exception(replies[4].error),
+                      Catch::Contains("script fail failed") && Catch::Contains("nope"));
+  }
+  CHECK(commandCalls(connection, "script|load") == 4);  // each script once per flush
+  CHECK(commandCalls(connection, "evalsha") == 20);     // each call twice per flush: NOSCRIPT, then answered
+}
+
+TEST_CASE("a batch on a dead server gives every call the connection error") {
+  RedisServer server;
+  auto connection = server.connect();
+  connection.ping();
+  server.stop();
+  const swl::Script echo("echo", "return 1");
+  std::vector<swl::ScriptCall> calls(3, swl::ScriptCall(echo, {}, {}));
+  std::vector<swl::ScriptReply> replies = connection.runMany(calls);
+  REQUIRE(replies.size() == 3);
+  for (const swl::ScriptReply& reply : replies) {
+    CHECK_FALSE(reply.reply);
+    CHECK_THROWS_AS(std::rethrow_exception(reply.error), swl::ConnectionError);
+  }
 }

@@ -6,20 +6,23 @@
 // unusable, so the Connection drops it and reports the error; the next command opens a new one
 // (after `reconnect_interval`, so a dead Redis is not dialled on every request).
 //
-// Not thread-safe: use one Connection per thread (a pool serves many threads). Limiters keep a
-// reference, so the Connection must outlive them; one Connection may serve any number of limiters.
+// Not thread-safe: use one Connection per thread, or a ConnectionPool for many threads. Limiters keep
+// a reference, so the Connection must outlive them; one Connection may serve any number of limiters.
 
 #include <swl/detail/hiredis.hpp>
 #include <swl/error.hpp>
+#include <swl/redis_client.hpp>
+#include <swl/script.hpp>
 
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include <array>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <functional>
 #include <initializer_list>
+#include <numeric>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -39,7 +42,7 @@ struct ConnectionOptions {
   int db = 0;            // SELECTed after every (re)connect when not 0
 };
 
-class Connection {
+class Connection : public RedisClient {
  public:
   using ContextFactory = std::function<redisContext*()>;
 
@@ -101,6 +104,91 @@ class Connection {
   }
 
   detail::ReplyPtr command(std::initializer_list<std::string_view> argv) { return command(argv.begin(), argv.size()); }
+
+  // Sends `count` commands in one write, then reads their replies in order, handing each to
+  // `on_reply(index, ReplyPtr)`. `argv_of(index)` gives a command as {const std::string_view*, argc}.
+  // If the connection fails midway, the replies that arrived have been handed over and the error is
+  // thrown for the rest (they may or may not have run).
+  template <class ArgvOf, class OnReply>
+  void pipeline(std::size_t count, ArgvOf&& argv_of, OnReply&& on_reply) {
+    redisContext& context = connected();
+    detail::HiredisArgv hiredis_argv;
+    for (std::size_t i = 0; i < count; ++i) {
+      const auto [argv, argc] = argv_of(i);
+      hiredis_argv.assign(argv, argc);
+      if (redisAppendCommandArgv(&context, static_cast<int>(argc), hiredis_argv.pointers(), hiredis_argv.lengths()) !=
+          REDIS_OK) {
+        // Nothing was written yet; dropping the context drops the half-built batch with it.
+        const detail::ContextPtr broken = std::move(context_);
+        throwContextError(*broken, "queueing a pipelined command");
+      }
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      void* reply = nullptr;
+      if (redisGetReply(&context, &reply) != REDIS_OK || reply == nullptr) {
+        const detail::ContextPtr broken = std::move(context_);
+        throwContextError(*broken, "waiting for pipelined replies");
+      }
+      on_reply(i, detail::ReplyPtr(static_cast<redisReply*>(reply)));
+    }
+  }
+
+  using RedisClient::run;
+  detail::ReplyPtr run(const ScriptCall& call) override {
+    detail::ReplyPtr reply = command(call.argv(), call.argc());
+    if (detail::isErrorReply(*reply, "NOSCRIPT")) {
+      load(call.script());
+      reply = command(call.argv(), call.argc());
+    }
+    if (reply->type == REDIS_REPLY_ERROR) throw scriptFailed(call.script(), *reply);
+    return reply;
+  }
+
+  std::vector<ScriptReply> runMany(const std::vector<ScriptCall>& calls) override {
+    std::vector<ScriptReply> results(calls.size());
+    std::vector<std::size_t> all(calls.size());
+    std::iota(all.begin(), all.end(), std::size_t{0});
+    runPipelined(calls, all, results);
+
+    // The calls that met an empty script cache run once more, after one SCRIPT LOAD per script.
+    std::vector<std::size_t> again;
+    std::vector<const Script*> loaded;
+    for (std::size_t index : all) {
+      ScriptReply& result = results[index];
+      if (!result.reply || !detail::isErrorReply(*result.reply, "NOSCRIPT")) continue;
+      result.reply.reset();
+      const Script& script = calls[index].script();
+      try {
+        if (std::find(loaded.begin(), loaded.end(), &script) == loaded.end()) load(script), loaded.push_back(&script);
+        again.push_back(index);
+      } catch (const Error&) {
+        result.error = std::current_exception();
+      }
+    }
+    runPipelined(calls, again, results);
+
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      ScriptReply& result = results[i];
+      if (result.reply && result.reply->type == REDIS_REPLY_ERROR) {
+        result.error = std::make_exception_ptr(scriptFailed(calls[i].script(), *result.reply));
+        result.reply.reset();
+      }
+    }
+    return results;
+  }
+
+  // Makes the server know `script` (SCRIPT LOAD); run() does it by itself when a server answers NOSCRIPT.
+  void load(const Script& script) {
+    detail::ReplyPtr reply = command({"SCRIPT", "LOAD", script.text()});
+    if (reply->type == REDIS_REPLY_ERROR) {
+      throw ReplyError("redis at " + endpoint_ + ": SCRIPT LOAD of " + script.name() +
+                       " failed: " + std::string(detail::replyText(*reply)));
+    }
+    if (reply->type != REDIS_REPLY_STRING || detail::replyText(*reply) != script.sha()) {
+      throw ProtocolError("redis at " + endpoint_ + ": SCRIPT LOAD of " + script.name() +
+                          " did not return the expected SHA-1 " + std::string(script.sha()));
+    }
+  }
 
   // Round trip to check that Redis answers (connecting first if needed).
   void ping() {
@@ -204,19 +292,30 @@ class Connection {
 
   // One command on `context`, arguments binary-safe; null when hiredis reports an error on the context.
   static redisReply* send(redisContext& context, const std::string_view* argv, std::size_t argc) {
-    constexpr std::size_t kOnStack = 16;
-    std::array<const char*, kOnStack> pointers_on_stack;
-    std::array<std::size_t, kOnStack> lengths_on_stack;
-    std::vector<const char*> pointers_on_heap;
-    std::vector<std::size_t> lengths_on_heap;
-    const char** pointers = pointers_on_stack.data();
-    std::size_t* lengths = lengths_on_stack.data();
-    if (argc > kOnStack) {
-      pointers_on_heap.resize(argc), lengths_on_heap.resize(argc);
-      pointers = pointers_on_heap.data(), lengths = lengths_on_heap.data();
+    detail::HiredisArgv hiredis_argv;
+    hiredis_argv.assign(argv, argc);
+    return static_cast<redisReply*>(
+        redisCommandArgv(&context, static_cast<int>(argc), hiredis_argv.pointers(), hiredis_argv.lengths()));
+  }
+
+  // Pipelines calls[indices...] into results; when the connection fails, the unanswered ones get its error.
+  void runPipelined(const std::vector<ScriptCall>& calls, const std::vector<std::size_t>& indices,
+                    std::vector<ScriptReply>& results) {
+    if (indices.empty()) return;
+    try {
+      pipeline(
+          indices.size(), [&](std::size_t i) { return std::pair(calls[indices[i]].argv(), calls[indices[i]].argc()); },
+          [&](std::size_t i, detail::ReplyPtr reply) { results[indices[i]].reply = std::move(reply); });
+    } catch (const Error&) {
+      for (std::size_t index : indices) {
+        if (!results[index].reply) results[index].error = std::current_exception();
+      }
     }
-    for (std::size_t i = 0; i < argc; ++i) pointers[i] = argv[i].data(), lengths[i] = argv[i].size();
-    return static_cast<redisReply*>(redisCommandArgv(&context, static_cast<int>(argc), pointers, lengths));
+  }
+
+  ReplyError scriptFailed(const Script& script, const redisReply& reply) const {
+    return ReplyError("redis at " + endpoint_ + ": script " + script.name() +
+                      " failed: " + std::string(detail::replyText(reply)));
   }
 
   // The error hiredis recorded on `context`, as a TimeoutError when it was one.

@@ -1,8 +1,10 @@
 #pragma once
-// The two plain values of the API: what a limiter enforces (Limit) and what it answered (Decision).
+// The plain values of the API: what a limiter enforces (Limit), what a caller asks for (AcquireRequest) and
+// what it answered (Decision).
 
 #include <chrono>
 #include <cstdint>
+#include <string_view>
 
 namespace swl {
 
@@ -11,6 +13,12 @@ namespace swl {
 struct Limit {
   std::int64_t max_requests = 0;
   std::chrono::microseconds window{0};
+};
+
+// One request of a batch (tryAcquireMany): `cost` units for `key`. The key is viewed, not copied.
+struct AcquireRequest {
+  std::string_view key;
+  std::int64_t cost = 1;
 };
 
 // Who produced a Decision: Redis, or the failure policy because Redis could not answer.

@@ -9,25 +9,28 @@ namespace swl {
 inline constexpr std::string_view kSlidingWindowScript = R"lua(
 -- swl sliding window log: one atomic decision for one key.
 -- KEYS[1]  the key's sorted set: score = admission time in microseconds, one member per admitted unit
--- ARGV[1]  limit: the most units the window holds
--- ARGV[2]  window in microseconds
--- ARGV[3]  cost: units this request asks for (1 <= cost <= limit, checked by the client)
--- ARGV[4]  now in microseconds since the epoch, or '' to read Redis's own clock
--- ARGV[5]  this request's unique member, or '' for its millisecond timestamp (the seed articles' scheme)
--- ARGV[6]  expiry in milliseconds, set on every write: at least the window
--- ARGV[7]  '1' to record rejected requests too (an opt-in penalty), '0' to leave the window untouched
+-- ARGV[1]  window in microseconds
+-- ARGV[2]  limit: the most units the window holds
+-- ARGV[3]  cost: units this request asks for (1 <= cost <= limit, checked by the client); default 1
+-- ARGV[4]  now in microseconds since the epoch; '' or absent: read Redis's own clock
+-- ARGV[5]  this request's unique member; '' or absent: its millisecond timestamp (the seed articles' scheme)
+-- ARGV[6]  expiry in milliseconds, set on every write: at least the window; absent: the window
+-- ARGV[7]  '1' to record rejected requests too (an opt-in penalty); otherwise the window is left untouched
 -- Returns {allowed 1|0, remaining, retry_after_us, reset_after_us}, integers only: Redis truncates a
 -- Lua number on its way to the client, so durations travel as whole microseconds.
+-- The first three arguments alone make a call, so other tools (redis-benchmark, ../shared/bench) can
+-- run this same script.
 
 local key = KEYS[1]
-local limit = tonumber(ARGV[1])
-local window = tonumber(ARGV[2])
-local cost = tonumber(ARGV[3])
+local window = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3] or 1)
 
 -- Times sent back to Redis are built from integer parts: Lua formats a concatenated number with 14
 -- significant digits and would cut the last digits off a 16-digit microsecond time.
 local now_text = ARGV[4]
-if now_text == '' then
+local redis_time = now_text == nil or now_text == ''
+if redis_time then
   local time = redis.call('TIME')
   now_text = time[1] .. string.format('%06d', tonumber(time[2]))
 end
@@ -42,43 +45,43 @@ local allowed = count + cost <= limit
 -- by default would keep a flooded key full forever, admitting no one.
 if allowed or ARGV[7] == '1' then
   local member = ARGV[5]
-  if member == '' then member = string.format('%.0f', math.floor(now / 1000)) end
+  if member == nil or member == '' then member = string.format('%.0f', math.floor(now / 1000)) end
   if cost == 1 then
     redis.call('ZADD', key, now_text, member)
   else
-    -- One member per unit; ZADD takes them in chunks so unpack() stays within Lua's stack limit.
+    -- One member per unit, in one ZADD up to 1000 units; larger costs go in chunks of 1000 so that
+    -- unpack() stays within Lua's stack limit.
     local batch = {}
     for unit = 1, cost do
       batch[#batch + 1] = now_text
       batch[#batch + 1] = member .. '#' .. unit
-      if #batch == 1000 or unit == cost then
+      if #batch == 2000 or unit == cost then
         redis.call('ZADD', key, unpack(batch))
         batch = {}
       end
     end
   end
   count = count + cost
-  redis.call('PEXPIRE', key, ARGV[6])
+  redis.call('PEXPIRE', key, ARGV[6] or math.ceil(window / 1000))
 end
-
-local retry_after = 0
-if not allowed then
-  -- The same cost fits once the (count + cost - limit) oldest entries are gone; the last of them
-  -- leaves the window at its score + window.
-  local blocking = count + cost - limit
-  local entry = redis.call('ZRANGE', key, blocking - 1, blocking - 1, 'WITHSCORES')
-  retry_after = tonumber(entry[2]) + window - now
-end
-
--- The window is empty once its newest entry leaves.
-local reset_after = 0
-local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-if newest[2] then reset_after = tonumber(newest[2]) + window - now end
 
 local remaining = limit - count
 if remaining < 0 then remaining = 0 end
+
+-- The window is empty once its newest entry leaves. On Redis's clock an admitted request is that
+-- newest entry (no score lies ahead of Redis's own now), which saves a lookup on the busiest path;
+-- client clocks disagree, so there the newest score is read.
+if allowed and redis_time then return {1, remaining, 0, window} end
+local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+local reset_after = 0
+if newest[2] then reset_after = tonumber(newest[2]) + window - now end
 if allowed then return {1, remaining, 0, reset_after} end
-return {0, remaining, retry_after, reset_after}
+
+-- The same cost fits once the (count + cost - limit) oldest entries are gone; the last of them
+-- leaves the window at its score + window.
+local blocking = count + cost - limit
+local entry = redis.call('ZRANGE', key, blocking - 1, blocking - 1, 'WITHSCORES')
+return {0, remaining, tonumber(entry[2]) + window - now, reset_after}
 )lua";
 
 }  // namespace swl

@@ -8,6 +8,8 @@
 #include <swl/limit.hpp>
 #include <swl/limiter_options.hpp>
 #include <swl/member_policy.hpp>
+#include <swl/outcome.hpp>
+#include <swl/redis_client.hpp>
 #include <swl/script.hpp>
 #include <swl/sliding_window.hpp>
 #include <swl/ttl_policy.hpp>

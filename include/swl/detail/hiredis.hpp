@@ -4,8 +4,10 @@
 
 #include <hiredis/hiredis.h>
 
+#include <array>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 namespace swl::detail {
 
@@ -28,5 +30,35 @@ inline bool isErrorReply(const redisReply& reply, std::string_view code) noexcep
   std::string_view text = replyText(reply);
   return text.substr(0, code.size()) == code && (text.size() == code.size() || text[code.size()] == ' ');
 }
+
+// hiredis wants arguments as parallel arrays of pointers and lengths; commands of up to 16 arguments
+// (every script call swl makes) convert without touching the heap.
+class HiredisArgv {
+ public:
+  HiredisArgv() = default;
+  HiredisArgv(const HiredisArgv&) = delete;  // points into itself
+  HiredisArgv& operator=(const HiredisArgv&) = delete;
+
+  void assign(const std::string_view* argv, std::size_t argc) {
+    if (argc > kOnStack) {
+      pointers_on_heap_.resize(argc), lengths_on_heap_.resize(argc);
+      pointers_ = pointers_on_heap_.data(), lengths_ = lengths_on_heap_.data();
+    } else {
+      pointers_ = pointers_on_stack_.data(), lengths_ = lengths_on_stack_.data();
+    }
+    for (std::size_t i = 0; i < argc; ++i) pointers_[i] = argv[i].data(), lengths_[i] = argv[i].size();
+  }
+  const char** pointers() noexcept { return pointers_; }
+  const std::size_t* lengths() const noexcept { return lengths_; }
+
+ private:
+  static constexpr std::size_t kOnStack = 16;
+  std::array<const char*, kOnStack> pointers_on_stack_;
+  std::array<std::size_t, kOnStack> lengths_on_stack_;
+  std::vector<const char*> pointers_on_heap_;
+  std::vector<std::size_t> lengths_on_heap_;
+  const char** pointers_ = pointers_on_stack_.data();
+  std::size_t* lengths_ = lengths_on_stack_.data();
+};
 
 }  // namespace swl::detail

@@ -1,0 +1,170 @@
+#pragma once
+// What every sliding-window limiter (sync, batch, async) does around the round trip: check the request,
+// build the script's arguments, read its reply, and answer for Redis when Redis cannot.
+
+#include <swl/detail/decision_reply.hpp>
+#include <swl/detail/integer_text.hpp>
+#include <swl/error.hpp>
+#include <swl/limit.hpp>
+#include <swl/limiter_options.hpp>
+#include <swl/outcome.hpp>
+#include <swl/script.hpp>
+#include <swl/sliding_window_script.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace swl::detail {
+
+// Scores are microseconds held in Lua doubles: counts and times must stay below 2^53 to be exact.
+inline constexpr std::int64_t kLargestExact = std::int64_t{1} << 53;
+
+inline const Script& slidingWindowScript() {
+  static const Script sliding_window("sliding_window", kSlidingWindowScript);
+  return sliding_window;
+}
+
+template <class KeyPolicy, class MemberPolicy, class TtlPolicy>
+class SlidingWindowRules {
+ public:
+  // One request's arguments, owned until its call has been sent. call() views into it, so it must
+  // stay where it is while a call made from it is in use.
+  class Request {
+   public:
+    ScriptCall call() const {
+      const std::string_view now = rules_->options_.clock.isRedisTime() ? std::string_view() : now_.view();
+      return ScriptCall(slidingWindowScript(), {redis_key_},
+                        {rules_->window_text_, rules_->limit_text_, cost_text_, now, member_, rules_->ttl_text_,
+                         rules_->count_rejected_});
+    }
+    std::int64_t cost() const noexcept { return cost_; }
+
+   private:
+    friend class SlidingWindowRules;
+    Request(const SlidingWindowRules& rules, std::string redis_key, std::string member, std::int64_t cost,
+            std::int64_t now)
+        : rules_(&rules),
+          redis_key_(std::move(redis_key)),
+          member_(std::move(member)),
+          cost_(cost),
+          cost_text_(cost),
+          now_(now) {}
+
+    const SlidingWindowRules* rules_;
+    std::string redis_key_;
+    std::string member_;
+    std::int64_t cost_;
+    IntegerText cost_text_;
+    IntegerText now_;
+  };
+
+  SlidingWindowRules(Limit limit, LimiterOptions options, KeyPolicy keys, MemberPolicy members, TtlPolicy ttl)
+      : limit_(validated(limit)),
+        options_(std::move(options)),
+        keys_(std::move(keys)),
+        members_(std::move(members)),
+        window_text_(std::to_string(limit.window.count())),
+        limit_text_(std::to_string(limit.max_requests)),
+        ttl_text_(std::to_string(validatedTtl(ttl.ttl(limit.window), limit.window).count())),
+        count_rejected_(options_.rejected == RejectedRequests::counted ? "1" : "0") {}
+
+  // Throws InvalidArgument for a request no limit could take; nothing has been sent then.
+  Request prepare(std::string_view key, std::int64_t cost) {
+    validate(key, cost);
+    return Request(*this, keys_.key(key), members_.next(), cost,
+                   options_.clock.isRedisTime() ? 0 : clientNow().count());
+  }
+
+  Decision decide(const redisReply& reply) const { return decodeDecision(reply, limit_.max_requests); }
+
+  // Redis could not decide: the failure policy answers, or the error is handed on.
+  Outcome failed(std::int64_t cost, std::exception_ptr error) const {
+    if (options_.on_failure == FailurePolicy::throw_error) return {denied(), std::move(error)};
+    return {failureDecision(cost), nullptr};
+  }
+
+  // The request itself was wrong: always an error, whatever the failure policy.
+  Outcome invalid(std::exception_ptr error) const { return {denied(), std::move(error)}; }
+
+  Decision failureDecision(std::int64_t cost) const {
+    if (options_.on_failure != FailurePolicy::allow) return denied();
+    Decision decision;
+    decision.allowed = true;
+    decision.limit = limit_.max_requests;
+    decision.remaining = limit_.max_requests - cost;
+    decision.source = DecisionSource::fail_open;
+    return decision;
+  }
+
+  bool throwsOnFailure() const noexcept { return options_.on_failure == FailurePolicy::throw_error; }
+  const Limit& limit() const noexcept { return limit_; }
+  std::string redisKey(std::string_view key) const { return keys_.key(key); }
+
+ private:
+  static Limit validated(Limit limit) {
+    if (limit.max_requests <= 0 || limit.max_requests >= kLargestExact) {
+      throw InvalidArgument("swl::Limit: max_requests " + std::to_string(limit.max_requests) + " is not in 1..2^53-1");
+    }
+    if (limit.window.count() <= 0 || limit.window.count() >= kLargestExact) {
+      throw InvalidArgument("swl::Limit: window of " + std::to_string(limit.window.count()) +
+                            " us is not positive (or not below 2^53 us)");
+    }
+    return limit;
+  }
+
+  static std::chrono::milliseconds validatedTtl(std::chrono::milliseconds ttl, std::chrono::microseconds window) {
+    if (ttl < window) {
+      throw InvalidArgument("swl: a TTL of " + std::to_string(ttl.count()) + " ms is shorter than the window of " +
+                            std::to_string(window.count()) + " us; Redis would drop entries that still count");
+    }
+    return ttl;
+  }
+
+  void validate(std::string_view key, std::int64_t cost) const {
+    if (key.empty()) throw InvalidArgument("swl::SlidingWindowLimiter::tryAcquire: the key is empty");
+    if (cost <= 0) {
+      throw InvalidArgument("swl::SlidingWindowLimiter::tryAcquire: cost " + std::to_string(cost) +
+                            " is not positive (key '" + std::string(key) + "')");
+    }
+    if (cost > limit_.max_requests) {
+      throw InvalidArgument("swl::SlidingWindowLimiter::tryAcquire: cost " + std::to_string(cost) +
+                            " exceeds the limit of " + std::to_string(limit_.max_requests) +
+                            " per window, so it could never be admitted (key '" + std::string(key) + "')");
+    }
+  }
+
+  std::chrono::microseconds clientNow() const {
+    const std::chrono::microseconds now = options_.clock.now();
+    if (now.count() < limit_.window.count() || now.count() >= kLargestExact) {
+      throw InvalidArgument("swl: the clock reads " + std::to_string(now.count()) +
+                            " us, outside the window .. 2^53 us that scores can hold exactly");
+    }
+    return now;
+  }
+
+  // No count to go by: ask the caller back after a second, or sooner for a shorter window.
+  Decision denied() const {
+    Decision decision;
+    decision.limit = limit_.max_requests;
+    decision.retry_after = std::min<std::chrono::microseconds>(limit_.window, std::chrono::seconds(1));
+    decision.reset_after = decision.retry_after;
+    decision.source = DecisionSource::fail_closed;
+    return decision;
+  }
+
+  Limit limit_;
+  LimiterOptions options_;
+  KeyPolicy keys_;
+  MemberPolicy members_;
+  std::string window_text_;
+  std::string limit_text_;
+  std::string ttl_text_;
+  std::string_view count_rejected_;
+};
+
+}  // namespace swl::detail
