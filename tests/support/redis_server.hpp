@@ -91,6 +91,14 @@ class RedisServer {
     pid_ = 0;
   }
 
+  // A crash: no chance to answer what it has read, connections reset.
+  void kill() {
+    if (!running()) return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = 0;
+  }
+
   void pause() { ::kill(pid_, SIGSTOP); }
   void resume() { ::kill(pid_, SIGCONT); }
 

@@ -1,0 +1,73 @@
+#pragma once
+// AsyncSlidingWindowLimiter: the sliding window log for event-loop services, over an AsyncConnection.
+// The same script, policies, options and decisions as SlidingWindowLimiter; the answer comes to a
+// callback on the loop instead of a return value, so many decisions can be in flight at once.
+//
+//   limiter.tryAcquire("user:42", 1, [](swl::Outcome outcome) {
+//     if (!outcome.ok()) return log(outcome.error);     // only with FailurePolicy::throw_error
+//     if (!outcome.decision) return reply429(outcome.decision.retry_after);
+//     serve();
+//   });
+//
+// The callback runs exactly once, on the loop, never inside tryAcquire; when Redis cannot answer it
+// gets the failure policy's decision (or, for throw_error, the error in Outcome::error). A request no
+// limit could take (empty key, cost out of range) throws InvalidArgument from tryAcquire itself.
+// The limiter must outlive the callbacks of its calls in flight. Needs the CMake target swl::async.
+
+#include <swl/async_connection.hpp>
+#include <swl/detail/sliding_window_rules.hpp>
+#include <swl/key_policy.hpp>
+#include <swl/limit.hpp>
+#include <swl/limiter_options.hpp>
+#include <swl/member_policy.hpp>
+#include <swl/outcome.hpp>
+#include <swl/ttl_policy.hpp>
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace swl {
+
+template <class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
+class AsyncSlidingWindowLimiter {
+ public:
+  using Callback = std::function<void(Outcome)>;
+
+  AsyncSlidingWindowLimiter(AsyncConnection& redis, Limit limit, LimiterOptions options = {},
+                            KeyPolicy keys = KeyPolicy(), MemberPolicy members = MemberPolicy(),
+                            TtlPolicy ttl = TtlPolicy())
+      : redis_(&redis), rules_(limit, std::move(options), std::move(keys), std::move(members), std::move(ttl)) {}
+
+  void tryAcquire(std::string_view key, std::int64_t cost, Callback done) {
+    if (!done) throw InvalidArgument("swl::AsyncSlidingWindowLimiter::tryAcquire: the callback is empty");
+    const auto request = rules_.prepare(key, cost);
+    redis_->run(request.call(),
+                [this, cost, done = std::move(done)](const redisReply* reply, std::exception_ptr error) {
+                  Outcome outcome;
+                  if (!error) {
+                    try {
+                      outcome.decision = rules_.decide(*reply);
+                    } catch (const Error&) {
+                      error = std::current_exception();
+                    }
+                  }
+                  if (error) outcome = rules_.failed(cost, std::move(error));
+                  done(std::move(outcome));
+                });
+  }
+
+  void tryAcquire(std::string_view key, Callback done) { tryAcquire(key, 1, std::move(done)); }
+
+  const Limit& limit() const noexcept { return rules_.limit(); }
+  std::string redisKey(std::string_view key) const { return rules_.redisKey(key); }
+
+ private:
+  AsyncConnection* redis_;
+  detail::SlidingWindowRules<KeyPolicy, MemberPolicy, TtlPolicy> rules_;
+};
+
+}  // namespace swl

@@ -1,0 +1,251 @@
+#include <swl/async_sliding_window.hpp>
+#include <swl/swl.hpp>
+
+#include "support/redis_server.hpp"
+#include "support/replies.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <event2/event.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace std::chrono_literals;
+using swl::test::commandCalls;
+using swl::test::integerReply;
+using swl::test::RedisServer;
+using swl::test::textReply;
+
+namespace {
+
+struct LoopDeleter {
+  void operator()(event_base* loop) const noexcept { event_base_free(loop); }
+};
+using Loop = std::unique_ptr<event_base, LoopDeleter>;
+
+// Turns the loop until `done()` or the deadline; false on the deadline.
+template <class Done>
+bool runUntil(event_base* loop, Done done, std::chrono::milliseconds deadline = 10s) {
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    event_base_loop(loop, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+  }
+  return true;
+}
+
+// Each request's callback, recorded by request index, so a second call shows up.
+struct Answers {
+  explicit Answers(std::size_t requests) : outcomes(requests), calls(requests, 0) {}
+
+  swl::AsyncSlidingWindowLimiter<>::Callback of(std::size_t request) {
+    return [this, request](swl::Outcome outcome) {
+      outcomes[request] = std::move(outcome);
+      ++calls[request];
+      ++answered;
+    };
+  }
+  bool allCalledOnce() const {
+    for (int count : calls) {
+      if (count != 1) return false;
+    }
+    return true;
+  }
+
+  std::vector<swl::Outcome> outcomes;
+  std::vector<int> calls;
+  std::size_t answered = 0;
+};
+
+}  // namespace
+
+TEST_CASE("1,000 async requests in flight on one connection admit exactly the limit, each answered once") {
+  RedisServer server;
+  Loop loop(event_base_new());
+  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port());
+  swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{100, 60s});
+
+  Answers answers(1000);
+  for (std::size_t i = 0; i < 1000; ++i) limiter.tryAcquire("shared", answers.of(i));
+  CHECK(redis.inFlight() == 1000);
+  REQUIRE(runUntil(loop.get(), [&] { return answers.answered == 1000; }));
+
+  CHECK(answers.allCalledOnce());
+  int admitted = 0;
+  for (std::size_t i = 0; i < 1000; ++i) {
+    const swl::Decision& decision = answers.outcomes[i].value();
+    admitted += decision.allowed;
+    CHECK(decision.allowed == (i < 100));  // one connection: decided in send order
+  }
+  CHECK(admitted == 100);
+  auto observer = server.connect();
+  CHECK(integerReply(observer, {"ZCARD", "swl:shared"}) == 100);
+  CHECK(commandCalls(observer, "script|load") == 1);  // 1,000 NOSCRIPTs, one load
+}
+
+TEST_CASE("async calls after a SCRIPT FLUSH load the script once and repeat only what met NOSCRIPT") {
+  RedisServer server;
+  Loop loop(event_base_new());
+  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port());
+  swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{1000, 60s});
+  auto observer = server.connect();
+
+  for (int round = 1; round <= 2; ++round) {
+    textReply(observer, {"SCRIPT", "FLUSH"});
+    Answers answers(50);
+    for (std::size_t i = 0; i < 50; ++i) limiter.tryAcquire("k", answers.of(i));
+    REQUIRE(runUntil(loop.get(), [&] { return answers.answered == 50; }));
+    CHECK(answers.allCalledOnce());
+    for (const swl::Outcome& outcome : answers.outcomes) CHECK(outcome.value().allowed);
+    CHECK(commandCalls(observer, "script|load") == round);
+  }
+  CHECK(commandCalls(observer, "evalsha") == 200);
+  CHECK(integerReply(observer, {"ZCARD", "swl:k"}) == 100);
+}
+
+TEST_CASE("a server killed with calls in flight fails each of them once, and the next call reconnects") {
+  RedisServer server;
+  Loop loop(event_base_new());
+  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port());
+  swl::LimiterOptions options;
+  options.on_failure = swl::FailurePolicy::deny;
+  swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{10, 60s}, options);
+
+  Answers warm_up(1);
+  limiter.tryAcquire("k", warm_up.of(0));
+  REQUIRE(runUntil(loop.get(), [&] { return warm_up.answered == 1; }));
+  REQUIRE(redis.isConnected());
+
+  server.pause();
+  Answers answers(200);
+  for (std::size_t i = 0; i < 200; ++i) limiter.tryAcquire("k", answers.of(i));
+  REQUIRE(runUntil(
+              loop.get(), [&] { return redis.inFlight() == 200; }, 100ms) == false);  // nothing answers
+  server.kill();
+  REQUIRE(runUntil(loop.get(), [&] { return answers.answered == 200; }));
+  CHECK(answers.allCalledOnce());
+  for (const swl::Outcome& outcome : answers.outcomes) {
+    CHECK(outcome.ok());
+    CHECK(outcome.decision.source == swl::DecisionSource::fail_closed);
+  }
+  CHECK(redis.inFlight() == 0);
+
+  server.start();  // same port, empty dataset and script cache
+  Answers after(3);
+  for (std::size_t i = 0; i < 3; ++i) limiter.tryAcquire("k", after.of(i));
+  REQUIRE(runUntil(loop.get(), [&] { return after.answered == 3; }));
+  for (const swl::Outcome& outcome : after.outcomes) {
+    CHECK(outcome.decision.source == swl::DecisionSource::redis);
+    CHECK(outcome.decision.allowed);
+  }
+}
+
+TEST_CASE("a frozen server: async calls time out after command_timeout with a TimeoutError, then recover") {
+  RedisServer server;
+  Loop loop(event_base_new());
+  swl::ConnectionOptions connection_options;
+  connection_options.command_timeout = 100ms;
+  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port(), connection_options);
+  swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{10, 60s});
+
+  server.pause();
+  Answers answers(5);
+  const auto sent = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < 5; ++i) limiter.tryAcquire("k", answers.of(i));
+  REQUIRE(runUntil(
+      loop.get(), [&] { return answers.answered == 5; }, 5s));
+  const auto waited = std::chrono::steady_clock::now() - sent;
+  CHECK(waited >= 100ms);
+  CHECK(waited < 1s);
+  CHECK(answers.allCalledOnce());
+  for (const swl::Outcome& outcome : answers.outcomes) {
+    CHECK_FALSE(outcome.ok());
+    CHECK_FALSE(outcome.decision.allowed);
+    CHECK_THROWS_AS(outcome.value(), swl::TimeoutError);
+    CHECK_THROWS_WITH(outcome.value(), Catch::Contains("timed out"));
+  }
+
+  server.resume();
+  Answers after(1);
+  limiter.tryAcquire("k", after.of(0));
+  REQUIRE(runUntil(loop.get(), [&] { return after.answered == 1; }));
+  CHECK(after.outcomes[0].value().source == swl::DecisionSource::redis);
+}
+
+TEST_CASE("an unreachable Redis answers on the loop's next turn, never inside tryAcquire") {
+  RedisServer server;
+  const int port = server.port();
+  server.stop();
+  Loop loop(event_base_new());
+  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", port);
+  swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{10, 60s});
+
+  Answers answers(2);
+  limiter.tryAcquire("k", answers.of(0));
+  CHECK(answers.answered == 0);
+  REQUIRE(runUntil(loop.get(), [&] { return answers.answered == 1; }));
+  CHECK_THROWS_AS(answers.outcomes[0].value(), swl::ConnectionError);
+  // Within reconnect_interval the next call does not dial again; it still answers on the loop.
+  limiter.tryAcquire("k", answers.of(1));
+  CHECK(answers.answered == 1);
+  REQUIRE(runUntil(loop.get(), [&] { return answers.answered == 2; }));
+  CHECK_THROWS_WITH(answers.outcomes[1].value(), Catch::Contains("unreachable"));
+}
+
+TEST_CASE("an async limiter refuses bad requests at once, before anything is sent") {
+  RedisServer server;
+  Loop loop(event_base_new());
+  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port());
+  swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{10, 60s});
+  Answers answers(1);
+  CHECK_THROWS_AS(limiter.tryAcquire("k", 0, answers.of(0)), swl::InvalidArgument);
+  CHECK_THROWS_AS(limiter.tryAcquire("", 1, answers.of(0)), swl::InvalidArgument);
+  CHECK_THROWS_AS(limiter.tryAcquire("k", 1, nullptr), swl::InvalidArgument);
+  CHECK_THROWS_AS(swl::AsyncConnection::tcp(nullptr, "127.0.0.1", 1), swl::InvalidArgument);
+  CHECK(redis.inFlight() == 0);
+}
+
+TEST_CASE("an async connection authenticates, and a wrong password is an AuthError without the password") {
+  RedisServer server({"--requirepass", "s3cret-pass"});
+  Loop loop(event_base_new());
+  swl::ConnectionOptions good;
+  good.password = "s3cret-pass";
+  good.db = 3;
+  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port(), good);
+  swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{10, 60s});
+  Answers answers(1);
+  limiter.tryAcquire("k", answers.of(0));
+  REQUIRE(runUntil(loop.get(), [&] { return answers.answered == 1; }));
+  CHECK(answers.outcomes[0].value().allowed);
+  auto observer = server.connect(good);  // SELECTs db 3 too
+  CHECK(integerReply(observer, {"ZCARD", "swl:k"}) == 1);
+
+  swl::ConnectionOptions wrong;
+  wrong.password = "not-the-password";
+  auto refused = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port(), wrong);
+  swl::AsyncSlidingWindowLimiter<> refused_limiter(refused, swl::Limit{10, 60s});
+  Answers refusals(1);
+  refused_limiter.tryAcquire("k", refusals.of(0));
+  REQUIRE(runUntil(loop.get(), [&] { return refusals.answered == 1; }));
+  CHECK_THROWS_AS(refusals.outcomes[0].value(), swl::AuthError);
+  CHECK_THROWS_WITH(refusals.outcomes[0].value(), !Catch::Contains("not-the-password"));
+}
+
+TEST_CASE("destroying an async connection answers its calls in flight") {
+  RedisServer server;
+  Loop loop(event_base_new());
+  Answers answers(10);
+  {
+    auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port());
+    swl::LimiterOptions options;
+    options.on_failure = swl::FailurePolicy::allow;
+    swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{10, 60s}, options);
+    for (std::size_t i = 0; i < 10; ++i) limiter.tryAcquire("k", answers.of(i));
+  }
+  CHECK(answers.answered == 10);
+  CHECK(answers.allCalledOnce());
+  for (const swl::Outcome& outcome : answers.outcomes) CHECK(outcome.decision.source == swl::DecisionSource::fail_open);
+}
