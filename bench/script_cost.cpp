@@ -1,0 +1,130 @@
+// Redis's own CPU per decision (INFO commandstats usec_per_call of EVALSHA) for swl's script and the
+// seed articles' two scripts, admitted and rejected, on one private redis-server in one run.
+//
+//   build/bench/script_cost [path/to/shared/bench] [calls=100000]
+//
+// Each script gets the arguments its article gives it: the seed scripts a client clock in milliseconds,
+// swl Redis's own clock. Calls go out pipelined, 64 at a time, so the server's time per call is what
+// is measured, not the network. "admitted": 10,000 keys, limit 1,000,000; "rejected": 100 keys of
+// limit 10, filled first, so every measured call is refused.
+
+#include <swl/swl.hpp>
+
+#include "support/redis_server.hpp"
+#include "support/replies.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string readFile(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) throw std::runtime_error("cannot read " + path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+std::int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The arguments of call `i` on `key` for a limit of `limit` per minute.
+using ArgsFor = std::function<std::vector<std::string>(long i, std::int64_t limit)>;
+
+void runCalls(swl::Connection& connection, const swl::Script& script, long calls, int keys, std::int64_t limit,
+              const ArgsFor& args_for) {
+  constexpr long kDepth = 64;
+  std::vector<std::vector<std::string>> storage(kDepth);
+  std::vector<std::vector<std::string_view>> argv(kDepth);
+  for (long done = 0; done < calls;) {
+    const long depth = std::min(kDepth, calls - done);
+    for (long i = 0; i < depth; ++i) {
+      const long call = done + i;
+      storage[i] = {"EVALSHA", std::string(script.sha()), "1", "cost:" + std::to_string(call % keys)};
+      for (std::string& arg : args_for(call, limit)) storage[i].push_back(std::move(arg));
+      argv[i].assign(storage[i].begin(), storage[i].end());
+    }
+    connection.pipeline(
+        depth, [&](std::size_t i) { return std::pair(argv[i].data(), argv[i].size()); },
+        [&](std::size_t, swl::detail::ReplyPtr reply) {
+          if (reply->type == REDIS_REPLY_ERROR) throw swl::ReplyError(swl::detail::replyText(*reply).data());
+        });
+    done += depth;
+  }
+}
+
+double usecPerCall(swl::Connection& connection) {
+  const std::string stats = swl::test::textReply(connection, {"INFO", "commandstats"});
+  const auto at = stats.find("cmdstat_evalsha:");
+  if (at == std::string::npos) return 0;
+  const auto field = stats.find("usec_per_call=", at);
+  return std::stod(stats.substr(field + 14));
+}
+
+double measure(swl::Connection& connection, const swl::Script& script, bool rejected, long calls,
+               const ArgsFor& args_for) {
+  swl::test::textReply(connection, {"FLUSHALL"});
+  connection.load(script);
+  const int keys = rejected ? 100 : 10000;
+  const std::int64_t limit = rejected ? 10 : 1000000;
+  if (rejected) runCalls(connection, script, keys * limit, keys, limit, args_for);  // fill every window
+  swl::test::textReply(connection, {"CONFIG", "RESETSTAT"});
+  runCalls(connection, script, calls, keys, limit, args_for);
+  return usecPerCall(connection);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const std::string shared = argc > 1 ? argv[1] : "../shared/bench";
+  const long calls = argc > 2 ? std::stol(argv[2]) : 100000;
+  // A Script views its text, which must outlive it.
+  const std::string naive_text = readFile(shared + "/seed_naive.lua");
+  const std::string optimized_text = readFile(shared + "/seed_optimized.lua");
+  const swl::Script seed_naive("seed_naive", naive_text);
+  const swl::Script seed_optimized("seed_optimized", optimized_text);
+  const swl::Script& swl_script = swl::SlidingWindowLimiter<>::script();
+  swl::CompactMember members;
+
+  const ArgsFor swl_args = [&](long, std::int64_t limit) {
+    return std::vector<std::string>{"60000000", std::to_string(limit), "1", "", members.next(), "60000", "0"};
+  };
+  // seed 000: now_ms, window_start_ms, limit, expire_s (its member is the millisecond itself)
+  const ArgsFor naive_args = [&](long, std::int64_t limit) {
+    const std::int64_t now = nowMs();
+    return std::vector<std::string>{std::to_string(now), std::to_string(now - 60000), std::to_string(limit), "60"};
+  };
+  // seed 003: now_ms, window_start_ms, member, limit, expire_s
+  const ArgsFor optimized_args = [&](long, std::int64_t limit) {
+    const std::int64_t now = nowMs();
+    return std::vector<std::string>{std::to_string(now), std::to_string(now - 60000), members.next(),
+                                    std::to_string(limit), "60"};
+  };
+
+  swl::test::RedisServer server;
+  auto connection = server.connect();
+  std::printf("| script | admitted: usec/call | rejected: usec/call |\n|---|---:|---:|\n");
+  struct Contender {
+    const char* name;
+    const swl::Script* script;
+    const ArgsFor* args;
+  };
+  for (const Contender& contender : {Contender{"swl sliding_window", &swl_script, &swl_args},
+                                     Contender{"seed 000 (naive)", &seed_naive, &naive_args},
+                                     Contender{"seed 003 (optimized)", &seed_optimized, &optimized_args}}) {
+    const double admitted = measure(connection, *contender.script, false, calls, *contender.args);
+    const double rejected = measure(connection, *contender.script, true, calls, *contender.args);
+    std::printf("| %s | %.2f | %.2f |\n", contender.name, admitted, rejected);
+  }
+} catch (const std::exception& error) {
+  std::fprintf(stderr, "script_cost: %s\n", error.what());
+  return 1;
+}

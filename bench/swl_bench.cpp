@@ -1,0 +1,297 @@
+// swl_bench: decisions per second and latency of swl against one Redis, and of a bare hiredis loop
+// sending the very same EVALSHA (--mode raw), so the two can be compared in one run.
+//
+//   swl_bench --port 6379 --mode sync --threads 1 --requests 200000
+//   swl_bench --port 6379 --mode raw  --threads 1 --requests 200000
+//
+// Modes: raw (bare hiredis, --pipeline D commands per round trip), sync (a Connection and a limiter
+// per thread), pool (one ConnectionPool of --threads connections shared by --threads threads through one
+// limiter), batch (tryAcquireMany of --pipeline requests per thread), async (one event loop and
+// AsyncConnection per thread, --pipeline requests in flight on each).
+// Progress goes to stderr; the last stdout line is one JSON object.
+#include <swl/async_sliding_window.hpp>
+#include <swl/swl.hpp>
+
+#include <event2/event.h>
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Settings {
+  std::string host = "127.0.0.1";
+  int port = 6379;
+  std::string mode = "sync";
+  int threads = 1;
+  int keys = 10000;
+  std::int64_t limit = 100;
+  std::int64_t window_ms = 1000;
+  std::int64_t requests = 100000;
+  int pipeline = 1;
+};
+
+[[noreturn]] void usage(const std::string& problem) {
+  std::cerr << "swl_bench: " << problem << "\n"
+            << "usage: swl_bench [--host H] [--port P] [--mode raw|sync|pool|batch|async] [--threads T]\n"
+            << "                 [--keys K] [--limit L] [--window-ms W] [--requests N] [--pipeline D]\n"
+            << "       swl_bench --print-script   (the Lua script swl runs, for redis-benchmark)\n";
+  std::exit(2);
+}
+
+Settings parse(int argc, char** argv) {
+  Settings settings;
+  std::map<std::string, std::function<void(const std::string&)>> flags = {
+      {"--host", [&](const std::string& v) { settings.host = v; }},
+      {"--port", [&](const std::string& v) { settings.port = std::stoi(v); }},
+      {"--mode", [&](const std::string& v) { settings.mode = v; }},
+      {"--threads", [&](const std::string& v) { settings.threads = std::stoi(v); }},
+      {"--keys", [&](const std::string& v) { settings.keys = std::stoi(v); }},
+      {"--limit", [&](const std::string& v) { settings.limit = std::stoll(v); }},
+      {"--window-ms", [&](const std::string& v) { settings.window_ms = std::stoll(v); }},
+      {"--requests", [&](const std::string& v) { settings.requests = std::stoll(v); }},
+      {"--pipeline", [&](const std::string& v) { settings.pipeline = std::stoi(v); }},
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--print-script") {
+      std::cout << swl::SlidingWindowLimiter<>::script().text();
+      std::exit(0);
+    }
+    auto known = flags.find(flag);
+    if (known == flags.end()) usage("unknown flag " + flag);
+    if (i + 1 >= argc) usage(flag + " needs a value");
+    try {
+      known->second(argv[++i]);
+    } catch (const std::exception&) {
+      usage(flag + " needs a number, not '" + argv[i] + "'");
+    }
+  }
+  if (settings.threads < 1 || settings.keys < 1 || settings.limit < 1 || settings.window_ms < 1 ||
+      settings.requests < 1 || settings.pipeline < 1) {
+    usage("every count must be at least 1");
+  }
+  return settings;
+}
+
+// What one thread measured.
+struct Tally {
+  std::int64_t allowed = 0;
+  std::int64_t rejected = 0;
+  std::vector<float> latencies_us;
+
+  void record(bool admitted, Clock::duration latency) {
+    (admitted ? allowed : rejected) += 1;
+    latencies_us.push_back(std::chrono::duration<float, std::micro>(latency).count());
+  }
+};
+
+// Uniform keys from a cheap per-thread generator; the same key names in every mode.
+class KeyPicker {
+ public:
+  KeyPicker(int keys, int seed) : keys_(static_cast<std::uint64_t>(keys)), state_(0x9E3779B97F4A7C15ull * (seed + 1)) {}
+  std::string next() {
+    state_ ^= state_ << 13, state_ ^= state_ >> 7, state_ ^= state_ << 17;
+    return "k" + std::to_string(state_ % keys_);
+  }
+
+ private:
+  std::uint64_t keys_;
+  std::uint64_t state_;
+};
+
+std::int64_t share(const Settings& settings, int thread) {
+  return settings.requests / settings.threads + (thread < settings.requests % settings.threads ? 1 : 0);
+}
+
+swl::Limit limitOf(const Settings& settings) {
+  return swl::Limit{settings.limit, std::chrono::milliseconds(settings.window_ms)};
+}
+
+const swl::PrefixKey kBenchKeys("bench");
+
+// The baseline: the same EVALSHA with the same arguments swl sends, through bare hiredis.
+void runRaw(const Settings& settings, int thread, Tally& tally) {
+  redisContext* context = redisConnect(settings.host.c_str(), settings.port);
+  if (context == nullptr || context->err != 0) usage("cannot connect to redis for --mode raw");
+  const swl::Script& script = swl::SlidingWindowLimiter<>::script();
+  const std::string sha(script.sha()), window = std::to_string(settings.window_ms * 1000);
+  const std::string limit = std::to_string(settings.limit), ttl = std::to_string(settings.window_ms);
+  const std::string load(script.text());
+  freeReplyObject(redisCommand(context, "SCRIPT LOAD %b", load.data(), load.size()));
+
+  KeyPicker keys(settings.keys, thread);
+  swl::CompactMember members;
+  std::vector<std::string> redis_keys(settings.pipeline), member_texts(settings.pipeline);
+  for (std::int64_t left = share(settings, thread); left > 0;) {
+    const int depth = static_cast<int>(std::min<std::int64_t>(left, settings.pipeline));
+    const auto started = Clock::now();
+    for (int i = 0; i < depth; ++i) {
+      redis_keys[i] = "bench:" + keys.next();
+      member_texts[i] = members.next();
+      const char* argv[] = {"EVALSHA",
+                            sha.c_str(),
+                            "1",
+                            redis_keys[i].c_str(),
+                            window.c_str(),
+                            limit.c_str(),
+                            "1",
+                            "",
+                            member_texts[i].c_str(),
+                            ttl.c_str(),
+                            "0"};
+      size_t lengths[11];
+      for (int a = 0; a < 11; ++a) lengths[a] = std::char_traits<char>::length(argv[a]);
+      redisAppendCommandArgv(context, 11, argv, lengths);
+    }
+    for (int i = 0; i < depth; ++i) {
+      void* reply = nullptr;
+      if (redisGetReply(context, &reply) != REDIS_OK) usage("redis failed during --mode raw");
+      auto* decision = static_cast<redisReply*>(reply);
+      const bool admitted = decision->type == REDIS_REPLY_ARRAY && decision->element[0]->integer == 1;
+      tally.record(admitted, Clock::now() - started);
+      freeReplyObject(reply);
+    }
+    left -= depth;
+  }
+  redisFree(context);
+}
+
+void runSync(const Settings& settings, int thread, Tally& tally) {
+  auto connection = swl::Connection::tcp(settings.host, settings.port);
+  swl::SlidingWindowLimiter<> limiter(connection, limitOf(settings), {}, kBenchKeys);
+  KeyPicker keys(settings.keys, thread);
+  for (std::int64_t i = share(settings, thread); i > 0; --i) {
+    const std::string key = keys.next();
+    const auto started = Clock::now();
+    const bool admitted = limiter.tryAcquire(key).allowed;
+    tally.record(admitted, Clock::now() - started);
+  }
+}
+
+void runPool(const Settings& settings, int thread, Tally& tally, swl::SlidingWindowLimiter<>& shared) {
+  KeyPicker keys(settings.keys, thread);
+  for (std::int64_t i = share(settings, thread); i > 0; --i) {
+    const std::string key = keys.next();
+    const auto started = Clock::now();
+    const bool admitted = shared.tryAcquire(key).allowed;
+    tally.record(admitted, Clock::now() - started);
+  }
+}
+
+void runBatch(const Settings& settings, int thread, Tally& tally) {
+  auto connection = swl::Connection::tcp(settings.host, settings.port);
+  swl::SlidingWindowLimiter<> limiter(connection, limitOf(settings), {}, kBenchKeys);
+  KeyPicker keys(settings.keys, thread);
+  std::vector<std::string> names(settings.pipeline);
+  std::vector<swl::AcquireRequest> requests;
+  for (std::int64_t left = share(settings, thread); left > 0;) {
+    const int depth = static_cast<int>(std::min<std::int64_t>(left, settings.pipeline));
+    requests.clear();
+    for (int i = 0; i < depth; ++i) names[i] = keys.next(), requests.push_back({names[i], 1});
+    const auto started = Clock::now();
+    const std::vector<swl::Outcome> outcomes = limiter.tryAcquireMany(requests);
+    const auto latency = Clock::now() - started;
+    for (const swl::Outcome& outcome : outcomes) tally.record(outcome.value().allowed, latency);
+    left -= depth;
+  }
+}
+
+void runAsync(const Settings& settings, int thread, Tally& tally) {
+  std::unique_ptr<event_base, void (*)(event_base*)> loop(event_base_new(), event_base_free);
+  {
+    auto redis = swl::AsyncConnection::tcp(loop.get(), settings.host, settings.port);
+    swl::AsyncSlidingWindowLimiter<> limiter(redis, limitOf(settings), {}, kBenchKeys);
+    KeyPicker keys(settings.keys, thread);
+    std::int64_t to_send = share(settings, thread), to_answer = to_send;
+    std::function<void()> sendOne = [&] {
+      --to_send;
+      const auto started = Clock::now();
+      limiter.tryAcquire(keys.next(), 1, [&, started](swl::Outcome outcome) {
+        tally.record(outcome.value().allowed, Clock::now() - started);
+        if (--to_answer == 0) event_base_loopbreak(loop.get());
+        if (to_send > 0) sendOne();  // keep --pipeline requests in flight
+      });
+    };
+    for (int i = 0; i < settings.pipeline && to_send > 0; ++i) sendOne();
+    event_base_dispatch(loop.get());
+  }
+}
+
+double percentile(std::vector<float>& sorted, double fraction) {
+  if (sorted.empty()) return 0;
+  return sorted[std::min(sorted.size() - 1, static_cast<std::size_t>(fraction * sorted.size()))];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Settings settings = parse(argc, argv);
+  std::cerr << "swl_bench: mode " << settings.mode << ", " << settings.threads << " thread(s), pipeline "
+            << settings.pipeline << ", " << settings.requests << " requests over " << settings.keys << " keys\n";
+
+  // Load the script before the clock starts, so no mode pays for it.
+  swl::Connection setup = swl::Connection::tcp(settings.host, settings.port);
+  setup.load(swl::SlidingWindowLimiter<>::script());
+
+  std::vector<Tally> tallies(settings.threads);
+  for (Tally& tally : tallies) tally.latencies_us.reserve(share(settings, 0));
+  std::unique_ptr<swl::ConnectionPool> pool;
+  std::unique_ptr<swl::SlidingWindowLimiter<>> pooled;
+  if (settings.mode == "pool") {
+    pool = std::make_unique<swl::ConnectionPool>(
+        [&] { return swl::Connection::tcp(settings.host, settings.port); },
+        swl::PoolOptions{static_cast<std::size_t>(settings.threads), std::chrono::milliseconds(5000)});
+    pooled = std::make_unique<swl::SlidingWindowLimiter<>>(*pool, limitOf(settings), swl::LimiterOptions{}, kBenchKeys);
+  }
+  std::function<void(int)> work;
+  if (settings.mode == "raw")
+    work = [&](int t) { runRaw(settings, t, tallies[t]); };
+  else if (settings.mode == "sync")
+    work = [&](int t) { runSync(settings, t, tallies[t]); };
+  else if (settings.mode == "pool")
+    work = [&](int t) { runPool(settings, t, tallies[t], *pooled); };
+  else if (settings.mode == "batch")
+    work = [&](int t) { runBatch(settings, t, tallies[t]); };
+  else if (settings.mode == "async")
+    work = [&](int t) { runAsync(settings, t, tallies[t]); };
+  else
+    usage("unknown mode " + settings.mode);
+
+  const auto started = Clock::now();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < settings.threads; ++t) threads.emplace_back(work, t);
+  for (std::thread& thread : threads) thread.join();
+  const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+
+  std::int64_t allowed = 0, rejected = 0;
+  std::vector<float> latencies;
+  for (Tally& tally : tallies) {
+    allowed += tally.allowed, rejected += tally.rejected;
+    latencies.insert(latencies.end(), tally.latencies_us.begin(), tally.latencies_us.end());
+  }
+  std::sort(latencies.begin(), latencies.end());
+  const std::int64_t decisions = allowed + rejected;
+  std::cerr << "swl_bench: done in " << seconds << " s\n";
+  std::printf(
+      "{\"mode\":\"%s\",\"threads\":%d,\"pipeline\":%d,\"decisions\":%lld,\"seconds\":%.3f,\"decisions_per_sec\":%.0f,"
+      "\"allowed\":%lld,\"rejected\":%lld,\"p50_us\":%.1f,\"p99_us\":%.1f}\n",
+      settings.mode.c_str(), settings.threads, settings.pipeline, static_cast<long long>(decisions), seconds,
+      decisions / seconds, static_cast<long long>(allowed), static_cast<long long>(rejected),
+      percentile(latencies, 0.50), percentile(latencies, 0.99));
+  return 0;
+}
