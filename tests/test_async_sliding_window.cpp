@@ -65,10 +65,10 @@ struct Answers {
 TEST_CASE("1,000 async requests in flight on one connection admit exactly the limit, each answered once") {
   RedisServer server;
   Loop loop(event_base_new());
+  Answers answers(1000);
   auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port());
   swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{100, 60s});
 
-  Answers answers(1000);
   for (std::size_t i = 0; i < 1000; ++i) limiter.tryAcquire("shared", answers.of(i));
   CHECK(redis.inFlight() == 1000);
   REQUIRE(runUntil(loop.get(), [&] { return answers.answered == 1000; }));
@@ -89,13 +89,15 @@ TEST_CASE("1,000 async requests in flight on one connection admit exactly the li
 TEST_CASE("async calls after a SCRIPT FLUSH load the script once and repeat only what met NOSCRIPT") {
   RedisServer server;
   Loop loop(event_base_new());
+  Answers first_round(50), second_round(50);
   auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port());
   swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{1000, 60s});
   auto observer = server.connect();
 
-  for (int round = 1; round <= 2; ++round) {
+  for (Answers* answers_of_round : {&first_round, &second_round}) {
+    const int round = answers_of_round == &first_round ? 1 : 2;
+    Answers& answers = *answers_of_round;
     textReply(observer, {"SCRIPT", "FLUSH"});
-    Answers answers(50);
     for (std::size_t i = 0; i < 50; ++i) limiter.tryAcquire("k", answers.of(i));
     REQUIRE(runUntil(loop.get(), [&] { return answers.answered == 50; }));
     CHECK(answers.allCalledOnce());
@@ -109,21 +111,22 @@ TEST_CASE("async calls after a SCRIPT FLUSH load the script once and repeat only
 TEST_CASE("a server killed with calls in flight fails each of them once, and the next call reconnects") {
   RedisServer server;
   Loop loop(event_base_new());
+  // Declared before the connection: its destructor may still answer calls in flight.
+  Answers warm_up(1), answers(200), after(3);
   auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port());
   swl::LimiterOptions options;
   options.on_failure = swl::FailurePolicy::deny;
   swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{10, 60s}, options);
 
-  Answers warm_up(1);
   limiter.tryAcquire("k", warm_up.of(0));
   REQUIRE(runUntil(loop.get(), [&] { return warm_up.answered == 1; }));
   REQUIRE(redis.isConnected());
 
   server.pause();
-  Answers answers(200);
   for (std::size_t i = 0; i < 200; ++i) limiter.tryAcquire("k", answers.of(i));
-  REQUIRE(runUntil(
-              loop.get(), [&] { return redis.inFlight() == 200; }, 100ms) == false);  // nothing answers
+  CHECK(redis.inFlight() == 200);
+  CHECK_FALSE(runUntil(
+      loop.get(), [&] { return answers.answered > 0; }, 100ms));  // a frozen server answers nothing
   server.kill();
   REQUIRE(runUntil(loop.get(), [&] { return answers.answered == 200; }));
   CHECK(answers.allCalledOnce());
@@ -134,7 +137,6 @@ TEST_CASE("a server killed with calls in flight fails each of them once, and the
   CHECK(redis.inFlight() == 0);
 
   server.start();  // same port, empty dataset and script cache
-  Answers after(3);
   for (std::size_t i = 0; i < 3; ++i) limiter.tryAcquire("k", after.of(i));
   REQUIRE(runUntil(loop.get(), [&] { return after.answered == 3; }));
   for (const swl::Outcome& outcome : after.outcomes) {
@@ -146,13 +148,14 @@ TEST_CASE("a server killed with calls in flight fails each of them once, and the
 TEST_CASE("a frozen server: async calls time out after command_timeout with a TimeoutError, then recover") {
   RedisServer server;
   Loop loop(event_base_new());
+  Answers answers(5);
+  Answers after(1);
   swl::ConnectionOptions connection_options;
   connection_options.command_timeout = 100ms;
   auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port(), connection_options);
   swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{10, 60s});
 
   server.pause();
-  Answers answers(5);
   const auto sent = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < 5; ++i) limiter.tryAcquire("k", answers.of(i));
   REQUIRE(runUntil(
@@ -169,7 +172,6 @@ TEST_CASE("a frozen server: async calls time out after command_timeout with a Ti
   }
 
   server.resume();
-  Answers after(1);
   limiter.tryAcquire("k", after.of(0));
   REQUIRE(runUntil(loop.get(), [&] { return after.answered == 1; }));
   CHECK(after.outcomes[0].value().source == swl::DecisionSource::redis);
@@ -180,10 +182,10 @@ TEST_CASE("an unreachable Redis answers on the loop's next turn, never inside tr
   const int port = server.port();
   server.stop();
   Loop loop(event_base_new());
+  Answers answers(2);
   auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", port);
   swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{10, 60s});
 
-  Answers answers(2);
   limiter.tryAcquire("k", answers.of(0));
   CHECK(answers.answered == 0);
   REQUIRE(runUntil(loop.get(), [&] { return answers.answered == 1; }));
@@ -198,9 +200,9 @@ TEST_CASE("an unreachable Redis answers on the loop's next turn, never inside tr
 TEST_CASE("an async limiter refuses bad requests at once, before anything is sent") {
   RedisServer server;
   Loop loop(event_base_new());
+  Answers answers(1);
   auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port());
   swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{10, 60s});
-  Answers answers(1);
   CHECK_THROWS_AS(limiter.tryAcquire("k", 0, answers.of(0)), swl::InvalidArgument);
   CHECK_THROWS_AS(limiter.tryAcquire("", 1, answers.of(0)), swl::InvalidArgument);
   CHECK_THROWS_AS(limiter.tryAcquire("k", 1, nullptr), swl::InvalidArgument);
@@ -211,12 +213,13 @@ TEST_CASE("an async limiter refuses bad requests at once, before anything is sen
 TEST_CASE("an async connection authenticates, and a wrong password is an AuthError without the password") {
   RedisServer server({"--requirepass", "s3cret-pass"});
   Loop loop(event_base_new());
+  Answers answers(1);
+  Answers refusals(1);
   swl::ConnectionOptions good;
   good.password = "s3cret-pass";
   good.db = 3;
   auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port(), good);
   swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{10, 60s});
-  Answers answers(1);
   limiter.tryAcquire("k", answers.of(0));
   REQUIRE(runUntil(loop.get(), [&] { return answers.answered == 1; }));
   CHECK(answers.outcomes[0].value().allowed);
@@ -227,14 +230,13 @@ TEST_CASE("an async connection authenticates, and a wrong password is an AuthErr
   wrong.password = "not-the-password";
   auto refused = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port(), wrong);
   swl::AsyncSlidingWindowLimiter<> refused_limiter(refused, swl::Limit{10, 60s});
-  Answers refusals(1);
   refused_limiter.tryAcquire("k", refusals.of(0));
   REQUIRE(runUntil(loop.get(), [&] { return refusals.answered == 1; }));
   CHECK_THROWS_AS(refusals.outcomes[0].value(), swl::AuthError);
   CHECK_THROWS_WITH(refusals.outcomes[0].value(), !Catch::Contains("not-the-password"));
 }
 
-TEST_CASE("destroying an async connection answers its calls in flight") {
+TEST_CASE("destroying an async connection answers its calls in flight, even after their limiter is gone") {
   RedisServer server;
   Loop loop(event_base_new());
   Answers answers(10);

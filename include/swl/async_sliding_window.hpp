@@ -12,7 +12,8 @@
 // The callback runs exactly once, on the loop, never inside tryAcquire; when Redis cannot answer it
 // gets the failure policy's decision (or, for throw_error, the error in Outcome::error). A request no
 // limit could take (empty key, cost out of range) throws InvalidArgument from tryAcquire itself.
-// The limiter must outlive the callbacks of its calls in flight. Needs the CMake target swl::async.
+// Callbacks share the limiter's rules, so they may outlive the limiter itself (an AsyncConnection that
+// is destroyed after it still answers the calls in flight). Needs the CMake target swl::async.
 
 #include <swl/async_connection.hpp>
 #include <swl/detail/sliding_window_rules.hpp>
@@ -26,6 +27,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -40,34 +42,38 @@ class AsyncSlidingWindowLimiter {
   AsyncSlidingWindowLimiter(AsyncConnection& redis, Limit limit, LimiterOptions options = {},
                             KeyPolicy keys = KeyPolicy(), MemberPolicy members = MemberPolicy(),
                             TtlPolicy ttl = TtlPolicy())
-      : redis_(&redis), rules_(limit, std::move(options), std::move(keys), std::move(members), std::move(ttl)) {}
+      : redis_(&redis),
+        rules_(
+            std::make_shared<Rules>(limit, std::move(options), std::move(keys), std::move(members), std::move(ttl))) {}
 
   void tryAcquire(std::string_view key, std::int64_t cost, Callback done) {
     if (!done) throw InvalidArgument("swl::AsyncSlidingWindowLimiter::tryAcquire: the callback is empty");
-    const auto request = rules_.prepare(key, cost);
+    const auto request = rules_->prepare(key, cost);
     redis_->run(request.call(),
-                [this, cost, done = std::move(done)](const redisReply* reply, std::exception_ptr error) {
+                [rules = rules_, cost, done = std::move(done)](const redisReply* reply, std::exception_ptr error) {
                   Outcome outcome;
                   if (!error) {
                     try {
-                      outcome.decision = rules_.decide(*reply);
+                      outcome.decision = rules->decide(*reply);
                     } catch (const Error&) {
                       error = std::current_exception();
                     }
                   }
-                  if (error) outcome = rules_.failed(cost, std::move(error));
+                  if (error) outcome = rules->failed(cost, std::move(error));
                   done(std::move(outcome));
                 });
   }
 
   void tryAcquire(std::string_view key, Callback done) { tryAcquire(key, 1, std::move(done)); }
 
-  const Limit& limit() const noexcept { return rules_.limit(); }
-  std::string redisKey(std::string_view key) const { return rules_.redisKey(key); }
+  const Limit& limit() const noexcept { return rules_->limit(); }
+  std::string redisKey(std::string_view key) const { return rules_->redisKey(key); }
 
  private:
+  using Rules = detail::SlidingWindowRules<KeyPolicy, MemberPolicy, TtlPolicy>;
+
   AsyncConnection* redis_;
-  detail::SlidingWindowRules<KeyPolicy, MemberPolicy, TtlPolicy> rules_;
+  std::shared_ptr<Rules> rules_;
 };
 
 }  // namespace swl
