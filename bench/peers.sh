@@ -13,7 +13,8 @@ rounds=${2:-3}
 harness=../shared/bench/run-peers.sh
 [ -x "$harness" ] || [ -f "$harness" ] || { echo "the shared harness $harness is missing" >&2; exit 2; }
 
-install_missing g++ make cmake pkg-config libhiredis-dev libevent-dev redis-server redis-tools python3 nodejs npm
+install_missing g++ make cmake pkg-config libhiredis-dev libevent-dev redis-server redis-tools python3
+command -v node >/dev/null && command -v npm >/dev/null || install_missing nodejs npm
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DSWL_BUILD_TESTS=OFF -DSWL_BUILD_EXAMPLES=OFF \
   -DSWL_BUILD_BENCHMARKS=ON >/dev/null
 cmake --build build-bench -j"$(nproc)" --target swl_bench >/dev/null
