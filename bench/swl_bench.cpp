@@ -171,9 +171,8 @@ void runRaw(const Settings& settings, int thread, Tally& tally) {
   redisFree(context);
 }
 
-void runSync(const Settings& settings, int thread, Tally& tally) {
-  auto connection = swl::Connection::tcp(settings.host, settings.port);
-  swl::SlidingWindowLimiter<> limiter(connection, limitOf(settings), {}, kBenchKeys);
+// One tryAcquire at a time on this thread, through `limiter` (its own, or one shared over a pool).
+void decideOneByOne(const Settings& settings, int thread, Tally& tally, swl::SlidingWindowLimiter<>& limiter) {
   KeyPicker keys(settings.keys, thread);
   for (std::int64_t i = share(settings, thread); i > 0; --i) {
     const std::string key = keys.next();
@@ -183,14 +182,10 @@ void runSync(const Settings& settings, int thread, Tally& tally) {
   }
 }
 
-void runPool(const Settings& settings, int thread, Tally& tally, swl::SlidingWindowLimiter<>& shared) {
-  KeyPicker keys(settings.keys, thread);
-  for (std::int64_t i = share(settings, thread); i > 0; --i) {
-    const std::string key = keys.next();
-    const auto started = Clock::now();
-    const bool admitted = shared.tryAcquire(key).allowed;
-    tally.record(admitted, Clock::now() - started);
-  }
+void runSync(const Settings& settings, int thread, Tally& tally) {
+  auto connection = swl::Connection::tcp(settings.host, settings.port);
+  swl::SlidingWindowLimiter<> limiter(connection, limitOf(settings), {}, kBenchKeys);
+  decideOneByOne(settings, thread, tally, limiter);
 }
 
 void runBatch(const Settings& settings, int thread, Tally& tally) {
@@ -264,7 +259,7 @@ int main(int argc, char** argv) {
   else if (settings.mode == "sync")
     work = [&](int t) { runSync(settings, t, tallies[t]); };
   else if (settings.mode == "pool")
-    work = [&](int t) { runPool(settings, t, tallies[t], *pooled); };
+    work = [&](int t) { decideOneByOne(settings, t, tallies[t], *pooled); };
   else if (settings.mode == "batch")
     work = [&](int t) { runBatch(settings, t, tallies[t]); };
   else if (settings.mode == "async")

@@ -120,3 +120,17 @@ TEST_CASE("a batch on a dead server gives every call the connection error") {
     CHECK_THROWS_AS(std::rethrow_exception(reply.error), swl::ConnectionError);
   }
 }
+
+TEST_CASE("a pipeline whose reply handler throws drops the connection, so no later command reads a stale reply") {
+  RedisServer server;
+  auto connection = server.connect();
+  const std::string_view first[] = {"ECHO", "first"};
+  const std::string_view second[] = {"ECHO", "second"};
+  const std::string_view* commands[] = {first, second};
+  CHECK_THROWS_AS(connection.pipeline(
+                      2, [&](std::size_t i) { return std::pair(commands[i], std::size_t{2}); },
+                      [](std::size_t, swl::detail::ReplyPtr) { throw swl::ProtocolError("handler gave up"); }),
+                  swl::ProtocolError);
+  CHECK_FALSE(connection.isConnected());
+  CHECK(textReply(connection, {"ECHO", "third"}) == "third");
+}

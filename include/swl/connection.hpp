@@ -129,7 +129,12 @@ class Connection : public RedisClient {
         const detail::ContextPtr broken = std::move(context_);
         throwContextError(*broken, "waiting for pipelined replies");
       }
-      on_reply(i, detail::ReplyPtr(static_cast<redisReply*>(reply)));
+      try {
+        on_reply(i, detail::ReplyPtr(static_cast<redisReply*>(reply)));
+      } catch (...) {
+        context_.reset();  // the replies still unread would otherwise answer the next commands
+        throw;
+      }
     }
   }
 
