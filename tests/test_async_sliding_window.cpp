@@ -207,6 +207,9 @@ TEST_CASE("an async limiter refuses bad requests at once, before anything is sen
   CHECK_THROWS_AS(limiter.tryAcquire("", 1, answers.of(0)), swl::InvalidArgument);
   CHECK_THROWS_AS(limiter.tryAcquire("k", 1, nullptr), swl::InvalidArgument);
   CHECK_THROWS_AS(swl::AsyncConnection::tcp(nullptr, "127.0.0.1", 1), swl::InvalidArgument);
+  swl::ConnectionOptions negative_db;
+  negative_db.db = -1;  // the same checks as the blocking Connection
+  CHECK_THROWS_WITH(swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", 1, negative_db), Catch::Contains("db -1"));
   CHECK(redis.inFlight() == 0);
 }
 

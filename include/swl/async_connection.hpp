@@ -19,8 +19,9 @@
 // throw (they run inside hiredis's C code; an exception escaping one terminates the program).
 // Needs libevent (Debian libevent-dev) and the CMake target swl::async.
 
-#include <swl/connection.hpp>
+#include <swl/connection_options.hpp>
 #include <swl/detail/hiredis.hpp>
+#include <swl/detail/reconnect_throttle.hpp>
 #include <swl/error.hpp>
 #include <swl/script.hpp>
 
@@ -50,19 +51,14 @@ class AsyncConnection {
   using Callback = std::function<void(const redisReply* reply, std::exception_ptr error)>;
 
   static AsyncConnection tcp(event_base* loop, std::string host, int port, ConnectionOptions options = {}) {
-    if (host.empty()) throw InvalidArgument("swl::AsyncConnection::tcp: host is empty");
-    if (port <= 0 || port > 65535) {
-      throw InvalidArgument("swl::AsyncConnection::tcp: port " + std::to_string(port) + " is not in 1..65535");
-    }
-    std::string endpoint = host + ':' + std::to_string(port);
+    std::string endpoint = detail::tcpEndpoint("swl::AsyncConnection::tcp", host, port);
     return AsyncConnection(
         loop, [host = std::move(host), port] { return redisAsyncConnect(host.c_str(), port); }, std::move(endpoint),
         std::move(options));
   }
 
   static AsyncConnection unixSocket(event_base* loop, std::string path, ConnectionOptions options = {}) {
-    if (path.empty()) throw InvalidArgument("swl::AsyncConnection::unixSocket: path is empty");
-    std::string endpoint = "unix:" + path;
+    std::string endpoint = detail::unixEndpoint("swl::AsyncConnection::unixSocket", path);
     return AsyncConnection(
         loop, [path = std::move(path)] { return redisAsyncConnectUnix(path.c_str()); }, std::move(endpoint),
         std::move(options));
@@ -115,16 +111,15 @@ class AsyncConnection {
 
   AsyncConnection(event_base* loop, std::function<redisAsyncContext*()> connect, std::string endpoint,
                   ConnectionOptions options)
-      : loop_(loop), connect_(std::move(connect)), endpoint_(std::move(endpoint)), options_(std::move(options)) {
+      : loop_(loop),
+        connect_(std::move(connect)),
+        endpoint_(std::move(endpoint)),
+        options_(std::move(options)),
+        reconnects_(options_.reconnect_interval) {
     if (loop_ == nullptr) throw InvalidArgument("swl::AsyncConnection: the event_base is null");
-    if (options_.command_timeout.count() <= 0) {
+    detail::checkOptions(options_);
+    if (options_.command_timeout.count() == 0) {
       throw InvalidArgument("swl::AsyncConnection: command_timeout must be positive; it bounds every call");
-    }
-    if (options_.reconnect_interval.count() < 0) {
-      throw InvalidArgument("swl::ConnectionOptions: reconnect_interval must not be negative");
-    }
-    if (!options_.user.empty() && options_.password.empty()) {
-      throw InvalidArgument("swl::ConnectionOptions: user '" + options_.user + "' is given without a password");
     }
     timeout_timer_.reset(evtimer_new(loop_, &AsyncConnection::onTimer, this));
     deferred_event_.reset(event_new(loop_, -1, 0, &AsyncConnection::onDeferred, this));
@@ -173,19 +168,14 @@ class AsyncConnection {
   redisAsyncContext* connected() {
     if (closing_) throw ConnectionError(closedMessage());
     if (context_ != nullptr) return context_;
-    const auto now = Clock::now();
-    if (now < next_connect_attempt_) {
-      throw ConnectionError(
-          "redis at " + endpoint_ + " is unreachable (" + last_connect_error_ + "); not retrying for another " +
-          std::to_string(std::chrono::ceil<std::chrono::milliseconds>(next_connect_attempt_ - now).count()) + " ms");
-    }
+    reconnects_.check(endpoint_);
     redisAsyncContext* context = connect_();
     if (context == nullptr) throw ConnectionError("redis at " + endpoint_ + " failed connecting (out of memory)");
     if (context->err != 0) {
       const std::string why = context->errstr;
       redisAsyncFree(context);
-      connectFailed("redis at " + endpoint_ + " failed connecting (" + why + ")");
-      throw ConnectionError(last_connect_error_);
+      reconnects_.failed("redis at " + endpoint_ + " failed connecting (" + why + ")");
+      throw ConnectionError(reconnects_.lastError());
     }
     context->data = this;
     if (redisLibeventAttach(context, loop_) != REDIS_OK) {
@@ -298,19 +288,14 @@ class AsyncConnection {
       return;
     }
     // hiredis frees the context itself after this, calling back everything queued on it.
-    self.connectFailed("redis at " + self.endpoint_ + " failed connecting (" + context->errstr + ")");
-    self.blame(context, std::make_exception_ptr(ConnectionError(self.last_connect_error_)));
+    self.reconnects_.failed("redis at " + self.endpoint_ + " failed connecting (" + context->errstr + ")");
+    self.blame(context, std::make_exception_ptr(ConnectionError(self.reconnects_.lastError())));
     self.context_ = nullptr;
   }
 
   static void onDisconnect(const redisAsyncContext* context, int) {
     auto& self = *static_cast<AsyncConnection*>(context->data);
     if (context == self.context_) self.context_ = nullptr;
-  }
-
-  void connectFailed(std::string message) {
-    last_connect_error_ = std::move(message);
-    next_connect_attempt_ = Clock::now() + options_.reconnect_interval;
   }
 
   std::string lostMessage(const redisAsyncContext* context) const {
@@ -337,12 +322,8 @@ class AsyncConnection {
     if (!in_flight_.empty() && !evtimer_pending(timeout_timer_.get(), nullptr)) armTimer(options_.command_timeout);
   }
 
-  template <class Duration>
-  void armTimer(Duration after) {
-    const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(after).count();
-    timeval delay{};
-    delay.tv_sec = static_cast<decltype(delay.tv_sec)>(micros / 1000000);
-    delay.tv_usec = static_cast<decltype(delay.tv_usec)>(micros % 1000000);
+  void armTimer(std::chrono::microseconds after) {
+    const timeval delay = detail::toTimeval(after);
     evtimer_add(timeout_timer_.get(), &delay);
   }
 
@@ -374,8 +355,7 @@ class AsyncConnection {
   std::list<Pending> in_flight_;  // send order; hiredis holds a pointer to each until it calls back
   std::uint64_t sent_ = 0;
   std::unordered_map<const Script*, std::uint64_t> script_loaded_at_;
-  Clock::time_point next_connect_attempt_{};
-  std::string last_connect_error_;
+  detail::ReconnectThrottle reconnects_;
   EventPtr timeout_timer_;
   EventPtr deferred_event_;
   std::deque<std::pair<Callback, std::exception_ptr>> deferred_;

@@ -9,7 +9,9 @@
 // Not thread-safe: use one Connection per thread, or a ConnectionPool for many threads. Limiters keep
 // a reference, so the Connection must outlive them; one Connection may serve any number of limiters.
 
+#include <swl/connection_options.hpp>
 #include <swl/detail/hiredis.hpp>
+#include <swl/detail/reconnect_throttle.hpp>
 #include <swl/error.hpp>
 #include <swl/redis_client.hpp>
 #include <swl/script.hpp>
@@ -30,38 +32,21 @@
 
 namespace swl {
 
-struct ConnectionOptions {
-  std::chrono::milliseconds connect_timeout{1000};
-  // How long a command may wait for its reply. A command that times out may still have run on the
-  // server, so it is reported (TimeoutError), never sent again.
-  std::chrono::milliseconds command_timeout{1000};
-  // After a failed connect, commands fail at once with the last error until this much time has passed.
-  std::chrono::milliseconds reconnect_interval{100};
-  std::string user;      // ACL user (Redis 6+); empty for the default user
-  std::string password;  // empty: no AUTH
-  int db = 0;            // SELECTed after every (re)connect when not 0
-};
-
 class Connection : public RedisClient {
  public:
   using ContextFactory = std::function<redisContext*()>;
 
   static Connection tcp(std::string host, int port, ConnectionOptions options = {}) {
-    if (host.empty()) throw InvalidArgument("swl::Connection::tcp: host is empty");
-    if (port <= 0 || port > 65535) {
-      throw InvalidArgument("swl::Connection::tcp: port " + std::to_string(port) + " is not in 1..65535");
-    }
-    std::string endpoint = host + ':' + std::to_string(port);
-    const timeval timeout = toTimeval(options.connect_timeout);
+    std::string endpoint = detail::tcpEndpoint("swl::Connection::tcp", host, port);
+    const timeval timeout = detail::toTimeval(options.connect_timeout);
     return Connection(
         [host = std::move(host), port, timeout] { return redisConnectWithTimeout(host.c_str(), port, timeout); },
         std::move(endpoint), std::move(options));
   }
 
   static Connection unixSocket(std::string path, ConnectionOptions options = {}) {
-    if (path.empty()) throw InvalidArgument("swl::Connection::unixSocket: path is empty");
-    std::string endpoint = "unix:" + path;
-    const timeval timeout = toTimeval(options.connect_timeout);
+    std::string endpoint = detail::unixEndpoint("swl::Connection::unixSocket", path);
+    const timeval timeout = detail::toTimeval(options.connect_timeout);
     return Connection([path = std::move(path), timeout] { return redisConnectUnixWithTimeout(path.c_str(), timeout); },
                       std::move(endpoint), std::move(options));
   }
@@ -210,40 +195,22 @@ class Connection : public RedisClient {
 
  private:
   Connection(ContextFactory connect, std::string endpoint, ConnectionOptions options)
-      : connect_(std::move(connect)), endpoint_(std::move(endpoint)), options_(std::move(options)) {
-    if (options_.connect_timeout.count() < 0 || options_.command_timeout.count() < 0 ||
-        options_.reconnect_interval.count() < 0) {
-      throw InvalidArgument("swl::ConnectionOptions: timeouts and reconnect_interval must not be negative");
-    }
-    if (options_.db < 0)
-      throw InvalidArgument("swl::ConnectionOptions: db " + std::to_string(options_.db) + " is negative");
-    if (!options_.user.empty() && options_.password.empty()) {
-      throw InvalidArgument("swl::ConnectionOptions: user '" + options_.user + "' is given without a password");
-    }
-  }
-
-  static timeval toTimeval(std::chrono::milliseconds duration) {
-    timeval result{};
-    result.tv_sec = static_cast<decltype(result.tv_sec)>(duration.count() / 1000);
-    result.tv_usec = static_cast<decltype(result.tv_usec)>((duration.count() % 1000) * 1000);
-    return result;
+      : connect_(std::move(connect)),
+        endpoint_(std::move(endpoint)),
+        options_(std::move(options)),
+        reconnects_(options_.reconnect_interval) {
+    detail::checkOptions(options_);
   }
 
   redisContext& connected() {
     if (context_ && !closedByServer(*context_)) return *context_;
     context_.reset();
-    const auto now = std::chrono::steady_clock::now();
-    if (now < next_connect_attempt_) {
-      throw ConnectionError(
-          "redis at " + endpoint_ + " is unreachable (" + last_connect_error_ + "); not retrying for another " +
-          std::to_string(std::chrono::ceil<std::chrono::milliseconds>(next_connect_attempt_ - now).count()) + " ms");
-    }
+    reconnects_.check(endpoint_);
     try {
       context_ = handshake(open());
       return *context_;
     } catch (const Error& error) {
-      last_connect_error_ = error.what();
-      next_connect_attempt_ = std::chrono::steady_clock::now() + options_.reconnect_interval;
+      reconnects_.failed(error.what());
       throw;
     }
   }
@@ -254,7 +221,7 @@ class Connection : public RedisClient {
     if (!context) throw ConnectionError("redis at " + endpoint_ + " failed connecting (out of memory)");
     if (context->err != 0) throwContextError(*context, "connecting");
     if (options_.command_timeout.count() > 0 &&
-        redisSetTimeout(context.get(), toTimeval(options_.command_timeout)) != REDIS_OK) {
+        redisSetTimeout(context.get(), detail::toTimeval(options_.command_timeout)) != REDIS_OK) {
       throw ConnectionError("redis at " + endpoint_ + ": cannot set the command timeout");
     }
     return context;
@@ -345,8 +312,7 @@ class Connection : public RedisClient {
   std::string endpoint_;
   ConnectionOptions options_;
   detail::ContextPtr context_;
-  std::chrono::steady_clock::time_point next_connect_attempt_{};
-  std::string last_connect_error_;
+  detail::ReconnectThrottle reconnects_;
 };
 
 }  // namespace swl

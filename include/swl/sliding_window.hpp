@@ -45,9 +45,8 @@ class SlidingWindowLimiter {
     const auto request = rules_.prepare(key, cost);
     try {
       return rules_.decide(*redis_->run(request.call()));
-    } catch (const Error&) {  // Redis could not decide: ConnectionError or ReplyError
-      if (rules_.throwsOnFailure()) throw;
-      return rules_.failureDecision(cost);
+    } catch (const Error&) {  // Redis could not decide: the failure policy answers, or value() rethrows
+      return rules_.failed(cost, std::current_exception()).value();
     }
   }
 

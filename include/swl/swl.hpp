@@ -3,6 +3,7 @@
 
 #include <swl/clock.hpp>
 #include <swl/connection.hpp>
+#include <swl/connection_options.hpp>
 #include <swl/connection_pool.hpp>
 #include <swl/error.hpp>
 #include <swl/key_policy.hpp>

@@ -5,6 +5,7 @@
 #include <hiredis/hiredis.h>
 
 #include <array>
+#include <chrono>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,14 @@ struct ReplyDeleter {
   void operator()(redisReply* reply) const noexcept { freeReplyObject(reply); }
 };
 using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
+
+// hiredis and libevent take durations as timeval.
+inline timeval toTimeval(std::chrono::microseconds duration) {
+  timeval result{};
+  result.tv_sec = static_cast<decltype(result.tv_sec)>(duration.count() / 1000000);
+  result.tv_usec = static_cast<decltype(result.tv_usec)>(duration.count() % 1000000);
+  return result;
+}
 
 inline std::string_view replyText(const redisReply& reply) noexcept {
   return reply.str == nullptr ? std::string_view{} : std::string_view(reply.str, reply.len);

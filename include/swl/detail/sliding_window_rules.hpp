@@ -91,6 +91,10 @@ class SlidingWindowRules {
   // The request itself was wrong: always an error, whatever the failure policy.
   Outcome invalid(std::exception_ptr error) const { return {denied(), std::move(error)}; }
 
+  const Limit& limit() const noexcept { return limit_; }
+  std::string redisKey(std::string_view key) const { return keys_.key(key); }
+
+ private:
   Decision failureDecision(std::int64_t cost) const {
     if (options_.on_failure != FailurePolicy::allow) return denied();
     Decision decision;
@@ -101,11 +105,6 @@ class SlidingWindowRules {
     return decision;
   }
 
-  bool throwsOnFailure() const noexcept { return options_.on_failure == FailurePolicy::throw_error; }
-  const Limit& limit() const noexcept { return limit_; }
-  std::string redisKey(std::string_view key) const { return keys_.key(key); }
-
- private:
   static Limit validated(Limit limit) {
     if (limit.max_requests <= 0 || limit.max_requests >= kLargestExact) {
       throw InvalidArgument("swl::Limit: max_requests " + std::to_string(limit.max_requests) + " is not in 1..2^53-1");
