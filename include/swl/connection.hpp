@@ -24,7 +24,6 @@
 #include <chrono>
 #include <functional>
 #include <initializer_list>
-#include <numeric>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -96,54 +95,77 @@ class Connection : public RedisClient {
   // thrown for the rest (they may or may not have run).
   template <class ArgvOf, class OnReply>
   void pipeline(std::size_t count, ArgvOf&& argv_of, OnReply&& on_reply) {
-    redisContext& context = connected();
-    detail::HiredisArgv hiredis_argv;
-    for (std::size_t i = 0; i < count; ++i) {
-      const auto [argv, argc] = argv_of(i);
-      hiredis_argv.assign(argv, argc);
-      if (redisAppendCommandArgv(&context, static_cast<int>(argc), hiredis_argv.pointers(), hiredis_argv.lengths()) !=
-          REDIS_OK) {
-        // Nothing was written yet; dropping the context drops the half-built batch with it.
-        const detail::ContextPtr broken = std::move(context_);
-        throwContextError(*broken, "queueing a pipelined command");
-      }
-    }
-    for (std::size_t i = 0; i < count; ++i) {
-      void* reply = nullptr;
-      if (redisGetReply(&context, &reply) != REDIS_OK || reply == nullptr) {
-        const detail::ContextPtr broken = std::move(context_);
-        throwContextError(*broken, "waiting for pipelined replies");
-      }
-      try {
-        on_reply(i, detail::ReplyPtr(static_cast<redisReply*>(reply)));
-      } catch (...) {
-        context_.reset();  // the replies still unread would otherwise answer the next commands
-        throw;
-      }
-    }
+    queue(count, argv_of);
+    receive(count, on_reply);
   }
 
   using RedisClient::run;
   detail::ReplyPtr run(const ScriptCall& call) override {
-    detail::ReplyPtr reply = command(call.argv(), call.argc());
-    if (detail::isErrorReply(*reply, "NOSCRIPT")) {
-      load(call.script());
-      reply = command(call.argv(), call.argc());
-    }
-    if (reply->type == REDIS_REPLY_ERROR) throw scriptFailed(call.script(), *reply);
+    detail::ReplyPtr reply = evaluate(call);
+    if (reply->type == REDIS_REPLY_ERROR) throw detail::scriptError(endpoint_, call.script(), *reply);
     return reply;
   }
 
   std::vector<ScriptReply> runMany(const std::vector<ScriptCall>& calls) override {
+    std::vector<ScriptReply> results = evaluateMany(calls);
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      ScriptReply& result = results[i];
+      if (result.reply && result.reply->type == REDIS_REPLY_ERROR) {
+        result.error = std::make_exception_ptr(detail::scriptError(endpoint_, calls[i].script(), *result.reply));
+        result.reply.reset();
+      }
+    }
+    return results;
+  }
+
+  // run() without judging the answer: the reply comes back as the server gave it, error replies
+  // included, for a client that reads them (a cluster follows MOVED and ASK). NOSCRIPT is still
+  // handled here. `asking` sends ASKING in the same write, as the target of an ASK redirection wants.
+  detail::ReplyPtr evaluate(const ScriptCall& call, bool asking = false) {
+    detail::ReplyPtr reply = send(call, asking);
+    if (detail::isErrorReply(*reply, "NOSCRIPT")) {
+      load(call.script());
+      reply = send(call, asking);
+    }
+    return reply;
+  }
+
+  // runMany() without judging the answers (see evaluate): error replies stay replies; only a failed
+  // connection sets ScriptReply::error.
+  std::vector<ScriptReply> evaluateMany(const std::vector<ScriptCall>& calls) {
+    try {
+      sendMany(calls);
+    } catch (const Error&) {
+      std::vector<ScriptReply> results(calls.size());
+      for (ScriptReply& result : results) result.error = std::current_exception();
+      return results;
+    }
+    return collectMany(calls);
+  }
+
+  // evaluateMany() in two halves, so that a client of several servers (a cluster) can have them all
+  // work at once: sendMany() writes the calls out, collectMany() reads their answers. Nothing else
+  // may use the connection in between. sendMany() throws ConnectionError when the calls could not
+  // all be written; none is waiting for an answer then.
+  void sendMany(const std::vector<ScriptCall>& calls) {
+    queue(calls.size(), [&](std::size_t i) { return std::pair(calls[i].argv(), calls[i].argc()); });
+    flush();
+  }
+
+  std::vector<ScriptReply> collectMany(const std::vector<ScriptCall>& calls) {
     std::vector<ScriptReply> results(calls.size());
-    std::vector<std::size_t> all(calls.size());
-    std::iota(all.begin(), all.end(), std::size_t{0});
-    runPipelined(calls, all, results);
+    try {
+      receive(calls.size(), [&](std::size_t i, detail::ReplyPtr reply) { results[i].reply = std::move(reply); });
+    } catch (const Error&) {
+      for (ScriptReply& result : results) {
+        if (!result.reply) result.error = std::current_exception();
+      }
+    }
 
     // The calls that met an empty script cache run once more, after one SCRIPT LOAD per script.
     std::vector<std::size_t> again;
     std::vector<const Script*> loaded;
-    for (std::size_t index : all) {
+    for (std::size_t index = 0; index < calls.size(); ++index) {
       ScriptReply& result = results[index];
       if (!result.reply || !detail::isErrorReply(*result.reply, "NOSCRIPT")) continue;
       result.reply.reset();
@@ -155,13 +177,14 @@ class Connection : public RedisClient {
         result.error = std::current_exception();
       }
     }
-    runPipelined(calls, again, results);
-
-    for (std::size_t i = 0; i < calls.size(); ++i) {
-      ScriptReply& result = results[i];
-      if (result.reply && result.reply->type == REDIS_REPLY_ERROR) {
-        result.error = std::make_exception_ptr(scriptFailed(calls[i].script(), *result.reply));
-        result.reply.reset();
+    if (again.empty()) return results;
+    try {
+      pipeline(
+          again.size(), [&](std::size_t i) { return std::pair(calls[again[i]].argv(), calls[again[i]].argc()); },
+          [&](std::size_t i, detail::ReplyPtr reply) { results[again[i]].reply = std::move(reply); });
+    } catch (const Error&) {
+      for (std::size_t index : again) {
+        if (!results[index].reply) results[index].error = std::current_exception();
       }
     }
     return results;
@@ -262,6 +285,21 @@ class Connection : public RedisClient {
     return peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
   }
 
+  detail::ReplyPtr send(const ScriptCall& call, bool asking) {
+    if (!asking) return command(call.argv(), call.argc());
+    static constexpr std::string_view kAsking[] = {"ASKING"};
+    detail::ReplyPtr reply;
+    pipeline(
+        2,
+        [&](std::size_t i) {
+          return i == 0 ? std::pair(kAsking, std::size_t{1}) : std::pair(call.argv(), call.argc());
+        },
+        [&](std::size_t i, detail::ReplyPtr answer) {
+          if (i == 1) reply = std::move(answer);
+        });
+    return reply;
+  }
+
   // One command on `context`, arguments binary-safe; null when hiredis reports an error on the context.
   static redisReply* send(redisContext& context, const std::string_view* argv, std::size_t argc) {
     detail::HiredisArgv hiredis_argv;
@@ -270,24 +308,49 @@ class Connection : public RedisClient {
         redisCommandArgv(&context, static_cast<int>(argc), hiredis_argv.pointers(), hiredis_argv.lengths()));
   }
 
-  // Pipelines calls[indices...] into results; when the connection fails, the unanswered ones get its error.
-  void runPipelined(const std::vector<ScriptCall>& calls, const std::vector<std::size_t>& indices,
-                    std::vector<ScriptReply>& results) {
-    if (indices.empty()) return;
-    try {
-      pipeline(
-          indices.size(), [&](std::size_t i) { return std::pair(calls[indices[i]].argv(), calls[indices[i]].argc()); },
-          [&](std::size_t i, detail::ReplyPtr reply) { results[indices[i]].reply = std::move(reply); });
-    } catch (const Error&) {
-      for (std::size_t index : indices) {
-        if (!results[index].reply) results[index].error = std::current_exception();
+  template <class ArgvOf>
+  void queue(std::size_t count, ArgvOf&& argv_of) {
+    redisContext& context = connected();
+    detail::HiredisArgv hiredis_argv;
+    for (std::size_t i = 0; i < count; ++i) {
+      const auto [argv, argc] = argv_of(i);
+      hiredis_argv.assign(argv, argc);
+      if (redisAppendCommandArgv(&context, static_cast<int>(argc), hiredis_argv.pointers(), hiredis_argv.lengths()) !=
+          REDIS_OK) {
+        // Nothing was written yet; dropping the context drops the half-built batch with it.
+        const detail::ContextPtr broken = std::move(context_);
+        throwContextError(*broken, "queueing a pipelined command");
       }
     }
   }
 
-  ReplyError scriptFailed(const Script& script, const redisReply& reply) const {
-    return ReplyError("redis at " + endpoint_ + ": script " + script.name() +
-                      " failed: " + std::string(detail::replyText(reply)));
+  // Writes what queue() gathered without waiting for answers.
+  void flush() {
+    int done = 0;
+    while (done == 0) {
+      if (redisBufferWrite(context_.get(), &done) != REDIS_OK) {
+        const detail::ContextPtr broken = std::move(context_);
+        throwContextError(*broken, "sending pipelined commands");
+      }
+    }
+  }
+
+  template <class OnReply>
+  void receive(std::size_t count, OnReply&& on_reply) {
+    for (std::size_t i = 0; i < count; ++i) {
+      void* reply = nullptr;
+      if (!context_ || redisGetReply(context_.get(), &reply) != REDIS_OK || reply == nullptr) {
+        const detail::ContextPtr broken = std::move(context_);
+        if (!broken) throw ConnectionError("redis at " + endpoint_ + ": no connection to read pipelined replies from");
+        throwContextError(*broken, "waiting for pipelined replies");
+      }
+      try {
+        on_reply(i, detail::ReplyPtr(static_cast<redisReply*>(reply)));
+      } catch (...) {
+        context_.reset();  // the replies still unread would otherwise answer the next commands
+        throw;
+      }
+    }
   }
 
   // The error hiredis recorded on `context`, as a TimeoutError when it was one.

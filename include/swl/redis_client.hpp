@@ -10,10 +10,12 @@
 // - an error reply (WRONGTYPE, OOM, a script error) is a ReplyError naming the script and the server.
 
 #include <swl/detail/hiredis.hpp>
+#include <swl/error.hpp>
 #include <swl/script.hpp>
 
 #include <exception>
 #include <initializer_list>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -49,4 +51,13 @@ class RedisClient {
   RedisClient& operator=(RedisClient&&) = default;
 };
 
+namespace detail {
+
+// How every client reports an error reply to a script call.
+inline ReplyError scriptError(std::string_view endpoint, const Script& script, const redisReply& reply) {
+  return ReplyError("redis at " + std::string(endpoint) + ": script " + script.name() +
+                    " failed: " + std::string(replyText(reply)));
+}
+
+}  // namespace detail
 }  // namespace swl
