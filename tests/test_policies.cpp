@@ -1,4 +1,6 @@
 #include <swl/clock.hpp>
+#include <swl/error.hpp>
+#include <swl/hash_slot.hpp>
 #include <swl/key_policy.hpp>
 #include <swl/member_policy.hpp>
 #include <swl/ttl_policy.hpp>
@@ -117,4 +119,19 @@ TEST_CASE("a manual clock is shared by its copies, and Redis's clock reads nothi
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch());
   CHECK(reference - system_now < 1s);
   CHECK(reference >= system_now);
+}
+
+TEST_CASE("the sharded key policy puts the shard inside the hash tag, so each shard hashes apart") {
+  const swl::ShardedKey keys(4);
+  CHECK(keys.shards() == 4);
+  CHECK(keys.key("user:42", 0) == "swl:{0:user:42}");
+  CHECK(swl::ShardedKey(2, "hot").key("a}b", 1) == "hot:{1:a}b}");
+  std::set<std::uint16_t> slots;
+  for (std::size_t shard = 0; shard < 4; ++shard) slots.insert(swl::hashSlot(keys.key("user:42", shard)));
+  CHECK(slots.size() == 4);
+}
+
+TEST_CASE("the sharded key policy refuses no shards, and a prefix whose brace would pin every shard") {
+  CHECK_THROWS_AS(swl::ShardedKey(0), swl::InvalidArgument);
+  CHECK_THROWS_WITH(swl::ShardedKey(4, "a{b"), Catch::Contains("holds '{'"));
 }

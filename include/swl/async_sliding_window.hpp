@@ -49,25 +49,25 @@ class AsyncSlidingWindowLimiter {
   void tryAcquire(std::string_view key, std::int64_t cost, Callback done) {
     if (!done) throw InvalidArgument("swl::AsyncSlidingWindowLimiter::tryAcquire: the callback is empty");
     const auto request = rules_->prepare(key, cost);
-    redis_->run(request.call(),
-                [rules = rules_, cost, done = std::move(done)](const redisReply* reply, std::exception_ptr error) {
-                  Outcome outcome;
-                  if (!error) {
-                    try {
-                      outcome.decision = rules->decide(*reply);
-                    } catch (const Error&) {
-                      error = std::current_exception();
-                    }
-                  }
-                  if (error) outcome = rules->failed(cost, std::move(error));
-                  done(std::move(outcome));
-                });
+    redis_->run(request.call(), [rules = rules_, cost, shard = request.shard(), done = std::move(done)](
+                                    const redisReply* reply, std::exception_ptr error) {
+      Outcome outcome;
+      if (!error) {
+        try {
+          outcome.decision = rules->decide(*reply, shard);
+        } catch (const Error&) {
+          error = std::current_exception();
+        }
+      }
+      if (error) outcome = rules->failed(cost, std::move(error));
+      done(std::move(outcome));
+    });
   }
 
   void tryAcquire(std::string_view key, Callback done) { tryAcquire(key, 1, std::move(done)); }
 
   const Limit& limit() const noexcept { return rules_->limit(); }
-  std::string redisKey(std::string_view key) const { return rules_->redisKey(key); }
+  std::string redisKey(std::string_view key, std::size_t shard = 0) const { return rules_->redisKey(key, shard); }
 
  private:
   using Rules = detail::SlidingWindowRules<KeyPolicy, MemberPolicy, TtlPolicy>;

@@ -8,6 +8,8 @@
 // member should not contain '#'. An empty string stands for the request's millisecond timestamp,
 // which only the script knows when Redis's clock is in use.
 
+#include <swl/detail/thread_random.hpp>
+
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -66,11 +68,7 @@ class CompactMember {
 class UuidMember {
  public:
   std::string next() {
-    thread_local std::mt19937_64 random = [] {
-      std::random_device entropy;
-      std::seed_seq seed{entropy(), entropy(), entropy(), entropy()};
-      return std::mt19937_64(seed);
-    }();
+    std::mt19937_64& random = detail::threadRandom();
     std::uint64_t high = random(), low = random();
     high = (high & 0xFFFFFFFFFFFF0FFFull) | 0x0000000000004000ull;  // version 4
     low = (low & 0x3FFFFFFFFFFFFFFFull) | 0x8000000000000000ull;    // RFC 4122 variant

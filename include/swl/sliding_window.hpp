@@ -44,7 +44,7 @@ class SlidingWindowLimiter {
   Decision tryAcquire(std::string_view key, std::int64_t cost = 1) {
     const auto request = rules_.prepare(key, cost);
     try {
-      return rules_.decide(*redis_->run(request.call()));
+      return rules_.decide(*redis_->run(request.call()), request.shard());
     } catch (const Error&) {  // Redis could not decide: the failure policy answers, or value() rethrows
       return rules_.failed(cost, std::current_exception()).value();
     }
@@ -75,7 +75,7 @@ class SlidingWindowLimiter {
       Outcome& outcome = outcomes[sent[i]];
       if (!replies[i].error) {
         try {
-          outcome.decision = rules_.decide(*replies[i].reply);
+          outcome.decision = rules_.decide(*replies[i].reply, prepared[i].shard());
           continue;
         } catch (const Error&) {
           replies[i].error = std::current_exception();
@@ -88,8 +88,8 @@ class SlidingWindowLimiter {
 
   const Limit& limit() const noexcept { return rules_.limit(); }
 
-  // The Redis key that holds `key`'s window, for operators and tests.
-  std::string redisKey(std::string_view key) const { return rules_.redisKey(key); }
+  // The Redis key that holds `key`'s window (one of them, with a sharded KeyPolicy), for operators and tests.
+  std::string redisKey(std::string_view key, std::size_t shard = 0) const { return rules_.redisKey(key, shard); }
 
   static const Script& script() { return detail::slidingWindowScript(); }
 

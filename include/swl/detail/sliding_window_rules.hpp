@@ -4,6 +4,7 @@
 
 #include <swl/detail/decision_reply.hpp>
 #include <swl/detail/integer_text.hpp>
+#include <swl/detail/thread_random.hpp>
 #include <swl/error.hpp>
 #include <swl/limit.hpp>
 #include <swl/limiter_options.hpp>
@@ -17,7 +18,9 @@
 #include <exception>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace swl::detail {
 
@@ -29,6 +32,12 @@ inline const Script& slidingWindowScript() {
   return sliding_window;
 }
 
+// A KeyPolicy with shards() spreads each key over that many Redis keys (see ShardedKey).
+template <class KeyPolicy, class = void>
+struct IsSharded : std::false_type {};
+template <class KeyPolicy>
+struct IsSharded<KeyPolicy, std::void_t<decltype(std::declval<const KeyPolicy&>().shards())>> : std::true_type {};
+
 template <class KeyPolicy, class MemberPolicy, class TtlPolicy>
 class SlidingWindowRules {
  public:
@@ -39,16 +48,18 @@ class SlidingWindowRules {
     ScriptCall call() const {
       const std::string_view now = rules_->options_.clock.isRedisTime() ? std::string_view() : now_.view();
       return ScriptCall(slidingWindowScript(), {redis_key_},
-                        {rules_->window_text_, rules_->limit_text_, cost_text_, now, member_, rules_->ttl_text_,
-                         rules_->count_rejected_});
+                        {rules_->window_text_, rules_->shards_[shard_].limit_text, cost_text_, now, member_,
+                         rules_->ttl_text_, rules_->count_rejected_});
     }
     std::int64_t cost() const noexcept { return cost_; }
+    std::size_t shard() const noexcept { return shard_; }
 
    private:
     friend class SlidingWindowRules;
-    Request(const SlidingWindowRules& rules, std::string redis_key, std::string member, std::int64_t cost,
-            std::int64_t now)
+    Request(const SlidingWindowRules& rules, std::size_t shard, std::string redis_key, std::string member,
+            std::int64_t cost, std::int64_t now)
         : rules_(&rules),
+          shard_(shard),
           redis_key_(std::move(redis_key)),
           member_(std::move(member)),
           cost_(cost),
@@ -56,6 +67,7 @@ class SlidingWindowRules {
           now_(now) {}
 
     const SlidingWindowRules* rules_;
+    std::size_t shard_;
     std::string redis_key_;
     std::string member_;
     std::int64_t cost_;
@@ -68,19 +80,31 @@ class SlidingWindowRules {
         options_(std::move(options)),
         keys_(std::move(keys)),
         members_(std::move(members)),
+        shards_(shareOut(limit_.max_requests, keys_)),
         window_text_(std::to_string(limit.window.count())),
-        limit_text_(std::to_string(limit.max_requests)),
         ttl_text_(std::to_string(validatedTtl(ttl.ttl(limit.window), limit.window).count())),
         count_rejected_(options_.rejected == RejectedRequests::counted ? "1" : "0") {}
 
   // Throws InvalidArgument for a request no limit could take; nothing has been sent then.
   Request prepare(std::string_view key, std::int64_t cost) {
     validate(key, cost);
-    return Request(*this, keys_.key(key), members_.next(), cost,
+    const std::size_t shard =
+        shards_.size() == 1 ? 0 : std::uniform_int_distribution<std::size_t>(0, shards_.size() - 1)(threadRandom());
+    return Request(*this, shard, redisKey(key, shard), members_.next(), cost,
                    options_.clock.isRedisTime() ? 0 : clientNow().count());
   }
 
-  Decision decide(const redisReply& reply) const { return decodeDecision(reply, limit_.max_requests); }
+  // The script's answer to a request sent to `shard`. A shard's remaining room stands for the key's
+  // as that room times the number of shards: the best guess one shard's count allows.
+  Decision decide(const redisReply& reply, std::size_t shard = 0) const {
+    Decision decision = decodeDecision(reply, shards_[shard].limit);
+    if (shards_.size() > 1) {
+      decision.limit = limit_.max_requests;
+      decision.remaining =
+          std::min(limit_.max_requests, decision.remaining * static_cast<std::int64_t>(shards_.size()));
+    }
+    return decision;
+  }
 
   // Redis could not decide: the failure policy answers, or the error is handed on.
   Outcome failed(std::int64_t cost, std::exception_ptr error) const {
@@ -92,9 +116,43 @@ class SlidingWindowRules {
   Outcome invalid(std::exception_ptr error) const { return {denied(), std::move(error)}; }
 
   const Limit& limit() const noexcept { return limit_; }
-  std::string redisKey(std::string_view key) const { return keys_.key(key); }
+
+  std::string redisKey(std::string_view key, std::size_t shard = 0) const {
+    if constexpr (IsSharded<KeyPolicy>::value) {
+      if (shard >= shards_.size()) {
+        throw InvalidArgument("swl: shard " + std::to_string(shard) + " of " + std::to_string(shards_.size()) +
+                              " does not exist");
+      }
+      return keys_.key(key, shard);
+    } else {
+      if (shard != 0) throw InvalidArgument("swl: shard " + std::to_string(shard) + " of a key policy without shards");
+      return keys_.key(key);
+    }
+  }
 
  private:
+  struct Shard {
+    std::int64_t limit;
+    std::string limit_text;
+  };
+
+  // Each shard's part of the limit: equal shares, the remainder one each to the first shards, so the
+  // parts add up to the limit exactly.
+  static std::vector<Shard> shareOut(std::int64_t limit, const KeyPolicy& keys) {
+    std::int64_t count = 1;
+    if constexpr (IsSharded<KeyPolicy>::value) count = static_cast<std::int64_t>(keys.shards());
+    if (count > limit) {
+      throw InvalidArgument("swl: a limit of " + std::to_string(limit) + " cannot be shared out over " +
+                            std::to_string(count) + " shards; use fewer shards");
+    }
+    std::vector<Shard> shards;
+    for (std::int64_t i = 0; i < count; ++i) {
+      const std::int64_t share = limit / count + (i < limit % count ? 1 : 0);
+      shards.push_back({share, std::to_string(share)});
+    }
+    return shards;
+  }
+
   Decision failureDecision(std::int64_t cost) const {
     if (options_.on_failure != FailurePolicy::allow) return denied();
     Decision decision;
@@ -135,6 +193,11 @@ class SlidingWindowRules {
                             " exceeds the limit of " + std::to_string(limit_.max_requests) +
                             " per window, so it could never be admitted (key '" + std::string(key) + "')");
     }
+    if (cost > shards_.back().limit) {
+      throw InvalidArgument("swl::SlidingWindowLimiter::tryAcquire: cost " + std::to_string(cost) +
+                            " exceeds a shard's share of " + std::to_string(shards_.back().limit) +
+                            " of the limit, so some shards could never admit it (key '" + std::string(key) + "')");
+    }
   }
 
   std::chrono::microseconds clientNow() const {
@@ -160,8 +223,8 @@ class SlidingWindowRules {
   LimiterOptions options_;
   KeyPolicy keys_;
   MemberPolicy members_;
+  std::vector<Shard> shards_;  // one, unless KeyPolicy is sharded
   std::string window_text_;
-  std::string limit_text_;
   std::string ttl_text_;
   std::string_view count_rejected_;
 };
