@@ -2,10 +2,12 @@
 // swl: exact, distributed sliding-window rate limiting on Redis. Include this one header.
 
 #include <swl/clock.hpp>
+#include <swl/cluster_connection.hpp>
 #include <swl/connection.hpp>
 #include <swl/connection_options.hpp>
 #include <swl/connection_pool.hpp>
 #include <swl/error.hpp>
+#include <swl/hash_slot.hpp>
 #include <swl/key_policy.hpp>
 #include <swl/limit.hpp>
 #include <swl/limiter_options.hpp>

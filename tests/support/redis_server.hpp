@@ -39,6 +39,11 @@ class RedisServer {
       }
     }
   }
+  // On a port the caller chose (a cluster node needs its bus port beside it): no second attempt.
+  RedisServer(int port, std::vector<std::string> extra_arguments)
+      : port_(port), extra_arguments_(std::move(extra_arguments)) {
+    start();
+  }
   ~RedisServer() { stop(); }
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
@@ -106,7 +111,6 @@ class RedisServer {
     return swl::Connection::tcp("127.0.0.1", port_, std::move(options));
   }
 
- private:
   static int freeLoopbackPort() {
     const int socket_fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in address{};
@@ -123,6 +127,7 @@ class RedisServer {
     return ntohs(address.sin_port);
   }
 
+ private:
   void waitUntilReady() {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (std::chrono::steady_clock::now() < deadline) {

@@ -27,13 +27,21 @@ inline std::string textReply(swl::Connection& connection, std::initializer_list<
   return std::string(swl::detail::replyText(*reply));
 }
 
+// A counter from an INFO section: `marker` followed by digits (0 when the line is absent).
+inline long long infoCounter(swl::Connection& connection, std::string_view section, const std::string& marker) {
+  const std::string info = textReply(connection, {"INFO", section});
+  const std::size_t at = info.find(marker);
+  return at == std::string::npos ? 0 : std::stoll(info.substr(at + marker.size()));
+}
+
 // "calls=12" of one command in INFO commandstats, 0 when the command never ran.
 inline long long commandCalls(swl::Connection& connection, std::string_view command) {
-  const std::string stats = textReply(connection, {"INFO", "commandstats"});
-  const std::string marker = "cmdstat_" + std::string(command) + ":calls=";
-  const std::size_t at = stats.find(marker);
-  if (at == std::string::npos) return 0;
-  return std::stoll(stats.substr(at + marker.size()));
+  return infoCounter(connection, "commandstats", "cmdstat_" + std::string(command) + ":calls=");
+}
+
+// "count=3" of one error code in INFO errorstats (Redis 7): how often the server answered with it.
+inline long long errorReplies(swl::Connection& connection, std::string_view code) {
+  return infoCounter(connection, "errorstats", "errorstat_" + std::string(code) + ":count=");
 }
 
 }  // namespace swl::test
