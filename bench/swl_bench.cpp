@@ -7,7 +7,9 @@
 // Modes: raw (bare hiredis, --pipeline D commands per round trip), sync (a Connection and a limiter
 // per thread), pool (one ConnectionPool of --threads connections shared by --threads threads through one
 // limiter), batch (tryAcquireMany of --pipeline requests per thread), async (one event loop and
-// AsyncConnection per thread, --pipeline requests in flight on each).
+// AsyncConnection per thread, --pipeline requests in flight on each). With --cluster, --host/--port
+// name one node of a Redis Cluster, and pool and batch run over one ClusterConnection shared by the
+// threads (a pool of --threads connections per master).
 // Progress goes to stderr; the last stdout line is one JSON object.
 #include <swl/async_sliding_window.hpp>
 #include <swl/swl.hpp>
@@ -25,6 +27,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,12 +46,14 @@ struct Settings {
   std::int64_t window_ms = 1000;
   std::int64_t requests = 100000;
   int pipeline = 1;
+  bool cluster = false;
 };
 
 [[noreturn]] void usage(const std::string& problem) {
   std::cerr << "swl_bench: " << problem << "\n"
             << "usage: swl_bench [--host H] [--port P] [--mode raw|sync|pool|batch|async] [--threads T]\n"
             << "                 [--keys K] [--limit L] [--window-ms W] [--requests N] [--pipeline D]\n"
+            << "                 [--cluster]   (--host/--port is a cluster node; modes pool and batch)\n"
             << "       swl_bench --print-script   (the Lua script swl runs, for redis-benchmark)\n";
   std::exit(2);
 }
@@ -72,6 +77,10 @@ Settings parse(int argc, char** argv) {
       std::cout << swl::SlidingWindowLimiter<>::script().text();
       std::exit(0);
     }
+    if (flag == "--cluster") {
+      settings.cluster = true;
+      continue;
+    }
     auto known = flags.find(flag);
     if (known == flags.end()) usage("unknown flag " + flag);
     if (i + 1 >= argc) usage(flag + " needs a value");
@@ -85,6 +94,7 @@ Settings parse(int argc, char** argv) {
       settings.requests < 1 || settings.pipeline < 1) {
     usage("every count must be at least 1");
   }
+  if (settings.cluster && settings.mode != "pool" && settings.mode != "batch") usage("--cluster runs pool or batch");
   return settings;
 }
 
@@ -188,9 +198,11 @@ void runSync(const Settings& settings, int thread, Tally& tally) {
   decideOneByOne(settings, thread, tally, limiter);
 }
 
-void runBatch(const Settings& settings, int thread, Tally& tally) {
-  auto connection = swl::Connection::tcp(settings.host, settings.port);
-  swl::SlidingWindowLimiter<> limiter(connection, limitOf(settings), {}, kBenchKeys);
+// tryAcquireMany over `shared` (a cluster), or over a connection of this thread's own.
+void runBatch(const Settings& settings, int thread, Tally& tally, swl::RedisClient* shared) {
+  std::optional<swl::Connection> own;
+  if (shared == nullptr) own.emplace(swl::Connection::tcp(settings.host, settings.port));
+  swl::SlidingWindowLimiter<> limiter(shared != nullptr ? *shared : *own, limitOf(settings), {}, kBenchKeys);
   KeyPicker keys(settings.keys, thread);
   std::vector<std::string> names(settings.pipeline);
   std::vector<swl::AcquireRequest> requests;
@@ -239,20 +251,37 @@ int main(int argc, char** argv) {
   std::cerr << "swl_bench: mode " << settings.mode << ", " << settings.threads << " thread(s), pipeline "
             << settings.pipeline << ", " << settings.requests << " requests over " << settings.keys << " keys\n";
 
-  // Load the script before the clock starts, so no mode pays for it.
-  swl::Connection setup = swl::Connection::tcp(settings.host, settings.port);
-  setup.load(swl::SlidingWindowLimiter<>::script());
+  // Threads share one client in pool mode, and in batch mode over a cluster.
+  const swl::PoolOptions pool_options{static_cast<std::size_t>(settings.threads), std::chrono::milliseconds(5000)};
+  std::unique_ptr<swl::RedisClient> shared;
+  if (settings.cluster) {
+    swl::ClusterOptions options;
+    options.pool = pool_options;
+    auto cluster = std::make_unique<swl::ClusterConnection>(
+        std::vector<swl::ClusterConnection::Seed>{{settings.host, settings.port}}, options);
+    cluster->refresh();
+    std::cerr << "swl_bench: cluster of " << cluster->masters().size() << " masters\n";
+    shared = std::move(cluster);
+  } else if (settings.mode == "pool") {
+    shared = std::make_unique<swl::ConnectionPool>([&] { return swl::Connection::tcp(settings.host, settings.port); },
+                                                   pool_options);
+  }
+  std::unique_ptr<swl::SlidingWindowLimiter<>> pooled;
+  if (shared)
+    pooled =
+        std::make_unique<swl::SlidingWindowLimiter<>>(*shared, limitOf(settings), swl::LimiterOptions{}, kBenchKeys);
+
+  // Load the script before the clock starts, so no mode pays for it: one decision per key loads it
+  // on every server these keys live on.
+  if (shared) {
+    KeyPicker warm(settings.keys, settings.threads);
+    for (int i = 0; i < std::min(settings.keys, 1000); ++i) pooled->tryAcquire(warm.next());
+  } else {
+    swl::Connection::tcp(settings.host, settings.port).load(swl::SlidingWindowLimiter<>::script());
+  }
 
   std::vector<Tally> tallies(settings.threads);
   for (Tally& tally : tallies) tally.latencies_us.reserve(share(settings, 0));
-  std::unique_ptr<swl::ConnectionPool> pool;
-  std::unique_ptr<swl::SlidingWindowLimiter<>> pooled;
-  if (settings.mode == "pool") {
-    pool = std::make_unique<swl::ConnectionPool>(
-        [&] { return swl::Connection::tcp(settings.host, settings.port); },
-        swl::PoolOptions{static_cast<std::size_t>(settings.threads), std::chrono::milliseconds(5000)});
-    pooled = std::make_unique<swl::SlidingWindowLimiter<>>(*pool, limitOf(settings), swl::LimiterOptions{}, kBenchKeys);
-  }
   std::function<void(int)> work;
   if (settings.mode == "raw")
     work = [&](int t) { runRaw(settings, t, tallies[t]); };
@@ -261,7 +290,7 @@ int main(int argc, char** argv) {
   else if (settings.mode == "pool")
     work = [&](int t) { decideOneByOne(settings, t, tallies[t], *pooled); };
   else if (settings.mode == "batch")
-    work = [&](int t) { runBatch(settings, t, tallies[t]); };
+    work = [&](int t) { runBatch(settings, t, tallies[t], settings.cluster ? shared.get() : nullptr); };
   else if (settings.mode == "async")
     work = [&](int t) { runAsync(settings, t, tallies[t]); };
   else

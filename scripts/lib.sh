@@ -14,16 +14,23 @@ install_missing() {
   "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
-# Starts a private redis-server on a free loopback port (never 6379), without persistence. Sets
-# REDIS_PORT and REDIS_PID; stop_private_redis stops that process and no other.
+# Starts a private redis-server on a free loopback port (never 6379), without persistence, with any
+# further redis-server arguments given after the work directory. Sets REDIS_PORT and REDIS_PID, and
+# remembers the pid: stop_private_redis stops every server started this way and no other process.
+# Ports stay below 55536, so a cluster node's bus port (port + 10000) is a valid port too.
+REDIS_PIDS=()
 start_private_redis() {
   local workdir=$1 attempt port
+  shift
   for attempt in $(seq 20); do
-    port=$((20000 + RANDOM % 40000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue  # something listens there already
+    port=$((20000 + RANDOM % 35000))
+    # something listens there, or on the cluster bus port beside it, already
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue
+    (exec 3<>"/dev/tcp/127.0.0.1/$((port + 10000))") 2>/dev/null && continue
     redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
-      --logfile "$workdir/redis.log" --dir "$workdir" >/dev/null &
+      --logfile "$workdir/redis-$port.log" --dir "$workdir" "$@" >/dev/null &
     REDIS_PID=$!
+    REDIS_PIDS+=("$REDIS_PID")
     for _ in $(seq 100); do
       if redis-cli -p "$port" ping 2>/dev/null | grep -q PONG; then
         REDIS_PORT=$port
@@ -32,16 +39,34 @@ start_private_redis() {
       kill -0 "$REDIS_PID" 2>/dev/null || break  # it exited: the port was taken after all
       sleep 0.05
     done
-    stop_private_redis
   done
   echo "could not start a private redis-server" >&2
   return 1
 }
 
 stop_private_redis() {
-  if [ -n "${REDIS_PID:-}" ]; then
-    kill "$REDIS_PID" 2>/dev/null || true
-    wait "$REDIS_PID" 2>/dev/null || true
-    REDIS_PID=
-  fi
+  local pid
+  for pid in "${REDIS_PIDS[@]}"; do
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  REDIS_PIDS=()
+}
+
+# Starts a Redis Cluster of $2 masters (no replicas) from private redis-servers; sets CLUSTER_PORTS.
+start_private_cluster() {
+  local workdir=$1 masters=$2 nodes=() i
+  CLUSTER_PORTS=()
+  for i in $(seq "$masters"); do
+    start_private_redis "$workdir" --cluster-enabled yes --cluster-config-file "nodes-$i.conf"
+    CLUSTER_PORTS+=("$REDIS_PORT")
+    nodes+=("127.0.0.1:$REDIS_PORT")
+  done
+  redis-cli --cluster create "${nodes[@]}" --cluster-replicas 0 --cluster-yes >"$workdir/cluster-create.log" 2>&1
+  for _ in $(seq 200); do
+    redis-cli -p "${CLUSTER_PORTS[0]}" cluster info | grep -q cluster_state:ok && return 0
+    sleep 0.05
+  done
+  echo "the private cluster did not reach cluster_state:ok" >&2
+  return 1
 }
