@@ -272,6 +272,7 @@ TEST_CASE("a killed master: the failure policy answers while its slots are down,
   swl::SlidingWindowLimiter<> limiter(redis, swl::Limit{1'000'000, 3600s}, fail_closed);
   const std::map<int, std::string> keys = keyPerMaster(cluster, limiter);
   const auto& [master, key] = *keys.begin();
+  const auto& [survivor, survivor_key] = *std::next(keys.begin());
   const int replica = cluster.replicaOf(master);
   REQUIRE(limiter.tryAcquire(key).source == swl::DecisionSource::redis);
   auto replica_view = cluster.connect(replica);
@@ -288,10 +289,16 @@ TEST_CASE("a killed master: the failure policy answers while its slots are down,
       failure_policy_answered = true;
     }
     resumed = failure_policy_answered && decision.source == swl::DecisionSource::redis;
+    // Until a replica takes over, the whole cluster refuses writes (cluster-require-full-coverage):
+    // a surviving master's keys are asked again, briefly, then meet the failure policy too.
+    limiter.tryAcquire(survivor_key);
     std::this_thread::sleep_for(20ms);
   }
   CHECK(failure_policy_answered);
   REQUIRE(resumed);
+  auto surviving_master = cluster.connect(survivor);
+  CHECK(errorReplies(surviving_master, "CLUSTERDOWN") > 0);
+  CHECK(limiter.tryAcquire(survivor_key).source == swl::DecisionSource::redis);
   CHECK(redis.masterOf(limiter.redisKey(key)) == endpoint(replica));
   auto promoted = cluster.connect(replica);
   // The entry admitted before the kill was replicated; the ones admitted since landed on the replica.

@@ -72,7 +72,7 @@ class ClusterConnection : public RedisClient {
     return ClusterConnection(std::move(seeds), std::move(options));
   }
 
-  ClusterConnection(std::vector<Seed> seeds, ClusterOptions options = {})
+  explicit ClusterConnection(std::vector<Seed> seeds, ClusterOptions options = {})
       : options_(std::move(options)),
         slots_(std::make_unique<SlotTable>()),
         refreshes_(options_.refresh_interval),
@@ -120,10 +120,9 @@ class ClusterConnection : public RedisClient {
       try {
         batch.lease.emplace(node->pool.borrow());
         (*batch.lease)->sendMany(batch.calls);
-      } catch (const ConnectionError&) {  // nothing of this batch is waiting for an answer
+      } catch (const ConnectionError&) {  // no answer will come; a part written out may have run
         batch.lease.reset();
         for (std::size_t index : batch.indices) results[index].error = std::current_exception();
-        refreshSoon();
       }
     }
     for (auto& [node, batch] : batches) {
