@@ -13,12 +13,9 @@ rounds=${2:-3}
 harness=../shared/bench/run-peers.sh
 [ -x "$harness" ] || [ -f "$harness" ] || { echo "the shared harness $harness is missing" >&2; exit 2; }
 
-install_missing g++ make cmake pkg-config libhiredis-dev libevent-dev redis-server redis-tools python3
+build_swl_bench
 command -v node >/dev/null && command -v npm >/dev/null || install_missing nodejs npm
-cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DSWL_BUILD_TESTS=OFF -DSWL_BUILD_EXAMPLES=OFF \
-  -DSWL_BUILD_BENCHMARKS=ON >/dev/null
-cmake --build build-bench -j"$(nproc)" --target swl_bench >/dev/null
-bench=$PWD/build-bench/bench/swl_bench
+bench=$SWL_BENCH
 "$bench" --print-script >build-bench/swl.lua
 
 SWL_SCRIPT=$PWD/build-bench/swl.lua SWL_BENCH="$bench --mode async --pipeline 8" bash "$harness" "$requests" "$rounds"

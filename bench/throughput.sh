@@ -11,11 +11,8 @@ source scripts/lib.sh
 rounds=${1:-3}
 requests=${2:-100000}
 
-install_missing g++ make cmake pkg-config libhiredis-dev libevent-dev redis-server redis-tools python3
-cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DSWL_BUILD_TESTS=OFF -DSWL_BUILD_EXAMPLES=OFF \
-  -DSWL_BUILD_BENCHMARKS=ON >/dev/null
-cmake --build build-bench -j"$(nproc)" --target swl_bench >/dev/null
-bench=build-bench/bench/swl_bench
+build_swl_bench
+bench=$SWL_BENCH
 
 workdir=$(mktemp -d)
 trap 'stop_private_redis; rm -rf "$workdir"' EXIT

@@ -14,6 +14,15 @@ install_missing() {
   "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
+# Builds bench/swl_bench (Release) in build-bench, installing what it needs; sets SWL_BENCH to its path.
+build_swl_bench() {
+  install_missing g++ make cmake pkg-config libhiredis-dev libevent-dev redis-server redis-tools python3
+  cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DSWL_BUILD_TESTS=OFF -DSWL_BUILD_EXAMPLES=OFF \
+    -DSWL_BUILD_BENCHMARKS=ON >/dev/null
+  cmake --build build-bench -j"$(nproc)" --target swl_bench >/dev/null
+  SWL_BENCH=$PWD/build-bench/bench/swl_bench
+}
+
 # Starts a private redis-server on a free loopback port (never 6379), without persistence, with any
 # further redis-server arguments given after the work directory. Sets REDIS_PORT and REDIS_PID, and
 # remembers the pid: stop_private_redis stops every server started this way and no other process.
