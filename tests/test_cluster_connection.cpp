@@ -350,6 +350,11 @@ TEST_CASE("bad cluster input is refused with a named reason, and an unreachable 
 
   swl::SlidingWindowLimiter<> throwing(nowhere, swl::Limit{10, 1s});
   CHECK_THROWS_WITH(throwing.tryAcquire("k"), Catch::Contains("no node answered CLUSTER SLOTS"));
+  // Within refresh_interval the cluster is not dialled again; the error says why and for how long.
+  CHECK_THROWS_WITH(
+      throwing.tryAcquire("k"),
+      Catch::Contains("redis at cluster seeds 127.0.0.1:" + std::to_string(closed_port) + " is unreachable") &&
+          Catch::Contains("not retrying"));
   swl::LimiterOptions fail_open;
   fail_open.on_failure = swl::FailurePolicy::allow;
   swl::SlidingWindowLimiter<> lenient(nowhere, swl::Limit{10, 1s}, fail_open);

@@ -76,7 +76,7 @@ class ClusterConnection : public RedisClient {
       : options_(std::move(options)),
         slots_(std::make_unique<SlotTable>()),
         refreshes_(options_.refresh_interval),
-        description_("redis cluster (seeds") {
+        description_("cluster seeds") {
     if (seeds.empty()) throw InvalidArgument("swl::ClusterConnection::tcp: no seed node given");
     detail::checkOptions(options_.connection);
     if (options_.connection.db != 0) {
@@ -90,7 +90,6 @@ class ClusterConnection : public RedisClient {
       description_ += ' ' + detail::tcpEndpoint("swl::ClusterConnection::tcp", seed.host, seed.port);
       seeds_.push_back({seed.host, seed.port});
     }
-    description_ += ')';
   }
 
   ClusterConnection(const ClusterConnection&) = delete;
@@ -311,9 +310,9 @@ class ClusterConnection : public RedisClient {
         errors += error.what();
       }
     }
-    std::string message = description_ + ": no node answered CLUSTER SLOTS (" + errors + ")";
-    refreshes_.failed(message);
-    throw ConnectionError(message);
+    // The throttle names the cluster itself: "redis at cluster seeds ... is unreachable (<this>)".
+    refreshes_.failed("no node answered CLUSTER SLOTS: " + errors);
+    throw ConnectionError(description_ + ": no node answered CLUSTER SLOTS: " + errors);
   }
 
   void apply(const std::vector<detail::SlotRange>& ranges) {
