@@ -18,7 +18,10 @@
 // - TRYAGAIN, CLUSTERDOWN (keys half moved; no quorum while a failed master is replaced): the call is
 //   asked again after a short pause, for as long as the command timeout allows.
 // All of these are answered before the script runs, so repeating the call cannot count it twice.
-// Redirections are bounded (`max_redirects`); a call that still finds no home fails with ReplyError.
+// The first redirection of a call is followed at once. A second one means the cluster is changing
+// its mind mid-reshard (the source already names the target, the target does not know yet and sends
+// the call back), so later ones wait like TRYAGAIN. Redirections are bounded (`max_redirects` and the
+// command timeout); a call that still finds no home fails with ReplyError.
 // A call whose connection breaks may have run, so it is never repeated: it fails with ConnectionError
 // (the limiter's failure policy answers) and the slot map is read again, so once the cluster has
 // promoted a replica the next calls reach it.
@@ -54,7 +57,7 @@ namespace swl {
 struct ClusterOptions {
   ConnectionOptions connection;                         // for every node; AUTH must hold on all of them; db must stay 0
   PoolOptions pool{4, std::chrono::milliseconds(100)};  // per master
-  int max_redirects = 5;                                // MOVED + ASK followed for one call
+  int max_redirects = 16;                               // MOVED + ASK followed for one call
   // The slot map is read again after MOVED or a broken connection, but not more often than this.
   std::chrono::milliseconds refresh_interval{100};
 };
@@ -233,10 +236,18 @@ class ClusterConnection : public RedisClient {
     int redirects = 0;
     std::chrono::milliseconds pause{2};
     const auto give_up_at = std::chrono::steady_clock::now() + options_.connection.command_timeout;
+    // False, without waiting, when the pause would outlast the command timeout.
+    const auto pause_before_asking_again = [&] {
+      if (std::chrono::steady_clock::now() + pause > give_up_at) return false;
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::milliseconds(100));
+      return true;
+    };
     while (reply->type == REDIS_REPLY_ERROR) {
       if (const auto redirection = detail::parseRedirection(*reply, asked->address)) {
-        if (++redirects > options_.max_redirects) {
-          throw ReplyError(description_ + ": more than " + std::to_string(options_.max_redirects) +
+        ++redirects;
+        if (redirects > options_.max_redirects || (redirects > 1 && !pause_before_asking_again())) {
+          throw ReplyError(description_ + ": still redirected after " + std::to_string(redirects - 1) +
                            " redirections for script " + call.script().name() + " on hash slot " +
                            std::to_string(redirection->slot) + "; last from " + asked->endpoint + ": " +
                            std::string(detail::replyText(*reply)));
@@ -249,13 +260,11 @@ class ClusterConnection : public RedisClient {
         }
         asked = &target;
       } else if (detail::isRetryLater(*reply)) {
-        if (std::chrono::steady_clock::now() + pause > give_up_at) {
+        if (!pause_before_asking_again()) {
           throw ReplyError(description_ + ": " + asked->endpoint + " still answers '" +
                            std::string(detail::replyText(*reply)) + "' after " +
                            std::to_string(options_.connection.command_timeout.count()) + " ms");
         }
-        std::this_thread::sleep_for(pause);
-        pause = std::min(pause * 2, std::chrono::milliseconds(100));
         if (!asking) asked = &ownerOf(slotOf(call));
       } else {
         throw detail::scriptError(asked->endpoint, call.script(), *reply);
