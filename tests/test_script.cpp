@@ -74,7 +74,7 @@ TEST_CASE("a script call holds EVALSHA, the SHA, the key count, the keys and the
 
 TEST_CASE("a script call with more arguments than it holds is refused before anything is sent") {
   const swl::Script echo("echo", "return 1");
-  const std::vector<std::string_view> many(40, "x");
+  const std::vector<std::string_view> many(swl::ScriptCall::kMaxArguments, "x");
   CHECK_THROWS_AS(swl::ScriptCall(echo, many.data(), 1, many.data(), many.size()), swl::InvalidArgument);
   CHECK_THROWS_WITH(swl::ScriptCall(echo, many.data(), 10, many.data(), 0), Catch::Contains("10 keys"));
 }

@@ -16,12 +16,13 @@
 // is destroyed after it still answers the calls in flight). Needs the CMake target swl::async.
 
 #include <swl/async_connection.hpp>
-#include <swl/detail/sliding_window_rules.hpp>
+#include <swl/detail/limiter_rules.hpp>
 #include <swl/key_policy.hpp>
 #include <swl/limit.hpp>
 #include <swl/limiter_options.hpp>
 #include <swl/member_policy.hpp>
 #include <swl/outcome.hpp>
+#include <swl/sliding_window.hpp>
 #include <swl/ttl_policy.hpp>
 
 #include <cstdint>
@@ -70,7 +71,7 @@ class AsyncSlidingWindowLimiter {
   std::string redisKey(std::string_view key, std::size_t shard = 0) const { return rules_->redisKey(key, shard); }
 
  private:
-  using Rules = detail::SlidingWindowRules<KeyPolicy, MemberPolicy, TtlPolicy>;
+  using Rules = detail::LimiterRules<detail::SlidingWindowLog, KeyPolicy, MemberPolicy, TtlPolicy>;
 
   AsyncConnection* redis_;
   std::shared_ptr<Rules> rules_;

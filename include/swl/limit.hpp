@@ -1,6 +1,6 @@
 #pragma once
-// The plain values of the API: what a limiter enforces (Limit), what a caller asks for (AcquireRequest) and
-// what it answered (Decision).
+// The plain values of the API: what a limiter enforces (Limit), what a caller asks for (AcquireRequest),
+// what it answered (Decision) and what a key has used (Usage).
 
 #include <chrono>
 #include <cstdint>
@@ -38,6 +38,16 @@ struct Decision {
   DecisionSource source = DecisionSource::redis;
 
   explicit operator bool() const noexcept { return allowed; }
+};
+
+// What a key has used of its limit, read without consuming anything (peek).
+struct Usage {
+  std::int64_t limit = 0;
+  // Units in the current window (for the approximate algorithms, their estimate rounded up).
+  std::int64_t used = 0;
+  std::int64_t remaining = 0;
+  // Time until the window holds nothing for this key.
+  std::chrono::microseconds reset_after{0};
 };
 
 }  // namespace swl

@@ -34,7 +34,7 @@ class Script {
 class ScriptCall {
  public:
   static constexpr std::size_t kMaxKeys = 9;
-  static constexpr std::size_t kMaxArguments = 32;
+  static constexpr std::size_t kMaxArguments = 48;
 
   ScriptCall(const Script& script, std::initializer_list<std::string_view> keys,
              std::initializer_list<std::string_view> args)

@@ -11,7 +11,8 @@ inline constexpr std::string_view kSlidingWindowScript = R"lua(
 -- KEYS[1]  the key's sorted set: score = admission time in microseconds, one member per admitted unit
 -- ARGV[1]  window in microseconds
 -- ARGV[2]  limit: the most units the window holds
--- ARGV[3]  cost: units this request asks for (1 <= cost <= limit, checked by the client); default 1
+-- ARGV[3]  cost: units this request asks for (1 <= cost <= limit, checked by the client); default 1;
+--          0 peeks: the window is read (and trimmed) but nothing is recorded
 -- ARGV[4]  now in microseconds since the epoch; '' or absent: read Redis's own clock
 -- ARGV[5]  this request's unique member; '' or absent: its millisecond timestamp (the seed articles' scheme)
 -- ARGV[6]  expiry in milliseconds, set on every write: at least the window; absent: the window
@@ -43,7 +44,7 @@ local allowed = count + cost <= limit
 
 -- A rejected request writes nothing unless the caller opted into the penalty: recording rejections
 -- by default would keep a flooded key full forever, admitting no one.
-if allowed or ARGV[7] == '1' then
+if cost > 0 and (allowed or ARGV[7] == '1') then
   local member = ARGV[5]
   if member == nil or member == '' then member = string.format('%.0f', math.floor(now / 1000)) end
   if cost == 1 then
@@ -71,7 +72,7 @@ if remaining < 0 then remaining = 0 end
 -- The window is empty once its newest entry leaves. On Redis's clock an admitted request is that
 -- newest entry (no score lies ahead of Redis's own now), which saves a lookup on the busiest path;
 -- client clocks disagree, so there the newest score is read.
-if allowed and redis_time then return {1, remaining, 0, window} end
+if allowed and redis_time and cost > 0 then return {1, remaining, 0, window} end
 local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
 local reset_after = 0
 if newest[2] then reset_after = tonumber(newest[2]) + window - now end

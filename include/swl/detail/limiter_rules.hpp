@@ -1,6 +1,14 @@
 #pragma once
-// What every sliding-window limiter (sync, batch, async) does around the round trip: check the request,
+// What every limiter (any algorithm; sync, batch or async) does around the round trip: check the request,
 // build the script's arguments, read its reply, and answer for Redis when Redis cannot.
+//
+// An Algorithm brings the rest, as a type with
+//     static const Script& script();             // its own Lua script, run with EVALSHA
+//     static constexpr std::string_view kName;   // "swl::FixedWindowLimiter", for error messages
+//     static void check(const Limit&);           // limits it cannot keep exactly throw InvalidArgument
+// Every script takes the same arguments (window, limit, cost, now, member, ttl, count-rejected; see
+// sliding_window_script.hpp), treats cost 0 as a peek that records nothing, and answers
+// {allowed, remaining, retry_after_us, reset_after_us}.
 
 #include <swl/detail/decision_reply.hpp>
 #include <swl/detail/integer_text.hpp>
@@ -10,7 +18,6 @@
 #include <swl/limiter_options.hpp>
 #include <swl/outcome.hpp>
 #include <swl/script.hpp>
-#include <swl/sliding_window_script.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -27,19 +34,19 @@ namespace swl::detail {
 // Scores are microseconds held in Lua doubles: counts and times must stay below 2^53 to be exact.
 inline constexpr std::int64_t kLargestExact = std::int64_t{1} << 53;
 
-inline const Script& slidingWindowScript() {
-  static const Script sliding_window("sliding_window", kSlidingWindowScript);
-  return sliding_window;
-}
-
 // A KeyPolicy with shards() spreads each key over that many Redis keys (see ShardedKey).
 template <class KeyPolicy, class = void>
 struct IsSharded : std::false_type {};
 template <class KeyPolicy>
 struct IsSharded<KeyPolicy, std::void_t<decltype(std::declval<const KeyPolicy&>().shards())>> : std::true_type {};
 
-template <class KeyPolicy, class MemberPolicy, class TtlPolicy>
-class SlidingWindowRules {
+// For algorithms that record no member per request (counters).
+struct NoMember {
+  std::string next() { return {}; }
+};
+
+template <class Algorithm, class KeyPolicy, class MemberPolicy, class TtlPolicy>
+class LimiterRules {
  public:
   // One request's arguments, owned until its call has been sent. call() views into it, so it must
   // stay where it is while a call made from it is in use.
@@ -47,7 +54,7 @@ class SlidingWindowRules {
    public:
     ScriptCall call() const {
       const std::string_view now = rules_->options_.clock.isRedisTime() ? std::string_view() : now_.view();
-      return ScriptCall(slidingWindowScript(), {redis_key_},
+      return ScriptCall(Algorithm::script(), {redis_key_},
                         {rules_->window_text_, rules_->shards_[shard_].limit_text, cost_text_, now, member_,
                          rules_->ttl_text_, rules_->count_rejected_});
     }
@@ -55,8 +62,8 @@ class SlidingWindowRules {
     std::size_t shard() const noexcept { return shard_; }
 
    private:
-    friend class SlidingWindowRules;
-    Request(const SlidingWindowRules& rules, std::size_t shard, std::string redis_key, std::string member,
+    friend class LimiterRules;
+    Request(const LimiterRules& rules, std::size_t shard, std::string redis_key, std::string member,
             std::int64_t cost, std::int64_t now)
         : rules_(&rules),
           shard_(shard),
@@ -66,7 +73,7 @@ class SlidingWindowRules {
           cost_text_(cost),
           now_(now) {}
 
-    const SlidingWindowRules* rules_;
+    const LimiterRules* rules_;
     std::size_t shard_;
     std::string redis_key_;
     std::string member_;
@@ -75,7 +82,7 @@ class SlidingWindowRules {
     IntegerText now_;
   };
 
-  SlidingWindowRules(Limit limit, LimiterOptions options, KeyPolicy keys, MemberPolicy members, TtlPolicy ttl)
+  LimiterRules(Limit limit, LimiterOptions options, KeyPolicy keys, MemberPolicy members, TtlPolicy ttl)
       : limit_(validated(limit)),
         options_(std::move(options)),
         keys_(std::move(keys)),
@@ -90,9 +97,27 @@ class SlidingWindowRules {
     validate(key, cost);
     const std::size_t shard =
         shards_.size() == 1 ? 0 : std::uniform_int_distribution<std::size_t>(0, shards_.size() - 1)(threadRandom());
-    return Request(*this, shard, redisKey(key, shard), members_.next(), cost,
-                   options_.clock.isRedisTime() ? 0 : clientNow().count());
+    return Request(*this, shard, redisKey(key, shard), members_.next(), cost, now());
   }
+
+  // A cost-0 request per shard: the scripts read such a request's window and record nothing.
+  std::vector<Request> preparePeek(std::string_view key) const {
+    if (key.empty()) throw InvalidArgument(std::string(Algorithm::kName) + "::peek: the key is empty");
+    std::vector<Request> requests;
+    for (std::size_t shard = 0; shard < shards_.size(); ++shard) {
+      requests.push_back(Request(*this, shard, redisKey(key, shard), std::string(), 0, now()));
+    }
+    return requests;
+  }
+
+  std::vector<std::string> redisKeys(std::string_view key) const {
+    if (key.empty()) throw InvalidArgument(std::string(Algorithm::kName) + "::reset: the key is empty");
+    std::vector<std::string> keys;
+    for (std::size_t shard = 0; shard < shards_.size(); ++shard) keys.push_back(redisKey(key, shard));
+    return keys;
+  }
+
+  std::int64_t shardLimit(std::size_t shard) const { return shards_[shard].limit; }
 
   // The script's answer to a request sent to `shard`. A shard's remaining room stands for the key's
   // as that room times the number of shards: the best guess one shard's count allows.
@@ -106,9 +131,12 @@ class SlidingWindowRules {
     return decision;
   }
 
-  // Redis could not decide: the failure policy answers, or the error is handed on.
+  // Redis could not decide: the failure policy answers, or the error is handed on. A call the client
+  // refused to send (keys in two cluster slots) is the caller's mistake, never the policy's to paper over.
   Outcome failed(std::int64_t cost, std::exception_ptr error) const {
-    if (options_.on_failure == FailurePolicy::throw_error) return {denied(), std::move(error)};
+    if (options_.on_failure == FailurePolicy::throw_error || isInvalidArgument(error)) {
+      return {denied(), std::move(error)};
+    }
     return {failureDecision(cost), nullptr};
   }
 
@@ -153,6 +181,18 @@ class SlidingWindowRules {
     return shards;
   }
 
+  static bool isInvalidArgument(const std::exception_ptr& error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const InvalidArgument&) {
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+
+  std::int64_t now() const { return options_.clock.isRedisTime() ? 0 : clientNow().count(); }
+
   Decision failureDecision(std::int64_t cost) const {
     if (options_.on_failure != FailurePolicy::allow) return denied();
     Decision decision;
@@ -171,6 +211,7 @@ class SlidingWindowRules {
       throw InvalidArgument("swl::Limit: window of " + std::to_string(limit.window.count()) +
                             " us is not positive (or not below 2^53 us)");
     }
+    Algorithm::check(limit);
     return limit;
   }
 
@@ -183,20 +224,19 @@ class SlidingWindowRules {
   }
 
   void validate(std::string_view key, std::int64_t cost) const {
-    if (key.empty()) throw InvalidArgument("swl::SlidingWindowLimiter::tryAcquire: the key is empty");
-    if (cost <= 0) {
-      throw InvalidArgument("swl::SlidingWindowLimiter::tryAcquire: cost " + std::to_string(cost) +
-                            " is not positive (key '" + std::string(key) + "')");
-    }
+    const auto refuse = [&](const std::string& why) {
+      return InvalidArgument(std::string(Algorithm::kName) + "::tryAcquire: " + why);
+    };
+    if (key.empty()) throw refuse("the key is empty");
+    const auto of_key = [&] { return " (key '" + std::string(key) + "')"; };
+    if (cost <= 0) throw refuse("cost " + std::to_string(cost) + " is not positive" + of_key());
     if (cost > limit_.max_requests) {
-      throw InvalidArgument("swl::SlidingWindowLimiter::tryAcquire: cost " + std::to_string(cost) +
-                            " exceeds the limit of " + std::to_string(limit_.max_requests) +
-                            " per window, so it could never be admitted (key '" + std::string(key) + "')");
+      throw refuse("cost " + std::to_string(cost) + " exceeds the limit of " + std::to_string(limit_.max_requests) +
+                   " per window, so it could never be admitted" + of_key());
     }
     if (cost > shards_.back().limit) {
-      throw InvalidArgument("swl::SlidingWindowLimiter::tryAcquire: cost " + std::to_string(cost) +
-                            " exceeds a shard's share of " + std::to_string(shards_.back().limit) +
-                            " of the limit, so some shards could never admit it (key '" + std::string(key) + "')");
+      throw refuse("cost " + std::to_string(cost) + " exceeds a shard's share of " +
+                   std::to_string(shards_.back().limit) + " of the limit, so some shards could never admit it" + of_key());
     }
   }
 

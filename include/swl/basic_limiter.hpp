@@ -1,0 +1,153 @@
+#pragma once
+// BasicLimiter: what every blocking limiter offers, whatever its algorithm (SlidingWindowLimiter,
+// SlidingCounterLimiter, FixedWindowLimiter, GcraLimiter derive from it):
+//
+//   tryAcquire(key, cost)            one decision, one EVALSHA
+//   tryAcquireMany(requests)         many decisions, one pipelined round trip (per server)
+//   acquire(key, cost, deadline)     waits (sleeping retry_after, never spinning) until admitted or the deadline
+//   peek(key)                        what the key has used, recording nothing
+//   reset(key)                       forgets the key: an operator un-blocking a user
+//
+// Thread safety: as safe as its RedisClient. Over a ConnectionPool or a ClusterConnection a limiter may
+// be called from any number of threads at once; over a single Connection, from one thread at a time.
+
+#include <swl/detail/decision_reply.hpp>
+#include <swl/error.hpp>
+#include <swl/limit.hpp>
+#include <swl/outcome.hpp>
+#include <swl/redis_client.hpp>
+#include <swl/script.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace swl {
+
+template <class Rules>
+class BasicLimiter {
+ public:
+  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) {
+    const auto request = rules_.prepare(key, cost);
+    try {
+      return rules_.decide(*redis_->run(request.call()), request.shard());
+    } catch (const Error&) {  // Redis could not decide: the failure policy answers, or value() rethrows
+      return rules_.failed(cost, std::current_exception()).value();
+    }
+  }
+
+  // Decides for many requests in one pipelined round trip (per server). Outcomes come in input order;
+  // an invalid request or a failed call spoils only its own Outcome. Each request is decided exactly
+  // as tryAcquire would, one after another in input order (a key may appear more than once).
+  std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>& requests) {
+    std::vector<Outcome> outcomes(requests.size());
+    std::vector<typename Rules::Request> prepared;
+    std::vector<std::size_t> sent;  // prepared[i] answers requests[sent[i]]
+    prepared.reserve(requests.size()), sent.reserve(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      try {
+        prepared.push_back(rules_.prepare(requests[i].key, requests[i].cost));
+        sent.push_back(i);
+      } catch (const InvalidArgument&) {
+        outcomes[i] = rules_.invalid(std::current_exception());
+      }
+    }
+    std::vector<ScriptReply> replies = redis_->runMany(calls(prepared));
+    for (std::size_t i = 0; i < replies.size(); ++i) {
+      Outcome& outcome = outcomes[sent[i]];
+      if (!replies[i].error) {
+        try {
+          outcome.decision = rules_.decide(*replies[i].reply, prepared[i].shard());
+          continue;
+        } catch (const Error&) {
+          replies[i].error = std::current_exception();
+        }
+      }
+      outcome = rules_.failed(prepared[i].cost(), std::move(replies[i].error));
+    }
+    return outcomes;
+  }
+
+  // Client-side throttling for API clients and crawlers: tries, and while refused sleeps the decision's
+  // retry_after and tries again. Returns the admitting decision, or the last refusal as soon as its
+  // retry_after would end after `deadline` (so it never sleeps in vain). A failure policy that denies
+  // is waited out the same way; FailurePolicy::throw_error throws as tryAcquire does.
+  Decision acquire(std::string_view key, std::int64_t cost, std::chrono::steady_clock::time_point deadline) {
+    for (;;) {
+      const Decision decision = tryAcquire(key, cost);
+      if (decision.allowed || std::chrono::steady_clock::now() + decision.retry_after > deadline) return decision;
+      std::this_thread::sleep_for(decision.retry_after);
+    }
+  }
+
+  template <class Rep, class Period>
+  Decision acquire(std::string_view key, std::int64_t cost, std::chrono::duration<Rep, Period> timeout) {
+    return acquire(key, cost, std::chrono::steady_clock::now() + timeout);
+  }
+
+  // What `key` has used of its limit now, recording nothing. Redis must answer: errors are thrown,
+  // whatever the failure policy (there is no decision to fall back on).
+  Usage peek(std::string_view key) {
+    const auto requests = rules_.preparePeek(key);
+    std::vector<ScriptReply> replies = redis_->runMany(calls(requests));
+    Usage usage;
+    usage.limit = rules_.limit().max_requests;
+    for (std::size_t shard = 0; shard < replies.size(); ++shard) {
+      if (replies[shard].error) std::rethrow_exception(replies[shard].error);
+      const Decision seen = detail::decodeDecision(*replies[shard].reply, rules_.shardLimit(shard));
+      usage.remaining += seen.remaining;
+      usage.reset_after = std::max(usage.reset_after, seen.reset_after);
+    }
+    usage.used = usage.limit - usage.remaining;
+    return usage;
+  }
+
+  // Forgets everything recorded for `key`, so its next request meets an empty window. Returns whether
+  // there was anything to forget. Errors are thrown, whatever the failure policy.
+  bool reset(std::string_view key) {
+    const std::vector<std::string> redis_keys = rules_.redisKeys(key);
+    std::vector<ScriptCall> deletions;
+    for (const std::string& redis_key : redis_keys) deletions.emplace_back(forgetScript(), std::initializer_list<std::string_view>{redis_key}, std::initializer_list<std::string_view>{});
+    bool forgot = false;
+    for (ScriptReply& reply : redis_->runMany(deletions)) {
+      if (reply.error) std::rethrow_exception(reply.error);
+      forgot = forgot || (reply.reply->type == REDIS_REPLY_INTEGER && reply.reply->integer > 0);
+    }
+    return forgot;
+  }
+
+  const Limit& limit() const noexcept { return rules_.limit(); }
+
+  // The Redis key that holds `key`'s state (one of them, with a sharded KeyPolicy), for operators and tests.
+  std::string redisKey(std::string_view key, std::size_t shard = 0) const { return rules_.redisKey(key, shard); }
+
+ protected:
+  template <class... RuleArguments>
+  explicit BasicLimiter(RedisClient& redis, RuleArguments&&... rule_arguments)
+      : redis_(&redis), rules_(std::forward<RuleArguments>(rule_arguments)...) {}
+
+ private:
+  // Deletes the key; a script, so that every RedisClient (a cluster included) runs it like the others.
+  static const Script& forgetScript() {
+    static const Script forget("forget", "return redis.call('DEL', KEYS[1])");
+    return forget;
+  }
+
+  static std::vector<ScriptCall> calls(const std::vector<typename Rules::Request>& requests) {
+    std::vector<ScriptCall> calls;
+    calls.reserve(requests.size());
+    for (const auto& request : requests) calls.push_back(request.call());
+    return calls;
+  }
+
+  RedisClient* redis_;
+  Rules rules_;
+};
+
+}  // namespace swl
