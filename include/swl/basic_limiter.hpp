@@ -113,7 +113,9 @@ class BasicLimiter {
   bool reset(std::string_view key) {
     const std::vector<std::string> redis_keys = rules_.redisKeys(key);
     std::vector<ScriptCall> deletions;
-    for (const std::string& redis_key : redis_keys) deletions.emplace_back(forgetScript(), std::initializer_list<std::string_view>{redis_key}, std::initializer_list<std::string_view>{});
+    for (const std::string& redis_key : redis_keys)
+      deletions.emplace_back(forgetScript(), std::initializer_list<std::string_view>{redis_key},
+                             std::initializer_list<std::string_view>{});
     bool forgot = false;
     for (ScriptReply& reply : redis_->runMany(deletions)) {
       if (reply.error) std::rethrow_exception(reply.error);

@@ -40,6 +40,16 @@ struct IsSharded : std::false_type {};
 template <class KeyPolicy>
 struct IsSharded<KeyPolicy, std::void_t<decltype(std::declval<const KeyPolicy&>().shards())>> : std::true_type {};
 
+// The counter scripts multiply counts by the window to stay in integers; that product must be exact.
+inline void checkScaledExact(const Limit& limit, std::string_view limiter) {
+  if (limit.window.count() > 0 && limit.max_requests > (kLargestExact - 1) / limit.window.count()) {
+    throw InvalidArgument(std::string(limiter) + ": a limit of " + std::to_string(limit.max_requests) + " per " +
+                          std::to_string(limit.window.count()) +
+                          " us is too fine to count exactly (limit x window must stay below 2^53 microseconds); "
+                          "use a shorter window or a SlidingWindowLimiter");
+  }
+}
+
 // For algorithms that record no member per request (counters).
 struct NoMember {
   std::string next() { return {}; }
@@ -63,8 +73,8 @@ class LimiterRules {
 
    private:
     friend class LimiterRules;
-    Request(const LimiterRules& rules, std::size_t shard, std::string redis_key, std::string member,
-            std::int64_t cost, std::int64_t now)
+    Request(const LimiterRules& rules, std::size_t shard, std::string redis_key, std::string member, std::int64_t cost,
+            std::int64_t now)
         : rules_(&rules),
           shard_(shard),
           redis_key_(std::move(redis_key)),
@@ -236,7 +246,8 @@ class LimiterRules {
     }
     if (cost > shards_.back().limit) {
       throw refuse("cost " + std::to_string(cost) + " exceeds a shard's share of " +
-                   std::to_string(shards_.back().limit) + " of the limit, so some shards could never admit it" + of_key());
+                   std::to_string(shards_.back().limit) + " of the limit, so some shards could never admit it" +
+                   of_key());
     }
   }
 
