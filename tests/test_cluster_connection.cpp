@@ -176,6 +176,18 @@ TEST_CASE("a batch over the cluster is decided in input order, with keys of ever
   }
   CHECK(admitted_per_second == 3);
   CHECK(admitted_per_hour == 5);
+
+  // Several limits in one decision need one slot: a shared hash tag gives it. Keys in two slots are
+  // refused before anything is sent, even under a failure policy that would otherwise admit.
+  swl::LimiterOptions fail_open;
+  fail_open.on_failure = swl::FailurePolicy::allow;
+  swl::MultiLimiter<swl::HashTagKey> layered(redis, {{"second", swl::Limit{3, 1s}}, {"hour", swl::Limit{5, 3600s}}},
+                                             fail_open);
+  int admitted_layered = 0;
+  for (int i = 0; i < 10; ++i) admitted_layered += layered.tryAcquire({"user:7", "user:7"}) ? 1 : 0;
+  CHECK(admitted_layered == 3);
+  REQUIRE(swl::hashSlot(layered.redisKey(0, "user:7")) != swl::hashSlot(layered.redisKey(1, "user:8")));
+  CHECK_THROWS_WITH(layered.tryAcquire({"user:7", "user:8"}), Catch::Contains("different hash slots"));
 }
 
 TEST_CASE("a slot migrated mid-traffic costs the callers nothing: ASK and MOVED are followed, no entry is lost") {

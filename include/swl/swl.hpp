@@ -15,6 +15,7 @@
 #include <swl/limit.hpp>
 #include <swl/limiter_options.hpp>
 #include <swl/member_policy.hpp>
+#include <swl/multi_limiter.hpp>
 #include <swl/outcome.hpp>
 #include <swl/redis_client.hpp>
 #include <swl/script.hpp>

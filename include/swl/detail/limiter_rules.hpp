@@ -155,6 +155,35 @@ class LimiterRules {
 
   const Limit& limit() const noexcept { return limit_; }
 
+  // Throws InvalidArgument for a request no limit could take.
+  void validate(std::string_view key, std::int64_t cost) const {
+    const auto refuse = [&](const std::string& why) {
+      return InvalidArgument(std::string(Algorithm::kName) + "::tryAcquire: " + why);
+    };
+    if (key.empty()) throw refuse("the key is empty");
+    const auto of_key = [&] { return " (key '" + std::string(key) + "')"; };
+    if (cost <= 0) throw refuse("cost " + std::to_string(cost) + " is not positive" + of_key());
+    if (cost > limit_.max_requests) {
+      throw refuse("cost " + std::to_string(cost) + " exceeds the limit of " + std::to_string(limit_.max_requests) +
+                   " per window, so it could never be admitted" + of_key());
+    }
+    if (cost > shards_.back().limit) {
+      throw refuse("cost " + std::to_string(cost) + " exceeds a shard's share of " +
+                   std::to_string(shards_.back().limit) + " of the limit, so some shards could never admit it" +
+                   of_key());
+    }
+  }
+
+  // Client-clock time in microseconds, or 0 when the script reads Redis's clock.
+  std::int64_t now() const { return options_.clock.isRedisTime() ? 0 : clientNow().count(); }
+
+  // The script arguments this limit always sends.
+  std::string_view windowText() const noexcept { return window_text_; }
+  std::string_view limitText() const noexcept { return shards_[0].limit_text; }
+  std::string_view ttlText() const noexcept { return ttl_text_; }
+  std::string_view countRejectedText() const noexcept { return count_rejected_; }
+  const LimiterOptions& options() const noexcept { return options_; }
+
   std::string redisKey(std::string_view key, std::size_t shard = 0) const {
     if constexpr (IsSharded<KeyPolicy>::value) {
       if (shard >= shards_.size()) {
@@ -201,8 +230,6 @@ class LimiterRules {
     }
   }
 
-  std::int64_t now() const { return options_.clock.isRedisTime() ? 0 : clientNow().count(); }
-
   Decision failureDecision(std::int64_t cost) const {
     if (options_.on_failure != FailurePolicy::allow) return denied();
     Decision decision;
@@ -231,24 +258,6 @@ class LimiterRules {
                             std::to_string(window.count()) + " us; Redis would drop entries that still count");
     }
     return ttl;
-  }
-
-  void validate(std::string_view key, std::int64_t cost) const {
-    const auto refuse = [&](const std::string& why) {
-      return InvalidArgument(std::string(Algorithm::kName) + "::tryAcquire: " + why);
-    };
-    if (key.empty()) throw refuse("the key is empty");
-    const auto of_key = [&] { return " (key '" + std::string(key) + "')"; };
-    if (cost <= 0) throw refuse("cost " + std::to_string(cost) + " is not positive" + of_key());
-    if (cost > limit_.max_requests) {
-      throw refuse("cost " + std::to_string(cost) + " exceeds the limit of " + std::to_string(limit_.max_requests) +
-                   " per window, so it could never be admitted" + of_key());
-    }
-    if (cost > shards_.back().limit) {
-      throw refuse("cost " + std::to_string(cost) + " exceeds a shard's share of " +
-                   std::to_string(shards_.back().limit) + " of the limit, so some shards could never admit it" +
-                   of_key());
-    }
   }
 
   std::chrono::microseconds clientNow() const {
