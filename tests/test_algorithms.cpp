@@ -9,9 +9,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
+#include <vector>
 
 using namespace std::chrono_literals;
 using swl::test::RedisServer;
@@ -161,4 +164,41 @@ TEST_CASE("counters refuse limits they cannot count exactly, naming the limit") 
   CHECK(million_per_minute.tryAcquire("k", 999'999).remaining == 1);
   CHECK_THROWS_WITH(swl::GcraLimiter<>(connection, swl::Limit{10, 1s}).tryAcquire("k", 11),
                     Catch::Contains("swl::GcraLimiter::tryAcquire") && Catch::Contains("cost 11"));
+}
+
+TEST_CASE("acquire waits for a permit by sleeping, admits exactly, and gives up before a deadline it cannot meet") {
+  RedisServer server;
+  swl::PoolOptions pool_options;
+  pool_options.size = 4;
+  auto pool = swl::ConnectionPool::tcp("127.0.0.1", server.port(), pool_options);
+  swl::SlidingWindowLimiter<> limiter(pool, swl::Limit{5, 200ms});
+
+  // 4 threads want 5 permits each: 20 permits take at least three further windows.
+  const auto started = std::chrono::steady_clock::now();
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> threads;
+  for (int thread = 0; thread < 4; ++thread) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 5; ++i) admitted += limiter.acquire("crawler", 1, 5s).allowed ? 1 : 0;
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  const auto took = std::chrono::steady_clock::now() - started;
+  CHECK(admitted == 20);
+  CHECK(took >= 600ms);
+  auto connection = server.connect();
+  // Sleeping, not spinning: a handful of refusals per thread and window, not thousands.
+  CHECK(swl::test::commandCalls(connection, "evalsha") < 20 + 4 * 4 * 4);
+
+  // A deadline the next permit cannot meet: refused at once, without sleeping.
+  for (int i = 0; i < 5; ++i) limiter.tryAcquire("impatient");
+  const auto asked = std::chrono::steady_clock::now();
+  const swl::Decision refused = limiter.acquire("impatient", 1, 50ms);
+  CHECK_FALSE(refused.allowed);
+  CHECK(refused.retry_after > 50ms);
+  CHECK(std::chrono::steady_clock::now() - asked < 50ms);
+  // A deadline it can meet: admitted after about one window.
+  const swl::Decision waited = limiter.acquire("impatient", 1, std::chrono::steady_clock::now() + 1s);
+  CHECK(waited.allowed);
+  CHECK(std::chrono::steady_clock::now() - asked >= 150ms);
 }

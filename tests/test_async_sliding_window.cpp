@@ -254,3 +254,29 @@ TEST_CASE("destroying an async connection answers its calls in flight, even afte
   CHECK(answers.allCalledOnce());
   for (const swl::Outcome& outcome : answers.outcomes) CHECK(outcome.decision.source == swl::DecisionSource::fail_open);
 }
+
+TEST_CASE("async acquire waits on the loop for a permit, admits exactly, and gives up before an unmeetable deadline") {
+  RedisServer server;
+  Loop loop(event_base_new());
+  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port());
+  swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{3, 200ms});
+
+  // Nine permits wanted at once: three per window, so the last ones come two windows later.
+  const auto started = std::chrono::steady_clock::now();
+  Answers answers(9);
+  for (std::size_t i = 0; i < 9; ++i) limiter.acquire("crawler", 1, started + 5s, answers.of(i));
+  REQUIRE(runUntil(loop.get(), [&] { return answers.answered == 9; }));
+  CHECK(std::chrono::steady_clock::now() - started >= 400ms);
+  CHECK(answers.allCalledOnce());
+  for (const swl::Outcome& outcome : answers.outcomes) CHECK(outcome.value().allowed);
+  auto observer = server.connect();
+  CHECK(commandCalls(observer, "evalsha") < 9 + 9 * 4);  // timers, not spinning
+
+  // A deadline too near for the next permit: the refusal comes back at once.
+  Answers impatient(1);
+  const auto asked = std::chrono::steady_clock::now();
+  limiter.acquire("crawler", 1, asked + 20ms, impatient.of(0));
+  REQUIRE(runUntil(loop.get(), [&] { return impatient.answered == 1; }));
+  CHECK_FALSE(impatient.outcomes[0].value().allowed);
+  CHECK(std::chrono::steady_clock::now() - asked < 20ms);
+}

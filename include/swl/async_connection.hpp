@@ -75,6 +75,9 @@ class AsyncConnection {
     deliverDeferred();
   }
 
+  // The event loop this connection runs on.
+  event_base* loop() const noexcept { return loop_; }
+
   // Sends one script call. The call's keys and arguments are copied before run() returns.
   void run(const ScriptCall& call, Callback done) {
     Pending pending;

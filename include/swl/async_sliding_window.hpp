@@ -16,6 +16,7 @@
 // is destroyed after it still answers the calls in flight). Needs the CMake target swl::async.
 
 #include <swl/async_connection.hpp>
+#include <swl/detail/event_timer.hpp>
 #include <swl/detail/limiter_rules.hpp>
 #include <swl/key_policy.hpp>
 #include <swl/limit.hpp>
@@ -25,6 +26,7 @@
 #include <swl/sliding_window.hpp>
 #include <swl/ttl_policy.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -66,6 +68,22 @@ class AsyncSlidingWindowLimiter {
   }
 
   void tryAcquire(std::string_view key, Callback done) { tryAcquire(key, 1, std::move(done)); }
+
+  // BasicLimiter::acquire's twin for the loop: tries, and while refused waits retry_after on a loop
+  // timer (the loop keeps serving everything else) and tries again. `done` gets the admitting decision,
+  // the last refusal as soon as its retry_after would end after `deadline`, or the error. Unlike
+  // tryAcquire's callbacks, an acquire in progress needs the limiter to outlive it.
+  void acquire(std::string_view key, std::int64_t cost, std::chrono::steady_clock::time_point deadline, Callback done) {
+    tryAcquire(key, cost, [this, key = std::string(key), cost, deadline, done = std::move(done)](Outcome outcome) {
+      const std::chrono::microseconds retry_after = outcome.decision.retry_after;
+      if (!outcome.ok() || outcome.decision.allowed || std::chrono::steady_clock::now() + retry_after > deadline) {
+        return done(std::move(outcome));
+      }
+      const bool waiting = detail::runAfter(redis_->loop(), retry_after,
+                                            [this, key, cost, deadline, done] { acquire(key, cost, deadline, done); });
+      if (!waiting) done(std::move(outcome));
+    });
+  }
 
   const Limit& limit() const noexcept { return rules_->limit(); }
   std::string redisKey(std::string_view key, std::size_t shard = 0) const { return rules_->redisKey(key, shard); }
