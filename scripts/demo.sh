@@ -1,16 +1,46 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds the examples, starts a private redis-server, runs
-# examples/basic against it (admitted and rejected requests, remaining and retry_after) and stops the server.
+# The main job: installs what is missing, builds examples/http_service, starts a private redis-server
+# and the service, fires a burst of real HTTP requests at it with curl, prints the status codes and
+# rate-limit headers it got, and stops both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
-install_missing g++ make cmake pkg-config libhiredis-dev redis-server redis-tools
+install_missing g++ make cmake pkg-config libhiredis-dev redis-server redis-tools libcpp-httplib-dev curl
 cmake -S . -B build-demo -DCMAKE_BUILD_TYPE=Release -DSWL_BUILD_TESTS=OFF -DSWL_BUILD_EXAMPLES=ON >/dev/null
-cmake --build build-demo -j"$(nproc)" --target basic
+cmake --build build-demo -j"$(nproc)" --target http_service
 
 workdir=$(mktemp -d)
-trap 'stop_private_redis; rm -rf "$workdir"' EXIT
+service_pid=
+stop_all() {
+  [ -n "$service_pid" ] && kill "$service_pid" 2>/dev/null && wait "$service_pid" 2>/dev/null
+  stop_private_redis
+  rm -rf "$workdir"
+}
+trap stop_all EXIT
 start_private_redis "$workdir"
 echo "private redis-server on 127.0.0.1:$REDIS_PORT (pid $REDIS_PID)"
-build-demo/examples/basic 127.0.0.1 "$REDIS_PORT"
+
+# The service: 5 requests per client and 8 per route, per 10 seconds.
+for attempt in $(seq 20); do
+  http_port=$((20000 + RANDOM % 35000))
+  build-demo/examples/http_service --redis-port "$REDIS_PORT" --port "$http_port" --client-limit 5 \
+    --route-limit 8 --window-s 10 --x-headers >"$workdir/service.log" 2>&1 &
+  service_pid=$!
+  for _ in $(seq 100); do
+    grep -q "listening" "$workdir/service.log" && break 2
+    kill -0 "$service_pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  service_pid=
+done
+[ -n "$service_pid" ] || { echo "could not start examples/http_service" >&2; exit 1; }
+echo "examples/http_service on 127.0.0.1:$http_port (pid $service_pid): 5 per client, 8 per route, per 10 s"
+echo
+
+# A burst of 7 requests from this client: the first 5 pass, then 429 with Retry-After.
+for i in $(seq 7); do
+  echo "GET /hello #$i"
+  curl -s -D - -o /dev/null "http://127.0.0.1:$http_port/hello" |
+    grep -iE '^(HTTP/|Retry-After|RateLimit|X-RateLimit)' | tr -d '\r' | sed 's/^/  /'
+done

@@ -1,10 +1,11 @@
 #pragma once
 // A private redis-server for one test: started on a free loopback port (never 6379), with no
-// persistence, and stopped by its pid. Nothing else on the machine is touched. The server gets
-// SIGKILL if the thread that started it dies, so a crashed test leaves no server behind.
+// persistence, and stopped by its pid (see ChildProcess). Nothing else on the machine is touched.
 
 #include <swl/connection.hpp>
 #include <swl/error.hpp>
+
+#include "child_process.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -49,8 +50,8 @@ class RedisServer {
   RedisServer& operator=(const RedisServer&) = delete;
 
   int port() const { return port_; }
-  pid_t pid() const { return pid_; }
-  bool running() const { return pid_ > 0; }
+  pid_t pid() const { return process_.pid(); }
+  bool running() const { return process_.running(); }
 
   // Starts (again) on the same port, with an empty dataset and script cache.
   void start() {
@@ -59,53 +60,16 @@ class RedisServer {
         "redis-server", "--port", std::to_string(port_), "--bind",  "127.0.0.1", "--save", "", "--appendonly", "no",
         "--daemonize",  "no",     "--loglevel",          "warning", "--logfile", ""};
     arguments.insert(arguments.end(), extra_arguments_.begin(), extra_arguments_.end());
-    std::vector<char*> argv;
-    for (std::string& argument : arguments) argv.push_back(argument.data());
-    argv.push_back(nullptr);
-
-    pid_ = ::fork();
-    if (pid_ < 0) {
-      pid_ = 0;
-      throw std::runtime_error("cannot fork to start redis-server");
-    }
-    if (pid_ == 0) {
-      // Only async-signal-safe calls until exec. The server dies with the test even if the test crashes.
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      const int null_fd = ::open("/dev/null", O_WRONLY);
-      if (null_fd >= 0) ::dup2(null_fd, STDOUT_FILENO);
-      ::execvp("redis-server", argv.data());
-      ::_exit(127);
-    }
+    process_.start(std::move(arguments));
     waitUntilReady();
   }
 
   // SIGTERM, then SIGKILL if it lingers; always reaped.
-  void stop() {
-    if (!running()) return;
-    ::kill(pid_, SIGCONT);  // a paused server cannot act on SIGTERM
-    ::kill(pid_, SIGTERM);
-    for (int waited_ms = 0; waited_ms < 5000; waited_ms += 10) {
-      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = 0;
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-    pid_ = 0;
-  }
-
+  void stop() { process_.stop(); }
   // A crash: no chance to answer what it has read, connections reset.
-  void kill() {
-    if (!running()) return;
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-    pid_ = 0;
-  }
-
-  void pause() { ::kill(pid_, SIGSTOP); }
-  void resume() { ::kill(pid_, SIGCONT); }
+  void kill() { process_.kill(); }
+  void pause() { process_.pause(); }
+  void resume() { process_.resume(); }
 
   swl::Connection connect(swl::ConnectionOptions options = {}) const {
     return swl::Connection::tcp("127.0.0.1", port_, std::move(options));
@@ -131,8 +95,7 @@ class RedisServer {
   void waitUntilReady() {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (std::chrono::steady_clock::now() < deadline) {
-      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = 0;
+      if (!process_.alive()) {
         throw std::runtime_error("redis-server exited at start on port " + std::to_string(port_) +
                                  " (is it installed? is the port taken?)");
       }
@@ -153,7 +116,7 @@ class RedisServer {
 
   int port_;
   std::vector<std::string> extra_arguments_;
-  pid_t pid_ = 0;
+  ChildProcess process_;
 };
 
 }  // namespace swl::test

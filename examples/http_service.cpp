@@ -1,0 +1,143 @@
+// An HTTP service behind swl, on cpp-httplib: every request is limited per client address and per
+// route in one all-or-nothing decision. A refused request gets 429 with Retry-After; every response
+// carries the IETF RateLimit-Policy and RateLimit fields (and, with --x-headers, X-RateLimit-*).
+//
+//   http_service --redis-port 6379 --port 8080 [--client-limit 5] [--route-limit 8] [--window-s 10] [--x-headers]
+//
+// Routes: GET /hello and GET /search. It prints "listening on 127.0.0.1:PORT" once it serves, and runs
+// until it is stopped (SIGINT or SIGTERM).
+
+#include <swl/http_headers.hpp>
+#include <swl/swl.hpp>
+
+#include <httplib.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+struct Settings {
+  int redis_port = 6379;
+  int port = 8080;
+  long client_limit = 5;
+  long route_limit = 8;
+  long window_seconds = 10;
+  bool x_headers = false;
+};
+
+Settings parse(int argc, char** argv) {
+  Settings settings;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view flag = argv[i];
+    if (flag == "--x-headers") {
+      settings.x_headers = true;
+      continue;
+    }
+    if (i + 1 == argc) throw swl::InvalidArgument("http_service: " + std::string(flag) + " needs a value");
+    const long value = std::stol(argv[++i]);
+    if (flag == "--redis-port")
+      settings.redis_port = static_cast<int>(value);
+    else if (flag == "--port")
+      settings.port = static_cast<int>(value);
+    else if (flag == "--client-limit")
+      settings.client_limit = value;
+    else if (flag == "--route-limit")
+      settings.route_limit = value;
+    else if (flag == "--window-s")
+      settings.window_seconds = value;
+    else
+      throw swl::InvalidArgument("http_service: unknown flag " + std::string(flag));
+  }
+  return settings;
+}
+
+// The middleware: decides before any route runs, and answers 429 itself when refused.
+class RateLimitMiddleware {
+ public:
+  RateLimitMiddleware(swl::RedisClient& redis, const Settings& settings)
+      : limiter_(redis,
+                 {{"client", swl::Limit{settings.client_limit, std::chrono::seconds(settings.window_seconds)}},
+                  {"route", swl::Limit{settings.route_limit, std::chrono::seconds(settings.window_seconds)}}},
+                 failOpen()),
+        x_headers_(settings.x_headers) {}
+
+  httplib::Server::HandlerResponse operator()(const httplib::Request& request, httplib::Response& response) {
+    const std::string route = request.method + " " + request.path;
+    const swl::MultiDecision decision = limiter_.tryAcquire({request.remote_addr, route});
+    if (decision.decision.source == swl::DecisionSource::redis) addHeaders(decision, response);
+    if (decision) return httplib::Server::HandlerResponse::Unhandled;  // on to the route
+
+    response.status = 429;
+    response.set_header("Retry-After", swl::retryAfterValue(decision.decision));
+    response.set_content("too many requests (" + std::string(decision.binding_name) + " limit)\n", "text/plain");
+    return httplib::Server::HandlerResponse::Handled;
+  }
+
+ private:
+  // A web service stays up when Redis does not: it serves unlimited rather than not at all.
+  static swl::LimiterOptions failOpen() {
+    swl::LimiterOptions options;
+    options.on_failure = swl::FailurePolicy::allow;
+    return options;
+  }
+
+  void addHeaders(const swl::MultiDecision& decision, httplib::Response& response) const {
+    std::vector<swl::PolicyReport> policies;
+    for (std::size_t rule = 0; rule < decision.rules.size(); ++rule) {
+      policies.push_back({limiter_.ruleNames()[rule], limiter_.limit(rule), decision.rules[rule]});
+    }
+    response.set_header("RateLimit-Policy", swl::rateLimitPolicyValue(policies));
+    response.set_header("RateLimit", swl::rateLimitValue(policies));
+    if (x_headers_) {  // the pre-IETF convention: the binding policy only
+      response.set_header("X-RateLimit-Limit", std::to_string(decision.decision.limit));
+      response.set_header("X-RateLimit-Remaining", std::to_string(decision.decision.remaining));
+      response.set_header(
+          "X-RateLimit-Reset",
+          std::to_string(std::chrono::ceil<std::chrono::seconds>(decision.decision.reset_after).count()));
+    }
+  }
+
+  swl::MultiLimiter<> limiter_;
+  bool x_headers_;
+};
+
+httplib::Server* running = nullptr;
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const Settings settings = parse(argc, argv);
+  // httplib serves from a thread pool: a ConnectionPool lets those threads share the limiter.
+  auto redis = swl::ConnectionPool::tcp("127.0.0.1", settings.redis_port);
+  RateLimitMiddleware middleware(redis, settings);
+
+  httplib::Server server;
+  server.set_pre_routing_handler([&middleware](const httplib::Request& request, httplib::Response& response) {
+    return middleware(request, response);
+  });
+  server.Get("/hello", [](const httplib::Request&, httplib::Response& response) {
+    response.set_content("hello\n", "text/plain");
+  });
+  server.Get("/search", [](const httplib::Request& request, httplib::Response& response) {
+    response.set_content("results for " + request.get_param_value("q") + "\n", "text/plain");
+  });
+
+  running = &server;
+  for (const int signal : {SIGINT, SIGTERM}) std::signal(signal, [](int) { running->stop(); });
+  if (!server.bind_to_port("127.0.0.1", settings.port)) {
+    std::cerr << "http_service: cannot listen on 127.0.0.1:" << settings.port << "\n";
+    return 1;
+  }
+  std::cout << "listening on 127.0.0.1:" << settings.port << std::endl;
+  server.listen_after_bind();
+  return 0;
+} catch (const std::exception& error) {
+  std::cerr << "http_service: " << error.what() << "\n";
+  return 1;
+}

@@ -1,0 +1,121 @@
+// End to end: examples/http_service (its path in SWL_HTTP_SERVICE) in front of a private redis-server,
+// asked by a real HTTP client. Asserts the exact status sequence and header values, and the header
+// formats on their own.
+
+#include <swl/http_headers.hpp>
+#include <swl/swl.hpp>
+
+#include "support/child_process.hpp"
+#include "support/redis_server.hpp"
+
+#include <httplib.h>
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using swl::test::RedisServer;
+
+namespace {
+
+// The service on a free port, started with `flags`, stopped by its pid.
+class HttpService {
+ public:
+  HttpService(const RedisServer& redis, std::vector<std::string> flags) : port_(RedisServer::freeLoopbackPort()) {
+    const char* path = std::getenv("SWL_HTTP_SERVICE");
+    REQUIRE(path != nullptr);
+    std::vector<std::string> arguments{path, "--redis-port", std::to_string(redis.port()), "--port",
+                                       std::to_string(port_)};
+    arguments.insert(arguments.end(), flags.begin(), flags.end());
+    process_.start(arguments);
+    httplib::Client probe("127.0.0.1", port_);
+    const auto give_up_at = std::chrono::steady_clock::now() + 10s;
+    while (!probe.Get("/listening")) {  // any answer, even 404, means it serves
+      REQUIRE(process_.alive());
+      REQUIRE(std::chrono::steady_clock::now() < give_up_at);
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+
+  httplib::Result get(const std::string& path) {
+    httplib::Client client("127.0.0.1", port_);
+    return client.Get(path.c_str());
+  }
+
+ private:
+  int port_;
+  swl::test::ChildProcess process_;
+};
+
+}  // namespace
+
+TEST_CASE("the HTTP service answers a burst with exact statuses, Retry-After and RateLimit headers") {
+  RedisServer redis;
+  HttpService service(redis, {"--client-limit", "6", "--route-limit", "4", "--window-s", "10", "--x-headers"});
+  // The probe's 404 took one unit from the client and from its own route.
+
+  struct Expected {
+    std::string path;
+    int status;
+    std::string rate_limit;
+  };
+  const std::vector<Expected> expected{
+      {"/hello", 200, R"("client";r=4;t=10, "route";r=3;t=10)"},
+      {"/hello", 200, R"("client";r=3;t=10, "route";r=2;t=10)"},
+      {"/hello", 200, R"("client";r=2;t=10, "route";r=1;t=10)"},
+      {"/hello", 200, R"("client";r=1;t=10, "route";r=0;t=10)"},
+      {"/hello", 429, R"("client";r=1;t=10, "route";r=0;t=10)"},  // the route refuses; the client pays nothing
+      {"/search?q=swl", 200, R"("client";r=0;t=10, "route";r=3;t=10)"},
+      {"/search?q=swl", 429, R"("client";r=0;t=10, "route";r=3;t=10)"},  // now the client refuses
+  };
+  for (const Expected& request : expected) {
+    INFO("GET " << request.path);
+    const httplib::Result response = service.get(request.path);
+    REQUIRE(response);
+    CHECK(response->status == request.status);
+    CHECK(response->get_header_value("RateLimit-Policy") == R"("client";q=6;w=10, "route";q=4;w=10)");
+    CHECK(response->get_header_value("RateLimit") == request.rate_limit);
+    if (request.status == 429) {
+      CHECK(response->get_header_value("Retry-After") == "10");
+      CHECK(response->body.find("limit") != std::string::npos);
+    } else {
+      CHECK_FALSE(response->has_header("Retry-After"));
+    }
+    CHECK(response->get_header_value("X-RateLimit-Limit") == (request.path == "/hello" ? "4" : "6"));
+    CHECK(response->get_header_value("X-RateLimit-Reset") == "10");
+  }
+  CHECK(service.get("/search?q=swl")->body.empty() == false);
+}
+
+TEST_CASE("the HTTP service keeps serving while Redis is down, without rate-limit headers it cannot vouch for") {
+  RedisServer redis;
+  HttpService service(redis, {"--client-limit", "1"});
+  redis.stop();
+  for (int i = 0; i < 3; ++i) {
+    const httplib::Result response = service.get("/hello");
+    REQUIRE(response);
+    CHECK(response->status == 200);
+    CHECK(response->body == "hello\n");
+    CHECK_FALSE(response->has_header("RateLimit"));
+  }
+}
+
+TEST_CASE("the header values: delays in whole seconds rounded up, names as quoted structured strings") {
+  swl::Decision refused;
+  refused.retry_after = 1'000'001us;
+  refused.reset_after = 2500ms;
+  refused.remaining = 0;
+  CHECK(swl::retryAfterValue(refused) == "2");
+  refused.retry_after = 10us;
+  CHECK(swl::retryAfterValue(refused) == "1");
+
+  const std::vector<swl::PolicyReport> policies{{"per \"user\"", swl::Limit{100, 1500ms}, refused},
+                                                {"day", swl::Limit{1000, std::chrono::hours(24)}, swl::Decision{}}};
+  CHECK(swl::rateLimitPolicyValue(policies) == R"("per \"user\"";q=100;w=2, "day";q=1000;w=86400)");
+  CHECK(swl::rateLimitValue(policies) == R"("per \"user\"";r=0;t=3, "day";r=0;t=0)");
+  CHECK_THROWS_AS(swl::rateLimitValue({{"caf\xc3\xa9", swl::Limit{1, 1s}, refused}}), swl::InvalidArgument);
+}
