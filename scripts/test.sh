@@ -16,7 +16,7 @@ case "$config" in
   tsan) compiler=clang++ packages=(clang libclang-rt-14-dev) settings=(-DCMAKE_BUILD_TYPE=Debug -DSWL_SANITIZE=thread) ;;
   *) echo "usage: $0 [default|asan|tsan]" >&2; exit 2 ;;
 esac
-install_missing "${packages[@]}" make cmake pkg-config libhiredis-dev libevent-dev catch2 redis-server redis-tools
+install_missing "${packages[@]}" make cmake pkg-config libhiredis-dev libevent-dev libcpp-httplib-dev catch2 redis-server redis-tools
 
 build=build-$config
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER="$compiler" "${settings[@]}" \
