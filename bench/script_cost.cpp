@@ -61,13 +61,6 @@ void runCalls(swl::Connection& connection, const swl::Script& script, long calls
   }
 }
 
-double usecPerCall(swl::Connection& connection) {
-  const std::string stats = swl::test::textReply(connection, {"INFO", "commandstats"});
-  const auto at = stats.find("cmdstat_evalsha:");
-  if (at == std::string::npos) return 0;
-  const auto field = stats.find("usec_per_call=", at);
-  return std::stod(stats.substr(field + 14));
-}
 
 double measure(swl::Connection& connection, const swl::Script& script, bool rejected, long calls,
                const ArgsFor& args_for) {
@@ -78,7 +71,7 @@ double measure(swl::Connection& connection, const swl::Script& script, bool reje
   if (rejected) runCalls(connection, script, keys * limit, keys, limit, args_for);  // fill every window
   swl::test::textReply(connection, {"CONFIG", "RESETSTAT"});
   runCalls(connection, script, calls, keys, limit, args_for);
-  return usecPerCall(connection);
+  return swl::test::evalshaUsecPerCall(connection);
 }
 
 }  // namespace

@@ -100,7 +100,8 @@ TEMPLATE_TEST_CASE("every algorithm runs on Redis's clock by default", "", swl::
   CHECK(admitted == 5);
   const swl::Decision refused = limiter.tryAcquire("user:42");
   CHECK(refused.retry_after > 0us);
-  CHECK(refused.retry_after <= 60s);
+  // The sliding counter may have to wait into the next bucket, until the full one weighs little enough.
+  CHECK(refused.retry_after < 2 * 60s);
   CHECK(swl::test::commandCalls(connection, "eval") == 0);
   CHECK(swl::test::integerReply(connection, {"PTTL", limiter.redisKey("user:42")}) > 0);  // idle keys expire
 }

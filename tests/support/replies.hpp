@@ -39,6 +39,15 @@ inline long long commandCalls(swl::Connection& connection, std::string_view comm
   return infoCounter(connection, "commandstats", "cmdstat_" + std::string(command) + ":calls=");
 }
 
+// Redis's CPU per EVALSHA in microseconds ("usec_per_call=" in INFO commandstats), 0 before any ran.
+inline double evalshaUsecPerCall(swl::Connection& connection) {
+  const std::string stats = textReply(connection, {"INFO", "commandstats"});
+  const std::size_t at = stats.find("cmdstat_evalsha:");
+  if (at == std::string::npos) return 0;
+  const std::string field = "usec_per_call=";
+  return std::stod(stats.substr(stats.find(field, at) + field.size()));
+}
+
 // "count=3" of one error code in INFO errorstats (Redis 7): how often the server answered with it.
 inline long long errorReplies(swl::Connection& connection, std::string_view code) {
   return infoCounter(connection, "errorstats", "errorstat_" + std::string(code) + ":count=");
