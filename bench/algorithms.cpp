@@ -43,7 +43,8 @@ swl::LimiterOptions manual(swl::ManualClock& clock) {
 template <class Limiter>
 long long bytesHolding(swl::Connection& connection, const char* name, std::int64_t requests) {
   swl::ManualClock clock;
-  Limiter limiter(connection, swl::Limit{requests, 1h}, manual(clock), swl::PrefixKey(std::string("mem-") + name));
+  const std::string prefix = "mem-" + std::string(name) + "-" + std::to_string(requests);
+  Limiter limiter(connection, swl::Limit{requests, 1h}, manual(clock), swl::PrefixKey(prefix));
   std::vector<swl::AcquireRequest> batch(1000, swl::AcquireRequest{"k", 1});
   for (std::int64_t filled = 0; filled < requests; filled += static_cast<std::int64_t>(batch.size())) {
     batch.resize(static_cast<std::size_t>(std::min<std::int64_t>(1000, requests - filled)));
