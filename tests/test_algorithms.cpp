@@ -4,6 +4,7 @@
 #include <swl/swl.hpp>
 
 #include "support/edge_burst.hpp"
+#include "support/manual_time.hpp"
 #include "support/redis_server.hpp"
 #include "support/replies.hpp"
 
@@ -17,20 +18,8 @@
 #include <vector>
 
 using namespace std::chrono_literals;
+using swl::test::ManualTime;
 using swl::test::RedisServer;
-
-namespace {
-
-struct ManualTime {
-  ManualTime() { options.clock = swl::Clock::manual(clock); }
-
-  RedisServer server;
-  swl::Connection connection = server.connect();
-  swl::ManualClock clock;  // starts on a whole second: a multiple of every window below
-  swl::LimiterOptions options;
-};
-
-}  // namespace
 
 TEMPLATE_TEST_CASE("every algorithm admits a burst of exactly the limit, and a rejected request takes nothing", "",
                    swl::SlidingWindowLimiter<>, swl::SlidingCounterLimiter<>, swl::FixedWindowLimiter<>,

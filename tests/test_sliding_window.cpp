@@ -1,5 +1,6 @@
 #include <swl/swl.hpp>
 
+#include "support/manual_time.hpp"
 #include "support/redis_server.hpp"
 #include "support/replies.hpp"
 
@@ -14,20 +15,11 @@
 using namespace std::chrono_literals;
 using swl::test::commandCalls;
 using swl::test::integerReply;
+using swl::test::ManualTime;
 using swl::test::RedisServer;
 using swl::test::textReply;
 
 namespace {
-
-// A private server, a connection to it, and limiter options that read a clock the test moves by hand.
-struct ManualTime {
-  ManualTime() { options.clock = swl::Clock::manual(clock); }
-
-  RedisServer server;
-  swl::Connection connection = server.connect();
-  swl::ManualClock clock;
-  swl::LimiterOptions options;
-};
 
 long long entries(swl::Connection& connection, const std::string& redis_key) {
   return integerReply(connection, {"ZCARD", redis_key});
