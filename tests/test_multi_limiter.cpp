@@ -109,7 +109,7 @@ TEST_CASE("a multi-decision of cost above one is recorded whole in every rule, o
   CHECK(integerReply(connection, {"ZCARD", "swl:b:k"}) == 6);
 }
 
-TEST_CASE("bad multi-limits are refused with a named reason; Redis down meets the failure policy") {
+TEST_CASE("bad multi-limits are refused with a named reason, and Redis down meets the failure policy") {
   RedisServer server;
   auto connection = server.connect();
   using Rules = std::vector<swl::Rule>;
