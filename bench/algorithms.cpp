@@ -95,8 +95,9 @@ int main(int argc, char** argv) try {
       measure<swl::FixedWindowLimiter<>>(connection, "fixed window", decisions),
       measure<swl::GcraLimiter<>>(connection, "GCRA", decisions),
   };
-  std::printf("| algorithm | most admitted in one window (x limit) | bytes/key at 10 | at 1,000 | at 100,000 "
-              "| Redis usec/decision | decisions/s (1 thread) | vs log |\n");
+  std::printf(
+      "| algorithm | most admitted in one window (x limit) | bytes/key at 10 | at 1,000 | at 100,000 "
+      "| Redis usec/decision | decisions/s (1 thread) | vs log |\n");
   std::printf("|---|--:|--:|--:|--:|--:|--:|--:|\n");
   for (const Row& row : rows) {
     std::printf("| %s | %.2f | %lld | %lld | %lld | %.2f | %.0f | %.2f |\n", row.name, row.worst_window, row.bytes[0],

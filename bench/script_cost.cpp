@@ -61,7 +61,6 @@ void runCalls(swl::Connection& connection, const swl::Script& script, long calls
   }
 }
 
-
 double measure(swl::Connection& connection, const swl::Script& script, bool rejected, long calls,
                const ArgsFor& args_for) {
   swl::test::textReply(connection, {"FLUSHALL"});

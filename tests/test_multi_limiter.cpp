@@ -2,6 +2,7 @@
 
 #include <swl/swl.hpp>
 
+#include "support/manual_time.hpp"
 #include "support/redis_server.hpp"
 #include "support/replies.hpp"
 
@@ -15,6 +16,7 @@
 
 using namespace std::chrono_literals;
 using swl::test::integerReply;
+using swl::test::ManualTime;
 using swl::test::RedisServer;
 
 TEST_CASE("several limits under 8 threads: all or nothing, so the tightest binds and no rule pays for a refusal") {
@@ -50,12 +52,7 @@ TEST_CASE("several limits under 8 threads: all or nothing, so the tightest binds
   CHECK(integerReply(connection, {"EXISTS", "swl:user:user:2"}) == 0);
 }
 
-TEST_CASE("a refused multi-decision names the rule that refused and the longest wait") {
-  RedisServer server;
-  auto connection = server.connect();
-  swl::ManualClock clock;
-  swl::LimiterOptions options;
-  options.clock = swl::Clock::manual(clock);
+TEST_CASE_METHOD(ManualTime, "a refused multi-decision names the rule that refused and the longest wait") {
   swl::MultiLimiter<> limiter(connection, {{"second", swl::Limit{2, 1s}}, {"minute", swl::Limit{3, 60s}}}, options);
   const std::vector<std::string_view> keys{"user:42", "user:42"};
 

@@ -113,9 +113,8 @@ class BasicLimiter {
   bool reset(std::string_view key) {
     const std::vector<std::string> redis_keys = rules_.redisKeys(key);
     std::vector<ScriptCall> deletions;
-    for (const std::string& redis_key : redis_keys)
-      deletions.emplace_back(forgetScript(), std::initializer_list<std::string_view>{redis_key},
-                             std::initializer_list<std::string_view>{});
+    for (const std::string_view redis_key : redis_keys)
+      deletions.push_back(ScriptCall(forgetScript(), {redis_key}, {}));
     bool forgot = false;
     for (ScriptReply& reply : redis_->runMany(deletions)) {
       if (reply.error) std::rethrow_exception(reply.error);

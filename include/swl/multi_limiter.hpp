@@ -32,6 +32,7 @@
 #include <swl/ttl_policy.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <exception>
 #include <string>
@@ -103,13 +104,17 @@ class MultiLimiter {
     const detail::IntegerText now(rules_.front().now());
     const std::string_view now_text = options().clock.isRedisTime() ? std::string_view() : now.view();
 
-    std::vector<std::string_view> key_views(redis_keys.begin(), redis_keys.end());
-    std::vector<std::string_view> args{cost_text.view(), now_text, member, rules_.front().countRejectedText()};
+    // The call's keys and arguments are views, so they go on the stack: at most 9 rules.
+    std::array<std::string_view, ScriptCall::kMaxKeys> key_views;
+    std::copy(redis_keys.begin(), redis_keys.end(), key_views.begin());
+    std::array<std::string_view, 4 + 3 * ScriptCall::kMaxKeys> args{cost_text.view(), now_text, member,
+                                                                    rules_.front().countRejectedText()};
+    std::size_t arg_count = 4;
     for (const auto& rule : rules_) {
-      args.insert(args.end(), {rule.windowText(), rule.limitText(), rule.ttlText()});
+      for (const std::string_view arg : {rule.windowText(), rule.limitText(), rule.ttlText()}) args[arg_count++] = arg;
     }
     try {
-      return decide(*redis_->run(ScriptCall(script(), key_views.data(), key_views.size(), args.data(), args.size())));
+      return decide(*redis_->run(ScriptCall(script(), key_views.data(), rules_.size(), args.data(), arg_count)));
     } catch (const Error&) {
       return failed(cost, std::current_exception());
     }
@@ -142,8 +147,8 @@ class MultiLimiter {
   const LimiterOptions& options() const { return rules_.front().options(); }
 
   MultiDecision decide(const redisReply& reply) const {
-    std::vector<std::int64_t> values(1 + 3 * rules_.size());
-    detail::readIntegers(reply, values.data(), values.size());
+    std::array<std::int64_t, 1 + 3 * ScriptCall::kMaxKeys> values;
+    detail::readIntegers(reply, values.data(), 1 + 3 * rules_.size());
     MultiDecision result;
     bool every_rule_admitted = true;
     for (std::size_t i = 0; i < rules_.size(); ++i) {

@@ -11,48 +11,27 @@
 // undercounted as it slides out, so a window can admit more than the limit (measured in the README).
 // Needs limit * window (in microseconds) below 2^53.
 //
-// Same key policies, clocks, failure policies and connections as SlidingWindowLimiter; batches,
-// acquire, peek and reset are BasicLimiter's. README "Algorithms" compares them, measured.
+// A CounterLimiter (counter_limiter.hpp): everything but the script is shared with the other algorithms.
 
-#include <swl/basic_limiter.hpp>
-#include <swl/detail/limiter_rules.hpp>
-#include <swl/detail/script_prelude.hpp>
+#include <swl/counter_limiter.hpp>
 #include <swl/key_policy.hpp>
-#include <swl/limit.hpp>
-#include <swl/limiter_options.hpp>
-#include <swl/redis_client.hpp>
-#include <swl/script.hpp>
 #include <swl/sliding_counter_script.hpp>
-#include <swl/ttl_policy.hpp>
 
-#include <string>
 #include <string_view>
-#include <utility>
 
 namespace swl {
 namespace detail {
 
 struct SlidingCounter {
   static constexpr std::string_view kName = "swl::SlidingCounterLimiter";
-  static const Script& script() {
-    static const std::string text = std::string(kScriptPrelude).append(kSlidingCounterScript);
-    static const Script sliding_counter("sliding_counter", text);
-    return sliding_counter;
-  }
-  static void check(const Limit& limit) { checkScaledExact(limit, kName); }
+  static constexpr std::string_view kScriptName = "sliding_counter";
+  static constexpr std::string_view kScript = kSlidingCounterScript;
+  static constexpr bool kCountsTimesWindow = true;
 };
 
 }  // namespace detail
 
 template <class KeyPolicy = PrefixKey>
-class SlidingCounterLimiter
-    : public BasicLimiter<detail::LimiterRules<detail::SlidingCounter, KeyPolicy, detail::NoMember, WindowTtl>> {
- public:
-  SlidingCounterLimiter(RedisClient& redis, Limit limit, LimiterOptions options = {}, KeyPolicy keys = KeyPolicy())
-      : SlidingCounterLimiter::BasicLimiter(redis, limit, std::move(options), std::move(keys), detail::NoMember(),
-                                            WindowTtl()) {}
-
-  static const Script& script() { return detail::SlidingCounter::script(); }
-};
+using SlidingCounterLimiter = CounterLimiter<detail::SlidingCounter, KeyPolicy>;
 
 }  // namespace swl

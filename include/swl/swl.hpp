@@ -7,6 +7,7 @@
 #include <swl/connection.hpp>
 #include <swl/connection_options.hpp>
 #include <swl/connection_pool.hpp>
+#include <swl/counter_limiter.hpp>
 #include <swl/error.hpp>
 #include <swl/fixed_window.hpp>
 #include <swl/gcra.hpp>
