@@ -12,8 +12,11 @@
 // be called from any number of threads at once; over a single Connection, from one thread at a time.
 
 #include <swl/detail/decision_reply.hpp>
+#include <swl/detail/waiting.hpp>
 #include <swl/error.hpp>
 #include <swl/limit.hpp>
+#include <swl/limiter_options.hpp>
+#include <swl/observer.hpp>
 #include <swl/outcome.hpp>
 #include <swl/redis_client.hpp>
 #include <swl/script.hpp>
@@ -24,7 +27,6 @@
 #include <exception>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -34,19 +36,20 @@ template <class Rules>
 class BasicLimiter {
  public:
   Decision tryAcquire(std::string_view key, std::int64_t cost = 1) {
-    const auto request = rules_.prepare(key, cost);
-    try {
-      return rules_.decide(*redis_->run(request.call()), request.shard());
-    } catch (const Error&) {  // Redis could not decide: the failure policy answers, or value() rethrows
-      return rules_.failed(cost, std::current_exception()).value();
-    }
+    const detail::Observation observation(rules_.options().observer, key, cost);
+    std::exception_ptr failure;
+    const Outcome outcome = attempt(key, cost, failure);
+    observation.report(outcome.ok() ? &outcome.decision : nullptr, failure);
+    return outcome.value();
   }
 
   // Decides for many requests in one pipelined round trip (per server). Outcomes come in input order;
   // an invalid request or a failed call spoils only its own Outcome. Each request is decided exactly
   // as tryAcquire would, one after another in input order (a key may appear more than once).
   std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>& requests) {
+    const detail::Observation batch(rules_.options().observer, {}, 0);
     std::vector<Outcome> outcomes(requests.size());
+    std::vector<std::exception_ptr> failures(requests.size());
     std::vector<typename Rules::Request> prepared;
     std::vector<std::size_t> sent;  // prepared[i] answers requests[sent[i]]
     prepared.reserve(requests.size()), sent.reserve(requests.size());
@@ -55,7 +58,8 @@ class BasicLimiter {
         prepared.push_back(rules_.prepare(requests[i].key, requests[i].cost));
         sent.push_back(i);
       } catch (const InvalidArgument&) {
-        outcomes[i] = rules_.invalid(std::current_exception());
+        failures[i] = std::current_exception();
+        outcomes[i] = rules_.invalid(failures[i]);
       }
     }
     std::vector<ScriptReply> replies = redis_->runMany(calls(prepared));
@@ -69,7 +73,12 @@ class BasicLimiter {
           replies[i].error = std::current_exception();
         }
       }
+      failures[sent[i]] = replies[i].error;
       outcome = rules_.failed(prepared[i].cost(), std::move(replies[i].error));
+    }
+    for (std::size_t i = 0; i < requests.size(); ++i) {  // each request's latency is the whole batch's
+      batch.reportFor(requests[i].key, requests[i].cost, outcomes[i].ok() ? &outcomes[i].decision : nullptr,
+                      failures[i]);
     }
     return outcomes;
   }
@@ -79,11 +88,7 @@ class BasicLimiter {
   // retry_after would end after `deadline` (so it never sleeps in vain). A failure policy that denies
   // is waited out the same way; FailurePolicy::throw_error throws as tryAcquire does.
   Decision acquire(std::string_view key, std::int64_t cost, std::chrono::steady_clock::time_point deadline) {
-    for (;;) {
-      const Decision decision = tryAcquire(key, cost);
-      if (decision.allowed || std::chrono::steady_clock::now() + decision.retry_after > deadline) return decision;
-      std::this_thread::sleep_for(decision.retry_after);
-    }
+    return detail::acquireUntil([&] { return tryAcquire(key, cost); }, deadline);
   }
 
   template <class Rep, class Period>
@@ -123,7 +128,12 @@ class BasicLimiter {
     return forgot;
   }
 
+  // Throws InvalidArgument for a request this limiter could never take (empty key, cost out of range).
+  void validate(std::string_view key, std::int64_t cost) const { rules_.validate(key, cost); }
+
   const Limit& limit() const noexcept { return rules_.limit(); }
+
+  const LimiterOptions& options() const noexcept { return rules_.options(); }
 
   // The Redis key that holds `key`'s state (one of them, with a sharded KeyPolicy), for operators and tests.
   std::string redisKey(std::string_view key, std::size_t shard = 0) const { return rules_.redisKey(key, shard); }
@@ -134,6 +144,17 @@ class BasicLimiter {
       : redis_(&redis), rules_(std::forward<RuleArguments>(rule_arguments)...) {}
 
  private:
+  // One decision as an Outcome; `failure` keeps why Redis could not decide, even when the policy answered.
+  Outcome attempt(std::string_view key, std::int64_t cost, std::exception_ptr& failure) {
+    try {
+      const auto request = rules_.prepare(key, cost);
+      return {rules_.decide(*redis_->run(request.call()), request.shard()), nullptr};
+    } catch (const Error&) {  // invalid input stays an error; otherwise the failure policy may answer
+      failure = std::current_exception();
+      return rules_.failed(cost, failure);
+    }
+  }
+
   // Deletes the key; a script, so that every RedisClient (a cluster included) runs it like the others.
   static const Script& forgetScript() {
     static const Script forget("forget", "return redis.call('DEL', KEYS[1])");

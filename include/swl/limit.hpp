@@ -21,8 +21,34 @@ struct AcquireRequest {
   std::int64_t cost = 1;
 };
 
-// Who produced a Decision: Redis, or the failure policy because Redis could not answer.
-enum class DecisionSource { redis, fail_open, fail_closed };
+// Which tier produced a Decision.
+enum class DecisionSource {
+  redis,          // the shared window in Redis
+  fail_open,      // Redis could not answer; the failure policy admitted
+  fail_closed,    // Redis could not answer; the failure policy refused (or an error left no decision)
+  in_memory,      // a LocalLimiter: this process's own window, no Redis involved
+  blocked_cache,  // refused locally: Redis refused this key moments ago and its retry_after has not passed
+  insurance,      // Redis could not answer; this instance's share of the limit, kept in memory, decided
+};
+
+// "redis", "fail_open", ...: for logs and metric labels.
+constexpr std::string_view toString(DecisionSource source) noexcept {
+  switch (source) {
+    case DecisionSource::redis:
+      return "redis";
+    case DecisionSource::fail_open:
+      return "fail_open";
+    case DecisionSource::fail_closed:
+      return "fail_closed";
+    case DecisionSource::in_memory:
+      return "in_memory";
+    case DecisionSource::blocked_cache:
+      return "blocked_cache";
+    case DecisionSource::insurance:
+      return "insurance";
+  }
+  return "unknown";
+}
 
 struct Decision {
   bool allowed = false;

@@ -1,8 +1,9 @@
 #pragma once
 // Run-time choices every limiter shares: what to answer when Redis cannot, whose clock to trust,
-// and whether rejected requests count.
+// whether rejected requests count, and who watches.
 
 #include <swl/clock.hpp>
+#include <swl/observer.hpp>
 
 namespace swl {
 
@@ -22,6 +23,7 @@ struct LimiterOptions {
   FailurePolicy on_failure = FailurePolicy::throw_error;
   Clock clock = Clock::redis();
   RejectedRequests rejected = RejectedRequests::not_counted;
+  Observer observer;  // sees every decision and error (see observer.hpp); none by default
 };
 
 }  // namespace swl

@@ -11,7 +11,9 @@
 // {allowed, remaining, retry_after_us, reset_after_us}.
 
 #include <swl/detail/decision_reply.hpp>
+#include <swl/detail/failure_decisions.hpp>
 #include <swl/detail/integer_text.hpp>
+#include <swl/detail/request_checks.hpp>
 #include <swl/detail/thread_random.hpp>
 #include <swl/error.hpp>
 #include <swl/limit.hpp>
@@ -30,9 +32,6 @@
 #include <vector>
 
 namespace swl::detail {
-
-// Scores are microseconds held in Lua doubles: counts and times must stay below 2^53 to be exact.
-inline constexpr std::int64_t kLargestExact = std::int64_t{1} << 53;
 
 // A KeyPolicy with shards() spreads each key over that many Redis keys (see ShardedKey).
 template <class KeyPolicy, class = void>
@@ -157,20 +156,12 @@ class LimiterRules {
 
   // Throws InvalidArgument for a request no limit could take.
   void validate(std::string_view key, std::int64_t cost) const {
-    const auto refuse = [&](const std::string& why) {
-      return InvalidArgument(std::string(Algorithm::kName) + "::tryAcquire: " + why);
-    };
-    if (key.empty()) throw refuse("the key is empty");
-    const auto of_key = [&] { return " (key '" + std::string(key) + "')"; };
-    if (cost <= 0) throw refuse("cost " + std::to_string(cost) + " is not positive" + of_key());
-    if (cost > limit_.max_requests) {
-      throw refuse("cost " + std::to_string(cost) + " exceeds the limit of " + std::to_string(limit_.max_requests) +
-                   " per window, so it could never be admitted" + of_key());
-    }
+    const std::string call = std::string(Algorithm::kName) + "::tryAcquire";
+    checkRequest(call, key, cost, limit_.max_requests);
     if (cost > shards_.back().limit) {
-      throw refuse("cost " + std::to_string(cost) + " exceeds a shard's share of " +
-                   std::to_string(shards_.back().limit) + " of the limit, so some shards could never admit it" +
-                   of_key());
+      throw InvalidArgument(call + ": cost " + std::to_string(cost) + " exceeds a shard's share of " +
+                            std::to_string(shards_.back().limit) +
+                            " of the limit, so some shards could never admit it (key '" + std::string(key) + "')");
     }
   }
 
@@ -230,25 +221,10 @@ class LimiterRules {
     }
   }
 
-  Decision failureDecision(std::int64_t cost) const {
-    if (options_.on_failure != FailurePolicy::allow) return denied();
-    Decision decision;
-    decision.allowed = true;
-    decision.limit = limit_.max_requests;
-    decision.remaining = limit_.max_requests - cost;
-    decision.source = DecisionSource::fail_open;
-    return decision;
-  }
+  Decision failureDecision(std::int64_t cost) const { return policyDecision(options_.on_failure, limit_, cost); }
 
   static Limit validated(Limit limit) {
-    if (limit.max_requests <= 0 || limit.max_requests >= kLargestExact) {
-      throw InvalidArgument("swl::Limit: max_requests " + std::to_string(limit.max_requests) + " is not in 1..2^53-1");
-    }
-    if (limit.window.count() <= 0 || limit.window.count() >= kLargestExact) {
-      throw InvalidArgument("swl::Limit: window of " + std::to_string(limit.window.count()) +
-                            " us is not positive (or not below 2^53 us)");
-    }
-    Algorithm::check(limit);
+    Algorithm::check(checkedLimit(limit));
     return limit;
   }
 
@@ -269,15 +245,7 @@ class LimiterRules {
     return now;
   }
 
-  // No count to go by: ask the caller back after a second, or sooner for a shorter window.
-  Decision denied() const {
-    Decision decision;
-    decision.limit = limit_.max_requests;
-    decision.retry_after = std::min<std::chrono::microseconds>(limit_.window, std::chrono::seconds(1));
-    decision.reset_after = decision.retry_after;
-    decision.source = DecisionSource::fail_closed;
-    return decision;
-  }
+  Decision denied() const { return refusedBlind(limit_); }
 
   Limit limit_;
   LimiterOptions options_;

@@ -1,0 +1,248 @@
+#pragma once
+// LocalLimiter: the sliding window log kept in this process's memory, no Redis at all. The same
+// decisions as SlidingWindowLimiter, to the microsecond, for one process: the embedded default when
+// there is a single instance, a stand-in in users' own unit tests, and the tier that decides while
+// Redis cannot (TieredLimiter's insurance).
+//
+//   swl::LocalLimiter limiter(swl::Limit{100, std::chrono::seconds(10)});
+//   if (swl::Decision decision = limiter.tryAcquire("user:42"); !decision) reply429(decision.retry_after);
+//
+// Thread-safe: keys are spread over independently locked shards. Memory is bounded: a key holds at most
+// one entry per admitted request still in its window (rejected requests record nothing), keys whose
+// window has emptied are dropped as others come and go, and at most `max_keys` keys are held: past that,
+// the least recently used key is forgotten (counted in evictions(); its next request meets an empty
+// window). So memory stays below about max_keys x (limit x 16 + 120) bytes.
+
+#include <swl/clock.hpp>
+#include <swl/detail/lru_map.hpp>
+#include <swl/detail/request_checks.hpp>
+#include <swl/detail/waiting.hpp>
+#include <swl/error.hpp>
+#include <swl/limit.hpp>
+#include <swl/observer.hpp>
+#include <swl/outcome.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace swl {
+
+struct LocalLimiterOptions {
+  // The host's clock by default; Clock::manual for tests. Clock::redis() is refused: there is no Redis.
+  Clock clock = Clock::system();
+  // The most keys held at once; the least recently used goes first past it.
+  std::size_t max_keys = 100'000;
+  Observer observer;
+};
+
+class LocalLimiter {
+ public:
+  explicit LocalLimiter(Limit limit, LocalLimiterOptions options = {})
+      : limit_(detail::checkedLimit(limit)), options_(std::move(options)) {
+    if (options_.clock.isRedisTime()) {
+      throw InvalidArgument("swl::LocalLimiter: Clock::redis() needs Redis; use Clock::system() or Clock::manual()");
+    }
+    if (options_.max_keys == 0) throw InvalidArgument("swl::LocalLimiter: max_keys is 0; it must hold a key");
+    // Few keys would spread unevenly over many shards, so a small limiter keeps them all in one.
+    const std::size_t shard_count = options_.max_keys >= 1024 ? 16 : 1;
+    for (std::size_t i = 0; i < shard_count; ++i) {
+      const std::size_t capacity = options_.max_keys / shard_count + (i < options_.max_keys % shard_count ? 1 : 0);
+      shards_.push_back(std::make_unique<Shard>(capacity));
+    }
+  }
+
+  // A request of `cost` is admitted iff the units in (now - window, now] plus `cost` fit in the limit.
+  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) {
+    const detail::Observation observation(options_.observer, key, cost, DecisionSource::in_memory);
+    try {
+      detail::checkRequest("swl::LocalLimiter::tryAcquire", key, cost, limit_.max_requests);
+      const std::int64_t now = options_.clock.now().count();
+      Shard& shard = shardOf(key);
+      std::lock_guard<std::mutex> lock(shard.mutex);
+      shard.dropIdle(now, limit_.window.count());
+      Log& log = shard.keys.obtain(key, [&](std::string_view, const Log& evicted) {
+        if (!evicted.idleAt(now, limit_.window.count())) evictions_.fetch_add(1, std::memory_order_relaxed);
+      });
+      const Decision decision = decide(log, now, cost);
+      observation.report(&decision, nullptr);
+      return decision;
+    } catch (const Error&) {
+      observation.report(nullptr, std::current_exception());
+      throw;
+    }
+  }
+
+  // tryAcquire for each request in turn; an invalid request spoils only its own Outcome.
+  std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>& requests) {
+    std::vector<Outcome> outcomes(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      try {
+        outcomes[i].decision = tryAcquire(requests[i].key, requests[i].cost);
+      } catch (const InvalidArgument&) {
+        outcomes[i].error = std::current_exception();
+      }
+    }
+    return outcomes;
+  }
+
+  // Waits (sleeping retry_after, never spinning) until admitted, or returns the refusal that would end
+  // after `deadline`.
+  Decision acquire(std::string_view key, std::int64_t cost, std::chrono::steady_clock::time_point deadline) {
+    return detail::acquireUntil([&] { return tryAcquire(key, cost); }, deadline);
+  }
+
+  template <class Rep, class Period>
+  Decision acquire(std::string_view key, std::int64_t cost, std::chrono::duration<Rep, Period> timeout) {
+    return acquire(key, cost, std::chrono::steady_clock::now() + timeout);
+  }
+
+  // What `key` has used of its limit now, recording nothing.
+  Usage peek(std::string_view key) {
+    if (key.empty()) throw InvalidArgument("swl::LocalLimiter::peek: the key is empty");
+    const std::int64_t now = options_.clock.now().count();
+    Shard& shard = shardOf(key);
+    std::lock_guard<std::mutex> lock(shard.mutex);
+    Usage usage;
+    usage.limit = limit_.max_requests;
+    if (Log* log = shard.keys.find(key)) {
+      log->slide(now, limit_.window.count());
+      usage.used = log->units;
+      usage.reset_after = std::chrono::microseconds(log->resetAfter(now, limit_.window.count()));
+    }
+    usage.remaining = std::max<std::int64_t>(0, usage.limit - usage.used);
+    return usage;
+  }
+
+  // Forgets `key`; returns whether anything of it was held.
+  bool reset(std::string_view key) {
+    if (key.empty()) throw InvalidArgument("swl::LocalLimiter::reset: the key is empty");
+    Shard& shard = shardOf(key);
+    std::lock_guard<std::mutex> lock(shard.mutex);
+    return shard.keys.erase(key);
+  }
+
+  const Limit& limit() const noexcept { return limit_; }
+
+  // Keys held now, idle ones not yet dropped included.
+  std::size_t keys() const {
+    std::size_t held = 0;
+    for (const auto& shard : shards_) {
+      std::lock_guard<std::mutex> lock(shard->mutex);
+      held += shard->keys.size();
+    }
+    return held;
+  }
+
+  // Keys forgotten while their window still held entries, to stay within max_keys.
+  std::uint64_t evictions() const noexcept { return evictions_.load(std::memory_order_relaxed); }
+
+ private:
+  // One key's admitted requests, oldest first: (time, units) pairs in a vector whose front part
+  // [0, head) has slid out already and is reclaimed in bulk, so sliding costs O(1) amortised.
+  struct Log {
+    struct Entry {
+      std::int64_t time;
+      std::int64_t units;
+    };
+    std::vector<Entry> entries;
+    std::size_t head = 0;
+    std::int64_t units = 0;
+
+    void slide(std::int64_t now, std::int64_t window) {
+      while (head < entries.size() && entries[head].time <= now - window) units -= entries[head++].units;
+      if (head == entries.size()) {
+        entries.clear(), head = 0;
+      } else if (head * 2 >= entries.size()) {
+        entries.erase(entries.begin(), entries.begin() + static_cast<std::ptrdiff_t>(head)), head = 0;
+      }
+    }
+
+    // A clock that stepped back (NTP, a manual clock) puts an entry before newer ones; keeping the log
+    // sorted keeps sliding and retry_after exact, as Redis's sorted set does.
+    void record(std::int64_t now, std::int64_t cost) {
+      units += cost;
+      if (head == entries.size() || entries.back().time <= now) {
+        if (head < entries.size() && entries.back().time == now) {
+          entries.back().units += cost;
+        } else {
+          entries.push_back({now, cost});
+        }
+        return;
+      }
+      const auto later = std::upper_bound(entries.begin() + static_cast<std::ptrdiff_t>(head), entries.end(), now,
+                                          [](std::int64_t time, const Entry& entry) { return time < entry.time; });
+      entries.insert(later, {now, cost});
+    }
+
+    std::int64_t resetAfter(std::int64_t now, std::int64_t window) const {
+      return head == entries.size() ? 0 : entries.back().time + window - now;
+    }
+
+    // The time until the oldest `units` units have left the window.
+    std::int64_t freedAfter(std::int64_t needed, std::int64_t now, std::int64_t window) const {
+      std::int64_t freed = 0;
+      for (std::size_t i = head; i < entries.size(); ++i) {
+        freed += entries[i].units;
+        if (freed >= needed) return entries[i].time + window - now;
+      }
+      return window;  // unreachable while units >= needed
+    }
+
+    bool idleAt(std::int64_t now, std::int64_t window) const {
+      return head == entries.size() || entries.back().time <= now - window;
+    }
+  };
+
+  struct Shard {
+    explicit Shard(std::size_t capacity) : keys(capacity) {}
+
+    // Keys whose window emptied leave from the least recently used end, a couple per call, so an idle
+    // limiter shrinks without a sweeper thread.
+    void dropIdle(std::int64_t now, std::int64_t window) {
+      keys.dropIdle([&](const Log& log) { return log.idleAt(now, window); }, 2);
+    }
+
+    mutable std::mutex mutex;
+    detail::LruMap<Log> keys;
+  };
+
+  // The same arithmetic as the sliding window script (sliding_window_script.hpp).
+  Decision decide(Log& log, std::int64_t now, std::int64_t cost) const {
+    const std::int64_t window = limit_.window.count();
+    log.slide(now, window);
+    Decision decision;
+    decision.limit = limit_.max_requests;
+    decision.source = DecisionSource::in_memory;
+    decision.allowed = log.units + cost <= limit_.max_requests;
+    if (decision.allowed) log.record(now, cost);
+    decision.remaining = std::max<std::int64_t>(0, limit_.max_requests - log.units);
+    decision.reset_after = std::chrono::microseconds(log.resetAfter(now, window));
+    if (!decision.allowed) {
+      decision.retry_after =
+          std::chrono::microseconds(log.freedAfter(log.units + cost - limit_.max_requests, now, window));
+    }
+    return decision;
+  }
+
+  Shard& shardOf(std::string_view key) {
+    return *shards_[shards_.size() == 1 ? 0 : std::hash<std::string_view>()(key) % shards_.size()];
+  }
+
+  Limit limit_;
+  LocalLimiterOptions options_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::atomic<std::uint64_t> evictions_{0};
+};
+
+}  // namespace swl
