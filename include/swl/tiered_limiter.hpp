@@ -1,0 +1,263 @@
+#pragma once
+// TieredLimiter: a Redis limiter with two local tiers in front of and behind it.
+//
+//   swl::TierOptions tiers;
+//   tiers.instances = 4;  // this service runs 4 instances: each may admit a quarter of the limit alone
+//   swl::TieredLimiter<> limiter(pool, swl::Limit{100, std::chrono::seconds(10)}, {}, tiers);
+//
+// In front, a cache of refusals: once Redis refuses a key with "retry after t", the same or a larger
+// cost for that key is refused here until t, without a round trip. Nothing can shorten that wait on
+// the server (new entries only lengthen it), so the answer is the one Redis would give; a flood from
+// one abuser then costs Redis one call per retry_after instead of one per request. The cache is off
+// when rejected requests are counted, since Redis would record each of them.
+//
+// Behind, insurance: while Redis cannot answer (down, frozen, out of memory), each instance decides
+// alone with an exact in-memory window (LocalLimiter) and its share of the limit, limit / instances,
+// so the service as a whole stays within the limit. Redis is asked again every redis_retry_interval
+// (by one call; the others stay insured meanwhile, so a frozen Redis costs one timeout per interval,
+// not one per request). Once it answers, it decides again. What instances admitted alone is not
+// copied into Redis: in the first window after an outage a key may see up to limit + its insured
+// admissions. Without insurance (instances = 0) the failure policy answers, as for any limiter.
+//
+// Decision::source says which tier decided: redis, blocked_cache, insurance, fail_open or fail_closed.
+// Thread-safe when its RedisClient is (a ConnectionPool, a ClusterConnection, a SentinelConnection).
+
+#include <swl/clock.hpp>
+#include <swl/detail/failure_decisions.hpp>
+#include <swl/detail/lru_map.hpp>
+#include <swl/detail/waiting.hpp>
+#include <swl/error.hpp>
+#include <swl/limit.hpp>
+#include <swl/limiter_options.hpp>
+#include <swl/local_limiter.hpp>
+#include <swl/observer.hpp>
+#include <swl/outcome.hpp>
+#include <swl/redis_client.hpp>
+#include <swl/sliding_window.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace swl {
+
+struct TierOptions {
+  // The local cache of Redis's refusals, and how many keys it holds at most.
+  bool cache_refusals = true;
+  std::size_t max_cached_refusals = 100'000;
+  // How many instances share the limit during an outage; 0 turns insurance off.
+  int instances = 0;
+  // While insured, how often one call asks Redis whether it is back.
+  std::chrono::milliseconds redis_retry_interval{1000};
+  // The most keys the insurance tier holds (see LocalLimiterOptions::max_keys).
+  std::size_t max_insured_keys = 100'000;
+};
+
+template <class RedisLimiter = SlidingWindowLimiter<>>
+class TieredLimiter {
+ public:
+  // `policies` go to RedisLimiter's constructor after the options (key, member and TTL policies).
+  template <class... Policies>
+  TieredLimiter(RedisClient& redis, Limit limit, LimiterOptions options = {}, TierOptions tiers = {},
+                Policies&&... policies)
+      : options_(std::move(options)),
+        tiers_(checked(tiers, limit)),
+        redis_(redis, limit, alone(options_), std::forward<Policies>(policies)...),
+        refusals_(tiers_.max_cached_refusals) {
+    if (tiers_.instances > 0) insurance_.emplace(insuredLimit(limit, tiers_), insuranceOptions(options_, tiers_));
+  }
+
+  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) {
+    const detail::Observation observation(options_.observer, key, cost);
+    std::exception_ptr failure;
+    const Outcome outcome = decide(key, cost, failure);
+    observation.report(outcome.ok() ? &outcome.decision : nullptr, failure);
+    return outcome.value();
+  }
+
+  Decision acquire(std::string_view key, std::int64_t cost, std::chrono::steady_clock::time_point deadline) {
+    return detail::acquireUntil([&] { return tryAcquire(key, cost); }, deadline);
+  }
+
+  template <class Rep, class Period>
+  Decision acquire(std::string_view key, std::int64_t cost, std::chrono::duration<Rep, Period> timeout) {
+    return acquire(key, cost, std::chrono::steady_clock::now() + timeout);
+  }
+
+  // Redis's view of the key; errors are thrown, as RedisLimiter::peek does.
+  Usage peek(std::string_view key) { return redis_.peek(key); }
+
+  // Forgets the key in Redis and in this instance's tiers (other instances' caches keep their refusals
+  // until their retry_after passes).
+  bool reset(std::string_view key) {
+    {
+      std::lock_guard<std::mutex> lock(refusals_mutex_);
+      refusals_.erase(key);
+    }
+    if (insurance_) insurance_->reset(key);
+    return redis_.reset(key);
+  }
+
+  const Limit& limit() const noexcept { return redis_.limit(); }
+
+  // Whether the last call that asked Redis found it unreachable (insurance is deciding).
+  bool insured() const noexcept { return redis_down_until_.load() != kRedisUp; }
+
+  RedisLimiter& redisTier() noexcept { return redis_; }
+
+ private:
+  static constexpr std::int64_t kRedisUp = -1;
+
+  struct Refusal {
+    std::int64_t cost = 0;
+    std::int64_t remaining = 0;
+    std::int64_t retry_at = 0;  // local microseconds
+    std::int64_t reset_at = 0;
+  };
+
+  Outcome decide(std::string_view key, std::int64_t cost, std::exception_ptr& failure) {
+    try {
+      redis_.validate(key, cost);
+    } catch (const InvalidArgument&) {
+      failure = std::current_exception();
+      return {detail::refusedBlind(limit()), failure};
+    }
+    const std::int64_t now = localNow();
+    if (std::optional<Decision> refused = cachedRefusal(key, cost, now)) return {*refused, nullptr};
+    if (insurance_ && !mayAskRedis(now)) return {insure(key, cost), nullptr};
+    try {
+      const Decision decision = redis_.tryAcquire(key, cost);
+      redis_down_until_.store(kRedisUp);
+      if (!decision.allowed) cacheRefusal(key, cost, decision, now);
+      return {decision, nullptr};
+    } catch (const InvalidArgument&) {  // refused by the client itself (keys in two cluster slots)
+      failure = std::current_exception();
+      return {detail::refusedBlind(limit()), failure};
+    } catch (const Error&) {
+      failure = std::current_exception();
+      if (insurance_) {
+        redis_down_until_.store(localNow() + retryInterval());
+        return {insure(key, cost), nullptr};
+      }
+      if (options_.on_failure == FailurePolicy::throw_error) return {detail::refusedBlind(limit()), failure};
+      return {detail::policyDecision(options_.on_failure, limit(), cost), nullptr};
+    }
+  }
+
+  std::optional<Decision> cachedRefusal(std::string_view key, std::int64_t cost, std::int64_t now) {
+    if (!cachesRefusals()) return std::nullopt;
+    std::lock_guard<std::mutex> lock(refusals_mutex_);
+    const Refusal* refusal = refusals_.find(key);
+    if (refusal == nullptr) return std::nullopt;
+    if (now >= refusal->retry_at) {
+      refusals_.erase(key);
+      return std::nullopt;
+    }
+    if (cost < refusal->cost) return std::nullopt;  // a smaller request may fit where that one did not
+    Decision decision;
+    decision.limit = limit().max_requests;
+    decision.remaining = refusal->remaining;
+    decision.retry_after = std::chrono::microseconds(refusal->retry_at - now);
+    decision.reset_after = std::chrono::microseconds(std::max(refusal->reset_at, refusal->retry_at) - now);
+    decision.source = DecisionSource::blocked_cache;
+    return decision;
+  }
+
+  // `now` was read before the call went out, so the local wait ends no earlier than Redis's.
+  void cacheRefusal(std::string_view key, std::int64_t cost, const Decision& decision, std::int64_t now) {
+    if (!cachesRefusals()) return;
+    std::lock_guard<std::mutex> lock(refusals_mutex_);
+    refusals_.dropIdle([&](const Refusal& refusal) { return refusal.retry_at <= now; }, 2);
+    Refusal& refusal = refusals_.obtain(key, [](std::string_view, const Refusal&) {});
+    refusal = {cost, decision.remaining, now + decision.retry_after.count(), now + decision.reset_after.count()};
+  }
+
+  bool cachesRefusals() const noexcept {
+    return tiers_.cache_refusals && options_.rejected == RejectedRequests::not_counted;
+  }
+
+  // While insured, one call per interval claims the right to ask Redis; the rest stay insured.
+  bool mayAskRedis(std::int64_t now) {
+    std::int64_t down_until = redis_down_until_.load();
+    if (down_until == kRedisUp) return true;
+    return now >= down_until && redis_down_until_.compare_exchange_strong(down_until, now + retryInterval());
+  }
+
+  Decision insure(std::string_view key, std::int64_t cost) {
+    if (cost > insurance_->limit().max_requests) {
+      Decision refused = detail::refusedBlind(insurance_->limit());
+      refused.source = DecisionSource::insurance;
+      return refused;
+    }
+    Decision decision = insurance_->tryAcquire(key, cost);
+    decision.source = DecisionSource::insurance;
+    return decision;
+  }
+
+  // The refusal cache and the insurance tier run on the limiter's clock when it is a client clock, so
+  // tests can move them by hand; under Redis's clock they use this host's monotonic clock.
+  std::int64_t localNow() const {
+    if (!options_.clock.isRedisTime()) return options_.clock.now().count();
+    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+
+  std::int64_t retryInterval() const {
+    return std::chrono::duration_cast<std::chrono::microseconds>(tiers_.redis_retry_interval).count();
+  }
+
+  static TierOptions checked(const TierOptions& tiers, const Limit& limit) {
+    if (tiers.instances < 0) {
+      throw InvalidArgument("swl::TierOptions: instances " + std::to_string(tiers.instances) + " is negative");
+    }
+    if (tiers.instances > 0 && limit.max_requests / tiers.instances == 0) {
+      throw InvalidArgument("swl::TierOptions: a limit of " + std::to_string(limit.max_requests) +
+                            " leaves nothing to share among " + std::to_string(tiers.instances) + " instances");
+    }
+    if (tiers.redis_retry_interval.count() < 0) {
+      throw InvalidArgument("swl::TierOptions: redis_retry_interval is negative");
+    }
+    if (tiers.max_cached_refusals == 0 || tiers.max_insured_keys == 0) {
+      throw InvalidArgument("swl::TierOptions: max_cached_refusals and max_insured_keys must be at least 1");
+    }
+    return tiers;
+  }
+
+  // The Redis tier reports failures to this limiter, which reports every decision once.
+  static LimiterOptions alone(LimiterOptions options) {
+    options.on_failure = FailurePolicy::throw_error;
+    options.observer = nullptr;
+    return options;
+  }
+
+  static Limit insuredLimit(Limit limit, const TierOptions& tiers) {
+    limit.max_requests /= tiers.instances;
+    return limit;
+  }
+
+  static LocalLimiterOptions insuranceOptions(const LimiterOptions& options, const TierOptions& tiers) {
+    LocalLimiterOptions local;
+    if (!options.clock.isRedisTime()) local.clock = options.clock;
+    local.max_keys = tiers.max_insured_keys;
+    return local;
+  }
+
+  LimiterOptions options_;
+  TierOptions tiers_;
+  RedisLimiter redis_;
+  std::mutex refusals_mutex_;
+  detail::LruMap<Refusal> refusals_;
+  std::optional<LocalLimiter> insurance_;
+  // kRedisUp, or the local time after which one call may ask Redis again.
+  std::atomic<std::int64_t> redis_down_until_{kRedisUp};
+};
+
+}  // namespace swl
