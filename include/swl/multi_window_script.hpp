@@ -29,8 +29,7 @@ local allowed = true
 for i, key in ipairs(KEYS) do
   windows[i] = tonumber(ARGV[2 + 3 * i])
   limits[i] = tonumber(ARGV[3 + 3 * i])
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%.0f', now - windows[i]))
-  counts[i] = redis.call('ZCARD', key)
+  counts[i] = redis.call('ZCOUNT', key, '(' .. string.format('%.0f', now - windows[i]), '+inf')
   refused[i] = counts[i] + cost > limits[i]
   if refused[i] then allowed = false end
 end
@@ -51,6 +50,12 @@ if allowed or ARGV[4] == '1' then
     redis.call('PEXPIRE', key, ARGV[4 + 3 * i])
     counts[i] = counts[i] + cost
   end
+end
+
+-- Slid-out entries go after the ZADDs, so that a ZADD is the first write and Redis over maxmemory
+-- refuses the script before it changed anything (see sliding_window_script.hpp).
+for i, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%.0f', now - windows[i]))
 end
 
 local result = {allowed and 1 or 0}

@@ -37,9 +37,9 @@ if redis_time then
 end
 local now = tonumber(now_text)  -- below 2^53, so exact in a Lua double
 
--- Entries at or before now - window have slid out.
-redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%.0f', now - window))
-local count = redis.call('ZCARD', key)
+-- Entries at or before now - window have slid out; the rest count.
+local window_start = string.format('%.0f', now - window)
+local count = redis.call('ZCOUNT', key, '(' .. window_start, '+inf')
 local allowed = count + cost <= limit
 
 -- A rejected request writes nothing unless the caller opted into the penalty: recording rejections
@@ -65,6 +65,11 @@ if cost > 0 and (allowed or ARGV[7] == '1') then
   count = count + cost
   redis.call('PEXPIRE', key, ARGV[6] or math.ceil(window / 1000))
 end
+
+-- The slid-out entries go only now, so that ZADD is the script's first write: a Redis over maxmemory
+-- refuses a script's first write that could grow memory (OOM) before anything changed, but lets every
+-- later write of a script that has written through. Trimming first would have let the ZADD in.
+redis.call('ZREMRANGEBYSCORE', key, '-inf', window_start)
 
 local remaining = limit - count
 if remaining < 0 then remaining = 0 end
