@@ -213,6 +213,10 @@ class Connection : public RedisClient {
 
   bool isConnected() const noexcept { return context_ != nullptr; }
 
+  // For a client that learns the server behind an open connection is the wrong one (a master demoted to
+  // a replica): the next command connects again, through the factory, which may lead elsewhere.
+  void disconnect() noexcept { context_.reset(); }
+
   // "host:port", "unix:/path" or the adopter's description; used in every error message.
   const std::string& endpoint() const noexcept { return endpoint_; }
 

@@ -1,0 +1,371 @@
+#include <swl/sentinel_connection.hpp>
+#include <swl/sliding_window.hpp>
+
+#include "support/redis_sentinel.hpp"
+#include "support/replies.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using swl::test::errorReplies;
+using swl::test::integerReply;
+using swl::test::RedisSentinel;
+using swl::test::textReply;
+
+namespace {
+
+const std::string kMaster(RedisSentinel::kMasterName);
+
+std::string endpoint(int port) { return "127.0.0.1:" + std::to_string(port); }
+
+swl::SentinelConnection sentinelClient(const RedisSentinel& deployment, const swl::SentinelOptions& options) {
+  return swl::SentinelConnection(deployment.sentinels(), kMaster, options);
+}
+
+swl::SentinelConnection sentinelClient(const RedisSentinel& deployment) {
+  return sentinelClient(deployment, deployment.options());
+}
+
+// What hiredis makes of `resp`, as it would of a sentinel's answer on the wire.
+swl::detail::ReplyPtr replyFrom(std::string_view resp) {
+  const std::unique_ptr<redisReader, void (*)(redisReader*)> reader(redisReaderCreate(), redisReaderFree);
+  void* reply = nullptr;
+  if (redisReaderFeed(reader.get(), resp.data(), resp.size()) != REDIS_OK ||
+      redisReaderGetReply(reader.get(), &reply) != REDIS_OK || reply == nullptr) {
+    throw std::runtime_error("hiredis cannot read " + std::string(resp));
+  }
+  return swl::detail::ReplyPtr(static_cast<redisReply*>(reply));
+}
+
+std::optional<swl::detail::NodeAddress> masterIn(std::string_view resp) {
+  return swl::detail::parseMasterAddress(*replyFrom(resp), "127.0.0.1:26379", "mymaster");
+}
+
+// A thread that calls tryAcquire on one key until stopped, keeping every decision and when it came.
+class Traffic {
+ public:
+  template <class Limiter>
+  Traffic(Limiter& limiter, std::string key) {
+    thread_ = std::thread([this, &limiter, key = std::move(key)] {
+      while (!stop_) {
+        const swl::Decision decision = limiter.tryAcquire(key);
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          decisions_.push_back({std::chrono::steady_clock::now(), decision.source, decision.allowed});
+        }
+        // Failed calls return at once (reconnects are throttled): do not let them spin a core.
+        std::this_thread::sleep_for(1ms);
+      }
+    });
+  }
+  ~Traffic() { stop(); }
+
+  struct Seen {
+    std::chrono::steady_clock::time_point at;
+    swl::DecisionSource source;
+    bool allowed;
+  };
+
+  // Waits until `done(decisions so far)` holds, or `patience` has passed; says which.
+  template <class Done>
+  bool waitUntil(Done&& done, std::chrono::milliseconds patience) {
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    while (std::chrono::steady_clock::now() < deadline) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (done(decisions_)) return true;
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    return false;
+  }
+
+  std::size_t decided() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return decisions_.size();
+  }
+
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // After stop().
+  const std::vector<Seen>& decisions() const { return decisions_; }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::vector<Seen> decisions_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+TEST_CASE("the master the sentinels name serves a limiter exactly, from one thread or eight") {
+  RedisSentinel deployment;
+  auto redis = sentinelClient(deployment);
+  CHECK(redis.masterAddress() == endpoint(deployment.firstMasterPort()));
+
+  swl::SlidingWindowLimiter<> limiter(redis, swl::Limit{5, 3600s});
+  for (int i = 0; i < 5; ++i) {
+    const swl::Decision decision = limiter.tryAcquire("alone");
+    CHECK(decision.allowed);
+    CHECK(decision.source == swl::DecisionSource::redis);
+  }
+  CHECK_FALSE(limiter.tryAcquire("alone").allowed);
+
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> threads;
+  swl::SlidingWindowLimiter<> shared_limiter(redis, swl::Limit{100, 3600s});
+  for (int thread = 0; thread < 8; ++thread) {
+    threads.emplace_back([&] {
+      for (int call = 0; call < 100; ++call) admitted += shared_limiter.tryAcquire("shared").allowed ? 1 : 0;
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  CHECK(admitted == 100);
+
+  const std::vector<swl::Outcome> batch = limiter.tryAcquireMany({{"batch"}, {"batch", 3}, {"batch"}, {"batch"}});
+  CHECK(batch[0].value().allowed);
+  CHECK(batch[1].value().allowed);
+  CHECK(batch[2].value().allowed);
+  CHECK_FALSE(batch[3].value().allowed);
+
+  auto master = deployment.connectToNode(deployment.firstMasterPort());
+  CHECK(integerReply(master, {"ZCARD", limiter.redisKey("alone")}) == 5);
+  CHECK(integerReply(master, {"ZCARD", limiter.redisKey("shared")}) == 100);
+  CHECK(integerReply(master, {"ZCARD", limiter.redisKey("batch")}) == 5);
+
+  // Sentinels that do not know the master are each named, and the failure policy answers.
+  swl::SentinelConnection unknown(deployment.sentinels(), "othermaster", deployment.options());
+  swl::LimiterOptions fail_open;
+  fail_open.on_failure = swl::FailurePolicy::allow;
+  swl::SlidingWindowLimiter<> lenient(unknown, swl::Limit{5, 3600s}, fail_open);
+  CHECK(lenient.tryAcquire("k").source == swl::DecisionSource::fail_open);
+  try {
+    unknown.masterAddress();
+    FAIL("a master that no sentinel knows was found");
+  } catch (const swl::ConnectionError& error) {
+    CHECK_THAT(error.what(), Catch::Contains("named the master 'othermaster'"));
+    for (const swl::SentinelAddress& sentinel : deployment.sentinels()) {
+      CHECK_THAT(error.what(), Catch::Contains("sentinel " + endpoint(sentinel.port) + " does not know it"));
+    }
+  }
+
+  // A sentinel that is down is skipped.
+  std::vector<swl::SentinelAddress> first_one_down = deployment.sentinels();
+  first_one_down.insert(first_one_down.begin(), {"127.0.0.1", swl::test::RedisServer::freeLoopbackPort()});
+  swl::SentinelConnection partly_down(first_one_down, kMaster, deployment.options());
+  CHECK(partly_down.masterAddress() == endpoint(deployment.firstMasterPort()));
+}
+
+TEST_CASE("passwords reach the sentinels and the data nodes, and a wrong one is an AuthError that never shows it") {
+  const std::string data_password = "data-secret-7", sentinel_password = "sentinel-secret-9";
+  RedisSentinel deployment(data_password, sentinel_password);
+  const auto shows_no_password = [&](const std::string& message) {
+    for (const std::string& password : {data_password, sentinel_password, std::string("wrong-password-3")}) {
+      if (message.find(password) != std::string::npos) return false;
+    }
+    return true;
+  };
+  const auto auth_error_of = [&](const swl::SentinelOptions& options) -> std::string {
+    auto redis = sentinelClient(deployment, options);
+    swl::SlidingWindowLimiter<> limiter(redis, swl::Limit{5, 3600s});
+    try {
+      limiter.tryAcquire("k");
+    } catch (const swl::AuthError& error) {
+      return error.what();
+    }
+    return "no AuthError";
+  };
+
+  auto redis = sentinelClient(deployment);
+  swl::SlidingWindowLimiter<> limiter(redis, swl::Limit{5, 3600s});
+  CHECK(limiter.tryAcquire("k").source == swl::DecisionSource::redis);
+
+  swl::SentinelOptions wrong_sentinel_password = deployment.options();
+  wrong_sentinel_password.sentinel.password = "wrong-password-3";
+  const std::string refused_by_sentinels = auth_error_of(wrong_sentinel_password);
+  CHECK_THAT(refused_by_sentinels, Catch::Contains("none of the sentinels") && Catch::Contains("'mymaster'") &&
+                                       Catch::Contains("refused authentication"));
+  CHECK(shows_no_password(refused_by_sentinels));
+
+  swl::SentinelOptions no_sentinel_password = deployment.options();
+  no_sentinel_password.sentinel.password.clear();
+  CHECK_THAT(auth_error_of(no_sentinel_password), Catch::Contains("requires authentication"));
+
+  swl::SentinelOptions wrong_data_password = deployment.options();
+  wrong_data_password.master.password = "wrong-password-3";
+  const std::string refused_by_master = auth_error_of(wrong_data_password);
+  CHECK_THAT(refused_by_master, Catch::Contains("master 'mymaster'") && Catch::Contains("refused authentication"));
+  CHECK(shows_no_password(refused_by_master));
+}
+
+TEST_CASE("bad sentinel input is refused with a named reason, and unreachable sentinels are named") {
+  const swl::SentinelAddress somewhere{"127.0.0.1", 26379};
+  CHECK_THROWS_WITH(swl::SentinelConnection({}, "mymaster"), Catch::Contains("no sentinel given"));
+  CHECK_THROWS_WITH(swl::SentinelConnection({somewhere}, ""), Catch::Contains("the master name is empty"));
+  CHECK_THROWS_WITH(swl::SentinelConnection({somewhere, {"127.0.0.1", 0}}, "mymaster"),
+                    Catch::Contains("port 0 is not in 1..65535"));
+  CHECK_THROWS_WITH(swl::SentinelConnection({{"", 26379}}, "mymaster"), Catch::Contains("host is empty"));
+  swl::SentinelOptions sentinel_db;
+  sentinel_db.sentinel.db = 2;
+  CHECK_THROWS_WITH(swl::SentinelConnection({somewhere}, "mymaster", sentinel_db),
+                    Catch::Contains("sentinels have no databases"));
+  swl::SentinelOptions empty_pool;
+  empty_pool.pool.size = 0;
+  CHECK_THROWS_AS(swl::SentinelConnection({somewhere}, "mymaster", empty_pool), swl::InvalidArgument);
+
+  const int first_closed = swl::test::RedisServer::freeLoopbackPort();
+  const int second_closed = swl::test::RedisServer::freeLoopbackPort();
+  swl::SentinelOptions with_passwords;
+  with_passwords.sentinel.password = "sentinel-secret-5";
+  with_passwords.master.password = "data-secret-6";
+  swl::SentinelConnection nowhere({{"127.0.0.1", first_closed}, {"127.0.0.1", second_closed}}, "mymaster",
+                                  with_passwords);
+  swl::SlidingWindowLimiter<> limiter(nowhere, swl::Limit{5, 3600s});
+  try {
+    limiter.tryAcquire("k");
+    FAIL("no error from unreachable sentinels");
+  } catch (const swl::ConnectionError& error) {
+    const std::string message = error.what();
+    CHECK_THAT(message, Catch::Contains("none of the sentinels " + endpoint(first_closed) + ", " +
+                                        endpoint(second_closed) + " named the master 'mymaster'") &&
+                            Catch::Contains("Connection refused"));
+    CHECK(message.find("secret") == std::string::npos);
+  }
+}
+
+TEST_CASE("a sentinel answer that is not [host, port] is a ProtocolError naming the sentinel") {
+  const std::optional<swl::detail::NodeAddress> master = masterIn("*2\r\n$8\r\n10.0.0.7\r\n$4\r\n6380\r\n");
+  REQUIRE(master);
+  CHECK(master->endpoint() == "10.0.0.7:6380");
+  CHECK_FALSE(masterIn("*-1\r\n"));  // this sentinel does not know the master
+  CHECK_THROWS_AS(masterIn("-NOAUTH Authentication required.\r\n"), swl::AuthError);
+  CHECK_THROWS_WITH(masterIn("-ERR unknown command 'SENTINEL'\r\n"),
+                    Catch::Contains("sentinel 127.0.0.1:26379 refused") && Catch::Contains("unknown command"));
+  for (std::string_view malformed :
+       {"+OK\r\n", ":6380\r\n", "*1\r\n$8\r\n10.0.0.7\r\n", "*3\r\n$8\r\n10.0.0.7\r\n$4\r\n6380\r\n$1\r\nx\r\n",
+        "*2\r\n$8\r\n10.0.0.7\r\n:6380\r\n", "*2\r\n$0\r\n\r\n$4\r\n6380\r\n",
+        "*2\r\n$8\r\n10.0.0.7\r\n$5\r\n70000\r\n", "*2\r\n$8\r\n10.0.0.7\r\n$2\r\n-1\r\n",
+        "*2\r\n$8\r\n10.0.0.7\r\n$5\r\n6380x\r\n"}) {
+    CAPTURE(malformed);
+    CHECK_THROWS_AS(masterIn(malformed), swl::ProtocolError);
+    CHECK_THROWS_WITH(masterIn(malformed),
+                      Catch::Contains("sentinel 127.0.0.1:26379 answered SENTINEL get-master-addr-by-name mymaster"));
+  }
+}
+
+TEST_CASE("a killed master: the failure policy answers until the sentinels promote its replica, which then decides") {
+  RedisSentinel deployment;
+  swl::SentinelOptions options = deployment.options();
+  for (swl::ConnectionOptions* connection : {&options.sentinel, &options.master}) {
+    connection->connect_timeout = 300ms;
+    connection->command_timeout = 300ms;
+  }
+  auto redis = sentinelClient(deployment, options);
+  swl::LimiterOptions fail_closed;
+  fail_closed.on_failure = swl::FailurePolicy::deny;
+  swl::SlidingWindowLimiter<> limiter(redis, swl::Limit{1'000'000, 3600s}, fail_closed);
+  const int old_master = deployment.firstMasterPort(), replica = deployment.firstReplicaPort();
+
+  Traffic traffic(limiter, "k");
+  REQUIRE(traffic.waitUntil([](const auto& decisions) { return decisions.size() >= 100; }, 5000ms));
+  const auto killed_at = std::chrono::steady_clock::now();
+  deployment.node(old_master).kill();
+  const auto resumed = [](const std::vector<Traffic::Seen>& decisions) {
+    bool refused = false;
+    for (const Traffic::Seen& seen : decisions) {
+      refused = refused || seen.source == swl::DecisionSource::fail_closed;
+      if (refused && seen.source == swl::DecisionSource::redis) return true;
+    }
+    return false;
+  };
+  REQUIRE(traffic.waitUntil(resumed, 15000ms));
+  const auto resumed_at = std::chrono::steady_clock::now();
+  // Some more decisions on the new master, so that none of the last ones could be a straggler.
+  const std::size_t decided_by_then = traffic.decided();
+  REQUIRE(traffic.waitUntil([&](const auto& decisions) { return decisions.size() >= decided_by_then + 100; }, 5000ms));
+  traffic.stop();
+
+  long long before_kill = 0, refused = 0, after_failover = 0;
+  for (const Traffic::Seen& seen : traffic.decisions()) {
+    if (seen.source == swl::DecisionSource::fail_closed) {
+      CHECK_FALSE(seen.allowed);
+      ++refused;
+    } else {
+      REQUIRE(seen.source == swl::DecisionSource::redis);
+      CHECK(seen.allowed);
+      ++(refused == 0 ? before_kill : after_failover);
+    }
+  }
+  const std::vector<Traffic::Seen>& decisions = traffic.decisions();
+  for (std::size_t i = decisions.size() - 100; i < decisions.size(); ++i) {
+    CHECK(decisions[i].source == swl::DecisionSource::redis);
+  }
+  CHECK(refused > 0);
+  WARN("killed master: " << before_kill << " decisions before, " << refused << " by the failure policy, "
+                         << after_failover << " by the promoted replica, which took over after "
+                         << std::chrono::duration_cast<std::chrono::milliseconds>(resumed_at - killed_at).count()
+                         << " ms");
+  CHECK(redis.masterAddress() == endpoint(replica));
+  // Entries admitted before the kill reached the replica or were lost with the master; every one
+  // admitted since is on the promoted replica.
+  auto promoted = deployment.connectToNode(replica);
+  const long long recorded = integerReply(promoted, {"ZCARD", limiter.redisKey("k")});
+  CHECK(recorded >= after_failover);
+  CHECK(recorded <= after_failover + before_kill + 1);  // + a call that ran but whose answer died with the master
+}
+
+TEST_CASE(
+    "a graceful sentinel failover: the demoted master answers READONLY, and the call goes once to the new master") {
+  RedisSentinel deployment;
+  const int old_master = deployment.firstMasterPort(), replica = deployment.firstReplicaPort();
+  auto redis = sentinelClient(deployment);
+  auto batch_redis = sentinelClient(deployment);
+  swl::SlidingWindowLimiter<> limiter(redis, swl::Limit{5, 3600s});
+  swl::SlidingWindowLimiter<> batch_limiter(batch_redis, swl::Limit{5, 3600s});
+  for (int i = 0; i < 3; ++i) REQUIRE(limiter.tryAcquire("single").allowed);
+  REQUIRE(batch_limiter.tryAcquireMany({{"batch"}})[0].value().allowed);
+  deployment.waitUntilReplicated(old_master);
+
+  auto sentinel = deployment.connectToSentinel(0);
+  REQUIRE(textReply(sentinel, {"SENTINEL", "FAILOVER", kMaster}) == "OK");
+  deployment.waitUntilMasterIs(replica, 15s);
+  // Sentinel demotes the old master only seconds after the switch, and closes its clients as it does
+  // (the killed-master case covers that). Demoting it by hand now keeps our connections to it open, so
+  // that they meet READONLY.
+  auto demoted = deployment.connectToNode(old_master);
+  REQUIRE(textReply(demoted, {"REPLICAOF", "127.0.0.1", std::to_string(replica)}) == "OK");
+
+  for (int i = 0; i < 2; ++i) {
+    const swl::Decision decision = limiter.tryAcquire("single");
+    CHECK(decision.allowed);
+    CHECK(decision.source == swl::DecisionSource::redis);
+  }
+  CHECK_FALSE(limiter.tryAcquire("single").allowed);
+  const std::vector<swl::Outcome> batch = batch_limiter.tryAcquireMany({{"batch"}, {"batch"}, {"batch"}});
+  for (const swl::Outcome& outcome : batch) {
+    CHECK(outcome.value().allowed);
+    CHECK(outcome.value().source == swl::DecisionSource::redis);
+  }
+
+  // One READONLY for the single call, one per call of the batch, each call repeated once elsewhere.
+  CHECK(errorReplies(demoted, "READONLY") == 1 + 3);
+  CHECK(redis.masterAddress() == endpoint(replica));
+  auto promoted = deployment.connectToNode(replica);
+  CHECK(integerReply(promoted, {"ZCARD", limiter.redisKey("single")}) == 5);
+  CHECK(integerReply(promoted, {"ZCARD", batch_limiter.redisKey("batch")}) == 4);
+}
