@@ -30,6 +30,16 @@ TEST_CASE("the hash-tag key policy wraps the key in braces so Redis Cluster hash
   CHECK(swl::HashTagKey().key("user:42") == "swl:{user:42}");
   CHECK(swl::HashTagKey("rph").key("user:42") == "rph:{user:42}");
   CHECK(swl::HashTagKey().key("\xff") == "swl:{\xff}");
+  CHECK(swl::HashTagKey().key("a}b") == "swl:{a}b}");  // the tag ends early; still one slot per "a"
+}
+
+TEST_CASE("the hash-tag key policy refuses what would leave the tag empty or move it, found by fuzzing") {
+  using Catch::Matchers::Contains;
+  // "swl:{}x}" hashes whole (an empty tag counts as none), so its slot would follow the prefix.
+  CHECK_THROWS_WITH(swl::HashTagKey().key("}x"), Contains("would leave its hash tag empty"));
+  CHECK_THROWS_AS(swl::HashTagKey().key(""), swl::InvalidArgument);
+  CHECK_THROWS_WITH(swl::HashTagKey("a{b"), Contains("holds '{'"));
+  CHECK(swl::hashSlot(swl::HashTagKey("second").key("x}")) == swl::hashSlot(swl::HashTagKey("hour").key("x}")));
 }
 
 TEST_CASE("compact members are unique across threads, free of '#', and shorter than a UUID") {

@@ -40,12 +40,24 @@ class PrefixKey {
 // "prefix:{user_key}". Redis Cluster hashes only the part inside the first braces, so every key built
 // from the same user key lands in one slot, whatever the prefix: what a script touching several of
 // them (several limits for one user) needs there. A user key that itself holds '}' ends the tag early,
-// which changes only where the key lives, never which key it is.
+// which changes only where the key lives, never which key it is. A user key that starts with '}' would
+// leave the tag empty, and Redis would hash the whole key, prefix included: such a key is refused, and
+// so is a prefix holding '{', which would move the tag.
 class HashTagKey {
  public:
-  explicit HashTagKey(std::string prefix = "swl") : prefix_(std::move(prefix)) {}
+  explicit HashTagKey(std::string prefix = "swl") : prefix_(std::move(prefix)) {
+    if (prefix_.find('{') != std::string::npos) {
+      throw InvalidArgument("swl::HashTagKey: the prefix '" + prefix_ +
+                            "' holds '{', which would move the hash tag off the user key");
+    }
+  }
 
   std::string key(std::string_view user_key) const {
+    if (user_key.empty() || user_key.front() == '}') {
+      throw InvalidArgument("swl::HashTagKey: the key '" + std::string(user_key) +
+                            "' would leave its hash tag empty (it is empty or starts with '}'), so its slot "
+                            "would depend on the prefix");
+    }
     std::string redis_key;
     redis_key.reserve(prefix_.size() + 3 + user_key.size());
     return redis_key.append(prefix_).append(":{").append(user_key).append(1, '}');

@@ -147,19 +147,10 @@ class MultiLimiter {
   const LimiterOptions& options() const { return rules_.front().options(); }
 
   MultiDecision decide(const redisReply& reply) const {
-    std::array<std::int64_t, 1 + 3 * ScriptCall::kMaxKeys> values;
-    detail::readIntegers(reply, values.data(), 1 + 3 * rules_.size());
+    std::array<std::int64_t, ScriptCall::kMaxKeys> limits;
+    for (std::size_t i = 0; i < rules_.size(); ++i) limits[i] = rules_[i].limit().max_requests;
     MultiDecision result;
-    bool every_rule_admitted = true;
-    for (std::size_t i = 0; i < rules_.size(); ++i) {
-      const std::int64_t* rule = &values[1 + 3 * i];
-      result.rules.push_back(
-          detail::checkedDecision(rule[1] == 0 ? 1 : 0, rule[0], rule[1], rule[2], rules_[i].limit().max_requests));
-      every_rule_admitted = every_rule_admitted && result.rules.back().allowed;
-    }
-    if (values[0] != (every_rule_admitted ? 1 : 0)) {
-      throw detail::badReply("allowed = " + std::to_string(values[0]) + " against its rules' answers");
-    }
+    result.rules = detail::decodeRuleDecisions<ScriptCall::kMaxKeys>(reply, limits.data(), rules_.size());
     return bound(std::move(result));
   }
 

@@ -6,9 +6,12 @@
 #include <swl/error.hpp>
 #include <swl/limit.hpp>
 
+#include <array>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace swl::detail {
 
@@ -50,6 +53,31 @@ inline Decision decodeDecision(const redisReply& reply, std::int64_t limit) {
   std::int64_t values[4];
   readIntegers(reply, values, 4);
   return checkedDecision(values[0], values[1], values[2], values[3], limit);
+}
+
+// A multi-window script's reply (MultiLimiter): {allowed, then per rule: remaining, retry_after_us,
+// reset_after_us}, as one Decision per rule, rule i under limits[i]. A rule admitted iff its retry_after
+// is 0, and `allowed` must say whether every rule did. `rules` is 1..kMaxRules (the script's key limit).
+template <std::size_t kMaxRules>
+std::vector<Decision> decodeRuleDecisions(const redisReply& reply, const std::int64_t* limits, std::size_t rules) {
+  if (rules == 0 || rules > kMaxRules) {
+    throw InvalidArgument("swl: a decision of " + std::to_string(rules) + " rules; one decision takes 1 to " +
+                          std::to_string(kMaxRules));
+  }
+  std::array<std::int64_t, 1 + 3 * kMaxRules> values;
+  readIntegers(reply, values.data(), 1 + 3 * rules);
+  std::vector<Decision> decisions;
+  decisions.reserve(rules);
+  bool every_rule_admitted = true;
+  for (std::size_t i = 0; i < rules; ++i) {
+    const std::int64_t* rule = &values[1 + 3 * i];
+    decisions.push_back(checkedDecision(rule[1] == 0 ? 1 : 0, rule[0], rule[1], rule[2], limits[i]));
+    every_rule_admitted = every_rule_admitted && decisions.back().allowed;
+  }
+  if (values[0] != (every_rule_admitted ? 1 : 0)) {
+    throw badReply("allowed = " + std::to_string(values[0]) + " against its rules' answers");
+  }
+  return decisions;
 }
 
 }  // namespace swl::detail

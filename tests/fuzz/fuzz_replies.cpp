@@ -1,0 +1,175 @@
+// libFuzzer target: arbitrary bytes through hiredis's own RESP parser, and every reply it produces
+// through everything in swl that reads a Redis reply: detail::decodeDecision (single-window
+// limiters), detail::decodeRuleDecisions (MultiLimiter) and the cluster parsers (cluster_replies.hpp).
+// A malformed reply may only become a swl::Error; any other exception, crash or Decision breaking its
+// invariants aborts.
+
+#include <swl/detail/cluster_replies.hpp>
+#include <swl/detail/decision_reply.hpp>
+#include <swl/detail/hiredis.hpp>
+#include <swl/error.hpp>
+#include <swl/hash_slot.hpp>
+#include <swl/limit.hpp>
+#include <swl/script.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+struct ReaderDeleter {
+  void operator()(redisReader* reader) const noexcept { redisReaderFree(reader); }
+};
+using ReaderPtr = std::unique_ptr<redisReader, ReaderDeleter>;
+
+[[noreturn]] void fail(const char* what) {
+  std::fprintf(stderr, "fuzz_replies: %s\n", what);
+  std::abort();
+}
+
+void check(bool holds, const char* invariant) {
+  if (!holds) fail(invariant);
+}
+
+// Runs `decode`; a swl::Error is a refused reply, anything else a bug.
+template <class Decode>
+void refusedOnlyAsSwlError(Decode&& decode) {
+  try {
+    decode();
+  } catch (const swl::Error&) {
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "fuzz_replies: threw a non-swl exception: %s\n", error.what());
+    std::abort();
+  } catch (...) {
+    fail("threw something that is not an exception");
+  }
+}
+
+void checkDecision(const swl::Decision& decision, std::int64_t limit) {
+  check(decision.limit == limit, "decision.limit is the limit asked for");
+  check(decision.remaining >= 0 && decision.remaining <= limit, "0 <= remaining <= limit");
+  check(decision.retry_after.count() >= 0, "retry_after >= 0");
+  check(decision.allowed == (decision.retry_after.count() == 0), "allowed iff retry_after == 0");
+  check(decision.reset_after.count() >= 0, "reset_after >= 0");
+  check(decision.source == swl::DecisionSource::redis, "a decoded decision comes from redis");
+}
+
+// hiredis 0.14 allocates a multi-bulk's element array as soon as it reads the count ("*2000000000\r\n"
+// asks it for 16 GB), which libFuzzer reports as out of memory. That is hiredis's limit, not swl's:
+// such inputs are skipped. No reply swl reads has more elements than CLUSTER SLOTS' 16384 ranges.
+bool announcesHugeArray(std::string_view input) {
+  constexpr std::uint64_t kMaxElements = 1 << 16;
+  for (std::size_t at = input.find('*'); at != std::string_view::npos; at = input.find('*', at + 1)) {
+    std::uint64_t count = 0;
+    for (std::size_t digit = at + 1; digit < input.size() && input[digit] >= '0' && input[digit] <= '9'; ++digit) {
+      count = count * 10 + static_cast<std::uint64_t>(input[digit] - '0');
+      if (count > kMaxElements) return true;
+    }
+  }
+  return false;
+}
+
+// The limits to decode under: typical ones, the extremes, one taken from the input's last 8 bytes, and
+// each integer of the reply (so remaining == limit and remaining == limit + 1 are tried).
+std::vector<std::int64_t> limitsFor(const redisReply& reply, std::string_view input) {
+  std::vector<std::int64_t> limits{1, 3, 1000, (std::int64_t{1} << 53) - 1, std::numeric_limits<std::int64_t>::max()};
+  if (input.size() >= sizeof(std::int64_t)) {
+    std::int64_t from_input;
+    std::memcpy(&from_input, input.data() + input.size() - sizeof from_input, sizeof from_input);
+    limits.push_back(from_input);
+  }
+  if (reply.type == REDIS_REPLY_ARRAY) {
+    for (std::size_t i = 0; i < reply.elements && i < 8; ++i) {
+      const redisReply& element = *reply.element[i];
+      if (element.type != REDIS_REPLY_INTEGER) continue;
+      limits.push_back(element.integer);
+      if (element.integer > 1) limits.push_back(element.integer - 1);
+    }
+  }
+  return limits;
+}
+
+void decodeAsDecision(const redisReply& reply, const std::vector<std::int64_t>& limits) {
+  for (const std::int64_t limit : limits) {
+    refusedOnlyAsSwlError([&] { checkDecision(swl::detail::decodeDecision(reply, limit), limit); });
+  }
+}
+
+void decodeAsRuleDecisions(const redisReply& reply, const std::vector<std::int64_t>& limits) {
+  constexpr std::size_t kMaxRules = swl::ScriptCall::kMaxKeys;
+  std::size_t rule_counts[] = {1, 2, kMaxRules, 0};
+  if (reply.type == REDIS_REPLY_ARRAY && reply.elements >= 4 && reply.elements % 3 == 1 &&
+      (reply.elements - 1) / 3 <= kMaxRules) {
+    rule_counts[3] = (reply.elements - 1) / 3;  // the count that fits the reply's shape
+  }
+  for (const std::size_t rules : rule_counts) {
+    if (rules == 0) continue;
+    for (const std::int64_t limit : limits) {
+      // Every rule under `limit`, and then rule i under limits[i + k]: different limits per rule.
+      for (std::size_t shift = 0; shift < 2; ++shift) {
+        std::int64_t rule_limits[kMaxRules];
+        for (std::size_t i = 0; i < rules; ++i)
+          rule_limits[i] = shift == 0 ? limit : limits[(i + shift) % limits.size()];
+        refusedOnlyAsSwlError([&] {
+          const std::vector<swl::Decision> decisions =
+              swl::detail::decodeRuleDecisions<kMaxRules>(reply, rule_limits, rules);
+          check(decisions.size() == rules, "one decision per rule");
+          bool every_rule_admitted = true;
+          for (std::size_t i = 0; i < rules; ++i) {
+            checkDecision(decisions[i], rule_limits[i]);
+            every_rule_admitted = every_rule_admitted && decisions[i].allowed;
+          }
+          check(reply.element[0]->integer == (every_rule_admitted ? 1 : 0), "allowed agrees with the rules");
+        });
+      }
+    }
+  }
+}
+
+void parseAsClusterReply(const redisReply& reply) {
+  const swl::detail::NodeAddress answering{"10.0.0.1", 6379};
+  refusedOnlyAsSwlError([&] {
+    const auto redirection = swl::detail::parseRedirection(reply, answering);
+    if (!redirection) return;
+    check(reply.type == REDIS_REPLY_ERROR, "only an error reply redirects");
+    check(redirection->slot < swl::kClusterSlots, "a redirection's slot < 16384");
+    check(redirection->target.port > 0 && redirection->target.port <= 65535, "a redirection's port is 1..65535");
+    check(!redirection->target.host.empty(), "a redirection names a host");
+  });
+  if (swl::detail::isRetryLater(reply)) check(reply.type == REDIS_REPLY_ERROR, "only an error reply says retry");
+  refusedOnlyAsSwlError([&] {
+    for (const swl::detail::SlotRange& range : swl::detail::parseClusterSlots(reply, answering)) {
+      check(range.first <= range.last && range.last < swl::kClusterSlots, "first <= last < 16384");
+      check(range.master.port > 0 && range.master.port <= 65535, "a master's port is 1..65535");
+      check(!range.master.host.empty(), "a master names a host");
+    }
+  });
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
+  if (announcesHugeArray(input)) return 0;
+  const ReaderPtr reader(redisReaderCreate());
+  if (!reader) fail("redisReaderCreate failed");
+  if (redisReaderFeed(reader.get(), input.data(), input.size()) != REDIS_OK) return 0;
+  for (int replies = 0; replies < 64; ++replies) {
+    void* parsed = nullptr;
+    if (redisReaderGetReply(reader.get(), &parsed) != REDIS_OK || parsed == nullptr) break;  // malformed or incomplete
+    const swl::detail::ReplyPtr reply(static_cast<redisReply*>(parsed));
+    const std::vector<std::int64_t> limits = limitsFor(*reply, input);
+    decodeAsDecision(*reply, limits);
+    decodeAsRuleDecisions(*reply, limits);
+    parseAsClusterReply(*reply);
+  }
+  return 0;
+}
