@@ -12,11 +12,11 @@ source scripts/lib.sh
 config=${1:-default}
 case "$config" in
   default) compiler=g++ packages=(g++) settings=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
-  asan) compiler=clang++ packages=(clang libclang-rt-14-dev) settings=(-DCMAKE_BUILD_TYPE=Debug -DSWL_SANITIZE=address,undefined) ;;
+  asan) compiler=clang++ packages=(clang libclang-rt-14-dev) settings=(-DCMAKE_BUILD_TYPE=Debug -DSWL_SANITIZE=address,undefined -DSWL_BUILD_FUZZERS=ON) ;;
   tsan) compiler=clang++ packages=(clang libclang-rt-14-dev) settings=(-DCMAKE_BUILD_TYPE=Debug -DSWL_SANITIZE=thread) ;;
   *) echo "usage: $0 [default|asan|tsan]" >&2; exit 2 ;;
 esac
-install_missing "${packages[@]}" make cmake pkg-config libhiredis-dev libevent-dev libcpp-httplib-dev catch2 redis-server redis-tools
+install_missing "${packages[@]}" make cmake pkg-config libhiredis-dev libevent-dev libcpp-httplib-dev prometheus-cpp-dev catch2 redis-server redis-tools
 
 build=build-$config
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER="$compiler" "${settings[@]}" \

@@ -15,11 +15,15 @@
 #include <swl/key_policy.hpp>
 #include <swl/limit.hpp>
 #include <swl/limiter_options.hpp>
+#include <swl/local_limiter.hpp>
 #include <swl/member_policy.hpp>
 #include <swl/multi_limiter.hpp>
+#include <swl/observer.hpp>
 #include <swl/outcome.hpp>
 #include <swl/redis_client.hpp>
 #include <swl/script.hpp>
+#include <swl/sentinel_connection.hpp>
 #include <swl/sliding_counter.hpp>
 #include <swl/sliding_window.hpp>
+#include <swl/tiered_limiter.hpp>
 #include <swl/ttl_policy.hpp>
