@@ -170,6 +170,7 @@ TEST_CASE("three insured instances stay within their shares during an outage and
   }
   server.stop();
   std::atomic<int> admitted[3] = {0, 0, 0};
+  std::atomic<int> not_insured{0};  // Catch's assertions are not thread-safe: count, then check
   std::vector<std::thread> threads;
   for (int i = 0; i < 3; ++i) {
     for (int t = 0; t < 2; ++t) {
@@ -177,12 +178,13 @@ TEST_CASE("three insured instances stay within their shares during an outage and
         for (int call = 0; call < 40; ++call) {
           const swl::Decision decision = instances[i]->tryAcquire("k");
           if (decision.allowed) admitted[i].fetch_add(1);
-          CHECK(decision.source == swl::DecisionSource::insurance);
+          if (decision.source != swl::DecisionSource::insurance) not_insured.fetch_add(1);
         }
       });
     }
   }
   for (std::thread& thread : threads) thread.join();
+  CHECK(not_insured.load() == 0);
   for (int i = 0; i < 3; ++i) CHECK(admitted[i].load() == 10);  // 30 / 3 each, 30 in all
 
   server.start();
