@@ -33,7 +33,7 @@
 namespace swl {
 
 template <class Rules>
-class BasicLimiter {
+class BasicLimiter : public detail::Waiting<BasicLimiter<Rules>> {
  public:
   Decision tryAcquire(std::string_view key, std::int64_t cost = 1) {
     const detail::Observation observation(rules_.options().observer, key, cost);
@@ -81,19 +81,6 @@ class BasicLimiter {
                       failures[i]);
     }
     return outcomes;
-  }
-
-  // Client-side throttling for API clients and crawlers: tries, and while refused sleeps the decision's
-  // retry_after and tries again. Returns the admitting decision, or the last refusal as soon as its
-  // retry_after would end after `deadline` (so it never sleeps in vain). A failure policy that denies
-  // is waited out the same way; FailurePolicy::throw_error throws as tryAcquire does.
-  Decision acquire(std::string_view key, std::int64_t cost, std::chrono::steady_clock::time_point deadline) {
-    return detail::acquireUntil([&] { return tryAcquire(key, cost); }, deadline);
-  }
-
-  template <class Rep, class Period>
-  Decision acquire(std::string_view key, std::int64_t cost, std::chrono::duration<Rep, Period> timeout) {
-    return acquire(key, cost, std::chrono::steady_clock::now() + timeout);
   }
 
   // What `key` has used of its limit now, recording nothing. Redis must answer: errors are thrown,

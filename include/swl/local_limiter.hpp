@@ -46,7 +46,7 @@ struct LocalLimiterOptions {
   Observer observer;
 };
 
-class LocalLimiter {
+class LocalLimiter : public detail::Waiting<LocalLimiter> {
  public:
   explicit LocalLimiter(Limit limit, LocalLimiterOptions options = {})
       : limit_(detail::checkedLimit(limit)), options_(std::move(options)) {
@@ -94,17 +94,6 @@ class LocalLimiter {
       }
     }
     return outcomes;
-  }
-
-  // Waits (sleeping retry_after, never spinning) until admitted, or returns the refusal that would end
-  // after `deadline`.
-  Decision acquire(std::string_view key, std::int64_t cost, std::chrono::steady_clock::time_point deadline) {
-    return detail::acquireUntil([&] { return tryAcquire(key, cost); }, deadline);
-  }
-
-  template <class Rep, class Period>
-  Decision acquire(std::string_view key, std::int64_t cost, std::chrono::duration<Rep, Period> timeout) {
-    return acquire(key, cost, std::chrono::steady_clock::now() + timeout);
   }
 
   // What `key` has used of its limit now, recording nothing.

@@ -62,7 +62,7 @@ struct TierOptions {
 };
 
 template <class RedisLimiter = SlidingWindowLimiter<>>
-class TieredLimiter {
+class TieredLimiter : public detail::Waiting<TieredLimiter<RedisLimiter>> {
  public:
   // `policies` go to RedisLimiter's constructor after the options (key, member and TTL policies).
   template <class... Policies>
@@ -81,15 +81,6 @@ class TieredLimiter {
     const Outcome outcome = decide(key, cost, failure);
     observation.report(outcome.ok() ? &outcome.decision : nullptr, failure);
     return outcome.value();
-  }
-
-  Decision acquire(std::string_view key, std::int64_t cost, std::chrono::steady_clock::time_point deadline) {
-    return detail::acquireUntil([&] { return tryAcquire(key, cost); }, deadline);
-  }
-
-  template <class Rep, class Period>
-  Decision acquire(std::string_view key, std::int64_t cost, std::chrono::duration<Rep, Period> timeout) {
-    return acquire(key, cost, std::chrono::steady_clock::now() + timeout);
   }
 
   // Redis's view of the key; errors are thrown, as RedisLimiter::peek does.
