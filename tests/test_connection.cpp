@@ -10,19 +10,10 @@
 #include <vector>
 
 using namespace std::chrono_literals;
+using swl::test::failFast;
 using swl::test::integerReply;
 using swl::test::RedisServer;
 using swl::test::textReply;
-
-namespace {
-
-swl::ConnectionOptions reconnectAtOnce() {
-  swl::ConnectionOptions options;
-  options.reconnect_interval = 0ms;
-  return options;
-}
-
-}  // namespace
 
 TEST_CASE("a connection is opened lazily and reports a refused connect as a ConnectionError naming the server") {
   RedisServer server;
@@ -50,13 +41,13 @@ TEST_CASE("after a failed connect, commands fail fast until reconnect_interval h
   server.start();
   CHECK_THROWS_WITH(connection.ping(), Catch::Contains("not retrying"));
 
-  auto eager = server.connect(reconnectAtOnce());
+  auto eager = server.connect(failFast());
   CHECK_NOTHROW(eager.ping());
 }
 
 TEST_CASE("a server-side disconnect is noticed before the next command, which goes out on a new connection") {
   RedisServer server;
-  auto connection = server.connect(reconnectAtOnce());
+  auto connection = server.connect(failFast());
   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{10, 60s});
   CHECK(limiter.tryAcquire("k").remaining == 9);
 
@@ -70,7 +61,7 @@ TEST_CASE("a server-side disconnect is noticed before the next command, which go
 
 TEST_CASE("a frozen server makes a command fail with a TimeoutError, and the connection recovers after") {
   RedisServer server;
-  swl::ConnectionOptions options = reconnectAtOnce();
+  swl::ConnectionOptions options = failFast();
   options.command_timeout = 100ms;
   auto connection = server.connect(options);
   connection.ping();
@@ -174,7 +165,7 @@ TEST_CASE("an ACL user allowed only the script's commands on the limiter's prefi
 
 TEST_CASE("SELECT puts the limiter's keys in the chosen database, after every reconnect too") {
   RedisServer server;
-  swl::ConnectionOptions options = reconnectAtOnce();
+  swl::ConnectionOptions options = failFast();
   options.db = 3;
   auto connection = server.connect(options);
   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{5, 60s});
@@ -219,7 +210,7 @@ TEST_CASE("an adopted context factory is called again for every reconnect") {
         ++contexts_made;
         return redisConnect("127.0.0.1", server.port());
       },
-      "my tls redis", reconnectAtOnce());
+      "my tls redis", failFast());
   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{5, 60s});
   CHECK(limiter.tryAcquire("k").remaining == 4);
   auto admin = server.connect();

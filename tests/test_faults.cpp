@@ -19,25 +19,14 @@
 
 using namespace std::chrono_literals;
 using swl::test::commandCalls;
+using swl::test::failFast;
 using swl::test::integerReply;
 using swl::test::RedisServer;
 using swl::test::textReply;
 
-namespace {
-
-swl::ConnectionOptions quickOptions() {
-  swl::ConnectionOptions options;
-  options.command_timeout = 250ms;
-  options.connect_timeout = 250ms;
-  options.reconnect_interval = 0ms;
-  return options;
-}
-
-}  // namespace
-
 TEST_CASE("a frozen Redis: every call returns within the command timeout with the policy's answer, then resumes") {
   RedisServer server;
-  auto pool = swl::ConnectionPool::tcp("127.0.0.1", server.port(), swl::PoolOptions{4, 500ms}, quickOptions());
+  auto pool = swl::ConnectionPool::tcp("127.0.0.1", server.port(), swl::PoolOptions{4, 500ms}, failFast(250ms));
   swl::LimiterOptions options;
   options.on_failure = swl::FailurePolicy::deny;
   swl::SlidingWindowLimiter<> limiter(pool, swl::Limit{1'000'000, 1h}, options);
@@ -84,7 +73,7 @@ TEST_CASE("a frozen Redis: every call returns within the command timeout with th
 TEST_CASE("connections killed by the server are reopened by the next call, and nothing is counted twice") {
   RedisServer server;
   auto admin = server.connect();
-  auto connection = server.connect(quickOptions());
+  auto connection = server.connect(failFast(250ms));
   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{10, 1h});
 
   for (int i = 0; i < 10; ++i) {
@@ -108,7 +97,7 @@ TEST_CASE("connections killed by the server are reopened by the next call, and n
 
 TEST_CASE("a Redis restarted empty, script cache included, is used again by the same limiter") {
   RedisServer server;
-  auto connection = server.connect(quickOptions());
+  auto connection = server.connect(failFast(250ms));
   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{3, 1h});
   for (int i = 0; i < 3; ++i) REQUIRE(limiter.tryAcquire("k").allowed);
   REQUIRE_FALSE(limiter.tryAcquire("k").allowed);
@@ -127,7 +116,7 @@ TEST_CASE("a Redis restarted empty, script cache included, is used again by the 
 TEST_CASE("Redis out of memory: a clear error through the failure policy, never an admit it did not record") {
   RedisServer server({"--maxmemory-policy", "noeviction"});
   auto admin = server.connect();
-  auto connection = server.connect(quickOptions());
+  auto connection = server.connect(failFast(250ms));
   swl::SlidingWindowLimiter<> strict(connection, swl::Limit{100, 1h});
   REQUIRE(strict.tryAcquire("before").allowed);  // loads the script while there is room
 
@@ -160,13 +149,15 @@ TEST_CASE("three insured instances stay within their shares during an outage and
   swl::TierOptions tiers;
   tiers.instances = 3;
   tiers.redis_retry_interval = 200ms;
+  swl::ManualClock clock;  // moves the retry interval by hand
+  swl::LimiterOptions options;
+  options.clock = swl::Clock::manual(clock);
   std::vector<std::unique_ptr<swl::ConnectionPool>> pools;
   std::vector<std::unique_ptr<swl::TieredLimiter<>>> instances;
   for (int i = 0; i < 3; ++i) {
     pools.push_back(std::make_unique<swl::ConnectionPool>(
-        [&] { return swl::Connection::tcp("127.0.0.1", server.port(), quickOptions()); }, swl::PoolOptions{2}));
-    instances.push_back(
-        std::make_unique<swl::TieredLimiter<>>(*pools.back(), swl::Limit{30, 1h}, swl::LimiterOptions{}, tiers));
+        [&] { return swl::Connection::tcp("127.0.0.1", server.port(), failFast(250ms)); }, swl::PoolOptions{2}));
+    instances.push_back(std::make_unique<swl::TieredLimiter<>>(*pools.back(), swl::Limit{30, 1h}, options, tiers));
   }
   server.stop();
   std::atomic<int> admitted[3] = {0, 0, 0};
@@ -188,7 +179,7 @@ TEST_CASE("three insured instances stay within their shares during an outage and
   for (int i = 0; i < 3; ++i) CHECK(admitted[i].load() == 10);  // 30 / 3 each, 30 in all
 
   server.start();
-  std::this_thread::sleep_for(250ms);  // one retry interval
+  clock.advance(200ms);  // one retry interval: the next call of each instance asks Redis again
   int by_redis = 0;
   for (int round = 0; round < 20; ++round) {
     for (auto& instance : instances) {

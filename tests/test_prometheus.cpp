@@ -74,14 +74,6 @@ swl::LimiterOptions observedBy(const swl::PrometheusMetrics& metrics, swl::Failu
   return options;
 }
 
-swl::ConnectionOptions failFast() {
-  swl::ConnectionOptions options;
-  options.connect_timeout = 200ms;
-  options.command_timeout = 200ms;
-  options.reconnect_interval = 0ms;
-  return options;
-}
-
 }  // namespace
 
 TEST_CASE("every series exists from the start, at zero, for each verdict and tier") {
@@ -124,7 +116,7 @@ TEST_CASE("decisions Redis makes are counted as allowed and rejected in the redi
 
 TEST_CASE("when Redis is down and the policy admits, the fail_open tier and the connection error are counted") {
   RedisServer server;
-  auto connection = server.connect(failFast());
+  auto connection = server.connect(swl::test::failFast(200ms));
   prometheus::Registry registry;
   const swl::PrometheusMetrics metrics(registry);
   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{3, 10s}, observedBy(metrics, swl::FailurePolicy::allow));
@@ -142,7 +134,7 @@ TEST_CASE("when Redis is down and the policy admits, the fail_open tier and the 
 
 TEST_CASE("when Redis is down and the policy refuses, the fail_closed tier is counted") {
   RedisServer server;
-  auto connection = server.connect(failFast());
+  auto connection = server.connect(swl::test::failFast(200ms));
   prometheus::Registry registry;
   const swl::PrometheusMetrics metrics(registry);
   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{3, 10s}, observedBy(metrics, swl::FailurePolicy::deny));
@@ -156,7 +148,7 @@ TEST_CASE("when Redis is down and the policy refuses, the fail_closed tier is co
 
 TEST_CASE("when Redis is down and the policy throws, the call is an error verdict with its error kind") {
   RedisServer server;
-  auto connection = server.connect(failFast());
+  auto connection = server.connect(swl::test::failFast(200ms));
   prometheus::Registry registry;
   const swl::PrometheusMetrics metrics(registry);
   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{3, 10s},

@@ -298,9 +298,7 @@ TEST_CASE("only EVALSHA runs the script, never EVAL") {
 
 TEST_CASE("when Redis is down each failure policy answers, and the same limiter recovers when it returns") {
   RedisServer server;
-  swl::ConnectionOptions connection_options;
-  connection_options.reconnect_interval = 0ms;
-  auto connection = server.connect(connection_options);
+  auto connection = server.connect(swl::test::failFast());
 
   swl::LimiterOptions throwing, failing_open, failing_closed;
   failing_open.on_failure = swl::FailurePolicy::allow;
@@ -330,10 +328,7 @@ TEST_CASE("when Redis is down each failure policy answers, and the same limiter 
 
 TEST_CASE("a command that timed out is never sent again, so nothing is counted twice") {
   RedisServer server;
-  swl::ConnectionOptions connection_options;
-  connection_options.command_timeout = 200ms;
-  connection_options.reconnect_interval = 0ms;
-  auto connection = server.connect(connection_options);
+  auto connection = server.connect(swl::test::failFast(200ms));
   swl::LimiterOptions fail_open;
   fail_open.on_failure = swl::FailurePolicy::allow;
   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{10, 60s}, fail_open);

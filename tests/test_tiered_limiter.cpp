@@ -76,9 +76,7 @@ TEST_CASE("the refusal cache answers only what Redis would answer") {
 
 TEST_CASE("insurance decides with this instance's share while Redis is down, and hands back") {
   ManualTime time;
-  swl::ConnectionOptions quick;
-  quick.reconnect_interval = 0ms;
-  auto pool = swl::ConnectionPool::tcp("127.0.0.1", time.server.port(), swl::PoolOptions{2}, quick);
+  auto pool = swl::ConnectionPool::tcp("127.0.0.1", time.server.port(), swl::PoolOptions{2}, swl::test::failFast());
   swl::TierOptions tiers;
   tiers.instances = 4;
   tiers.redis_retry_interval = 1s;
@@ -110,10 +108,7 @@ TEST_CASE("insurance decides with this instance's share while Redis is down, and
 
 TEST_CASE("a frozen Redis costs an insured limiter one timeout per retry interval, not one per call") {
   swl::test::RedisServer server;
-  swl::ConnectionOptions options;
-  options.command_timeout = 200ms;
-  options.reconnect_interval = 0ms;
-  auto pool = swl::ConnectionPool::tcp("127.0.0.1", server.port(), swl::PoolOptions{1}, options);
+  auto pool = swl::ConnectionPool::tcp("127.0.0.1", server.port(), swl::PoolOptions{1}, swl::test::failFast(200ms));
   swl::TierOptions tiers;
   tiers.instances = 2;
   tiers.redis_retry_interval = 2s;

@@ -28,9 +28,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <functional>
-#include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -49,32 +46,24 @@ struct LocalLimiterOptions {
 class LocalLimiter : public detail::Waiting<LocalLimiter> {
  public:
   explicit LocalLimiter(Limit limit, LocalLimiterOptions options = {})
-      : limit_(detail::checkedLimit(limit)), options_(std::move(options)) {
-    if (options_.clock.isRedisTime()) {
-      throw InvalidArgument("swl::LocalLimiter: Clock::redis() needs Redis; use Clock::system() or Clock::manual()");
-    }
-    if (options_.max_keys == 0) throw InvalidArgument("swl::LocalLimiter: max_keys is 0; it must hold a key");
-    // Few keys would spread unevenly over many shards, so a small limiter keeps them all in one.
-    const std::size_t shard_count = options_.max_keys >= 1024 ? 16 : 1;
-    for (std::size_t i = 0; i < shard_count; ++i) {
-      const std::size_t capacity = options_.max_keys / shard_count + (i < options_.max_keys % shard_count ? 1 : 0);
-      shards_.push_back(std::make_unique<Shard>(capacity));
-    }
-  }
+      : limit_(detail::checkedLimit(limit)), options_(checked(std::move(options))), logs_(options_.max_keys) {}
 
   // A request of `cost` is admitted iff the units in (now - window, now] plus `cost` fit in the limit.
   Decision tryAcquire(std::string_view key, std::int64_t cost = 1) {
     const detail::Observation observation(options_.observer, key, cost, DecisionSource::in_memory);
     try {
-      detail::checkRequest("swl::LocalLimiter::tryAcquire", key, cost, limit_.max_requests);
+      detail::checkRequest("swl::LocalLimiter", "tryAcquire", key, cost, limit_.max_requests);
       const std::int64_t now = options_.clock.now().count();
-      Shard& shard = shardOf(key);
-      std::lock_guard<std::mutex> lock(shard.mutex);
-      shard.dropIdle(now, limit_.window.count());
-      Log& log = shard.keys.obtain(key, [&](std::string_view, const Log& evicted) {
-        if (!evicted.idleAt(now, limit_.window.count())) evictions_.fetch_add(1, std::memory_order_relaxed);
+      const std::int64_t window = limit_.window.count();
+      const Decision decision = logs_.with(key, [&](detail::LruMap<Log>& logs) {
+        // Keys whose window emptied leave from the least recently used end, a couple per call, so an
+        // idle limiter shrinks without a sweeper thread.
+        logs.dropIdle([&](const Log& log) { return log.idleAt(now, window); }, 2);
+        Log& log = logs.obtain(key, [&](std::string_view, const Log& evicted) {
+          if (!evicted.idleAt(now, window)) evictions_.fetch_add(1, std::memory_order_relaxed);
+        });
+        return decide(log, now, cost);
       });
-      const Decision decision = decide(log, now, cost);
       observation.report(&decision, nullptr);
       return decision;
     } catch (const Error&) {
@@ -100,38 +89,29 @@ class LocalLimiter : public detail::Waiting<LocalLimiter> {
   Usage peek(std::string_view key) {
     if (key.empty()) throw InvalidArgument("swl::LocalLimiter::peek: the key is empty");
     const std::int64_t now = options_.clock.now().count();
-    Shard& shard = shardOf(key);
-    std::lock_guard<std::mutex> lock(shard.mutex);
-    Usage usage;
-    usage.limit = limit_.max_requests;
-    if (Log* log = shard.keys.find(key)) {
-      log->slide(now, limit_.window.count());
-      usage.used = log->units;
-      usage.reset_after = std::chrono::microseconds(log->resetAfter(now, limit_.window.count()));
-    }
-    usage.remaining = std::max<std::int64_t>(0, usage.limit - usage.used);
-    return usage;
+    return logs_.with(key, [&](detail::LruMap<Log>& logs) {
+      Usage usage;
+      usage.limit = limit_.max_requests;
+      if (Log* log = logs.find(key)) {
+        log->slide(now, limit_.window.count());
+        usage.used = log->units;
+        usage.reset_after = std::chrono::microseconds(log->resetAfter(now, limit_.window.count()));
+      }
+      usage.remaining = std::max<std::int64_t>(0, usage.limit - usage.used);
+      return usage;
+    });
   }
 
   // Forgets `key`; returns whether anything of it was held.
   bool reset(std::string_view key) {
     if (key.empty()) throw InvalidArgument("swl::LocalLimiter::reset: the key is empty");
-    Shard& shard = shardOf(key);
-    std::lock_guard<std::mutex> lock(shard.mutex);
-    return shard.keys.erase(key);
+    return logs_.with(key, [&](detail::LruMap<Log>& logs) { return logs.erase(key); });
   }
 
   const Limit& limit() const noexcept { return limit_; }
 
   // Keys held now, idle ones not yet dropped included.
-  std::size_t keys() const {
-    std::size_t held = 0;
-    for (const auto& shard : shards_) {
-      std::lock_guard<std::mutex> lock(shard->mutex);
-      held += shard->keys.size();
-    }
-    return held;
-  }
+  std::size_t keys() const { return logs_.size(); }
 
   // Keys forgotten while their window still held entries, to stay within max_keys.
   std::uint64_t evictions() const noexcept { return evictions_.load(std::memory_order_relaxed); }
@@ -193,18 +173,13 @@ class LocalLimiter : public detail::Waiting<LocalLimiter> {
     }
   };
 
-  struct Shard {
-    explicit Shard(std::size_t capacity) : keys(capacity) {}
-
-    // Keys whose window emptied leave from the least recently used end, a couple per call, so an idle
-    // limiter shrinks without a sweeper thread.
-    void dropIdle(std::int64_t now, std::int64_t window) {
-      keys.dropIdle([&](const Log& log) { return log.idleAt(now, window); }, 2);
+  static LocalLimiterOptions checked(LocalLimiterOptions options) {
+    if (options.clock.isRedisTime()) {
+      throw InvalidArgument("swl::LocalLimiter: Clock::redis() needs Redis; use Clock::system() or Clock::manual()");
     }
-
-    mutable std::mutex mutex;
-    detail::LruMap<Log> keys;
-  };
+    if (options.max_keys == 0) throw InvalidArgument("swl::LocalLimiter: max_keys is 0; it must hold a key");
+    return options;
+  }
 
   // The same arithmetic as the sliding window script (sliding_window_script.hpp).
   Decision decide(Log& log, std::int64_t now, std::int64_t cost) const {
@@ -224,13 +199,9 @@ class LocalLimiter : public detail::Waiting<LocalLimiter> {
     return decision;
   }
 
-  Shard& shardOf(std::string_view key) {
-    return *shards_[shards_.size() == 1 ? 0 : std::hash<std::string_view>()(key) % shards_.size()];
-  }
-
   Limit limit_;
   LocalLimiterOptions options_;
-  std::vector<std::unique_ptr<Shard>> shards_;
+  detail::ShardedLruMap<Log> logs_;
   std::atomic<std::uint64_t> evictions_{0};
 };
 

@@ -41,7 +41,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -89,10 +88,7 @@ class TieredLimiter : public detail::Waiting<TieredLimiter<RedisLimiter>> {
   // Forgets the key in Redis and in this instance's tiers (other instances' caches keep their refusals
   // until their retry_after passes).
   bool reset(std::string_view key) {
-    {
-      std::lock_guard<std::mutex> lock(refusals_mutex_);
-      refusals_.erase(key);
-    }
+    refusals_.with(key, [&](detail::LruMap<Refusal>& refusals) { return refusals.erase(key); });
     if (insurance_) insurance_->reset(key);
     return redis_.reset(key);
   }
@@ -145,30 +141,32 @@ class TieredLimiter : public detail::Waiting<TieredLimiter<RedisLimiter>> {
 
   std::optional<Decision> cachedRefusal(std::string_view key, std::int64_t cost, std::int64_t now) {
     if (!cachesRefusals()) return std::nullopt;
-    std::lock_guard<std::mutex> lock(refusals_mutex_);
-    const Refusal* refusal = refusals_.find(key);
-    if (refusal == nullptr) return std::nullopt;
-    if (now >= refusal->retry_at) {
-      refusals_.erase(key);
-      return std::nullopt;
-    }
-    if (cost < refusal->cost) return std::nullopt;  // a smaller request may fit where that one did not
-    Decision decision;
-    decision.limit = limit().max_requests;
-    decision.remaining = refusal->remaining;
-    decision.retry_after = std::chrono::microseconds(refusal->retry_at - now);
-    decision.reset_after = std::chrono::microseconds(std::max(refusal->reset_at, refusal->retry_at) - now);
-    decision.source = DecisionSource::blocked_cache;
-    return decision;
+    return refusals_.with(key, [&](detail::LruMap<Refusal>& refusals) -> std::optional<Decision> {
+      const Refusal* refusal = refusals.find(key);
+      if (refusal == nullptr) return std::nullopt;
+      if (now >= refusal->retry_at) {
+        refusals.erase(key);
+        return std::nullopt;
+      }
+      if (cost < refusal->cost) return std::nullopt;  // a smaller request may fit where that one did not
+      Decision decision;
+      decision.limit = limit().max_requests;
+      decision.remaining = refusal->remaining;
+      decision.retry_after = std::chrono::microseconds(refusal->retry_at - now);
+      decision.reset_after = std::chrono::microseconds(std::max(refusal->reset_at, refusal->retry_at) - now);
+      decision.source = DecisionSource::blocked_cache;
+      return decision;
+    });
   }
 
   // `now` was read before the call went out, so the local wait ends no earlier than Redis's.
   void cacheRefusal(std::string_view key, std::int64_t cost, const Decision& decision, std::int64_t now) {
     if (!cachesRefusals()) return;
-    std::lock_guard<std::mutex> lock(refusals_mutex_);
-    refusals_.dropIdle([&](const Refusal& refusal) { return refusal.retry_at <= now; }, 2);
-    Refusal& refusal = refusals_.obtain(key, [](std::string_view, const Refusal&) {});
-    refusal = {cost, decision.remaining, now + decision.retry_after.count(), now + decision.reset_after.count()};
+    refusals_.with(key, [&](detail::LruMap<Refusal>& refusals) {
+      refusals.dropIdle([&](const Refusal& refusal) { return refusal.retry_at <= now; }, 2);
+      refusals.obtain(key, [](std::string_view, const Refusal&) {}) = {
+          cost, decision.remaining, now + decision.retry_after.count(), now + decision.reset_after.count()};
+    });
   }
 
   bool cachesRefusals() const noexcept {
@@ -244,8 +242,7 @@ class TieredLimiter : public detail::Waiting<TieredLimiter<RedisLimiter>> {
   LimiterOptions options_;
   TierOptions tiers_;
   RedisLimiter redis_;
-  std::mutex refusals_mutex_;
-  detail::LruMap<Refusal> refusals_;
+  detail::ShardedLruMap<Refusal> refusals_;  // its locks stay off the hot path of other keys
   std::optional<LocalLimiter> insurance_;
   // kRedisUp, or the local time after which one call may ask Redis again.
   std::atomic<std::int64_t> redis_down_until_{kRedisUp};

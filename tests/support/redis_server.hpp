@@ -119,4 +119,14 @@ class RedisServer {
   ChildProcess process_;
 };
 
+// Options for tests that break the server on purpose: every wait is `timeout`, and a failed connect
+// is retried by the very next call, so a test needs no sleep to see the server again.
+inline swl::ConnectionOptions failFast(std::chrono::milliseconds timeout = std::chrono::milliseconds(1000)) {
+  swl::ConnectionOptions options;
+  options.connect_timeout = timeout;
+  options.command_timeout = timeout;
+  options.reconnect_interval = std::chrono::milliseconds(0);
+  return options;
+}
+
 }  // namespace swl::test

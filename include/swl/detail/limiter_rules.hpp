@@ -156,11 +156,10 @@ class LimiterRules {
 
   // Throws InvalidArgument for a request no limit could take.
   void validate(std::string_view key, std::int64_t cost) const {
-    const std::string call = std::string(Algorithm::kName) + "::tryAcquire";
-    checkRequest(call, key, cost, limit_.max_requests);
+    checkRequest(Algorithm::kName, "tryAcquire", key, cost, limit_.max_requests);
     if (cost > shards_.back().limit) {
-      throw InvalidArgument(call + ": cost " + std::to_string(cost) + " exceeds a shard's share of " +
-                            std::to_string(shards_.back().limit) +
+      throw InvalidArgument(std::string(Algorithm::kName) + "::tryAcquire: cost " + std::to_string(cost) +
+                            " exceeds a shard's share of " + std::to_string(shards_.back().limit) +
                             " of the limit, so some shards could never admit it (key '" + std::string(key) + "')");
     }
   }

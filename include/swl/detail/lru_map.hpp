@@ -4,11 +4,15 @@
 // costs bounded memory. Not thread-safe: its owner locks.
 
 #include <cstddef>
+#include <functional>
 #include <list>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace swl::detail {
 
@@ -72,6 +76,45 @@ class LruMap {
   std::size_t capacity_;
   std::list<Entry> order_;  // most recently used first; list nodes never move, so index_ may view their keys
   std::unordered_map<std::string_view, typename std::list<Entry>::iterator> index_;
+};
+
+// LruMaps behind independent locks, keys spread over them by hash, so threads working on different keys
+// rarely wait for each other. Few keys would spread unevenly, so a small capacity keeps one map.
+template <class Value>
+class ShardedLruMap {
+ public:
+  explicit ShardedLruMap(std::size_t capacity) {
+    const std::size_t count = capacity >= 1024 ? 16 : 1;
+    for (std::size_t i = 0; i < count; ++i) {
+      shards_.push_back(std::make_unique<Shard>(capacity / count + (i < capacity % count ? 1 : 0)));
+    }
+  }
+
+  // `use(LruMap<Value>&)` with the key's map locked; its result is returned (not a reference into the map).
+  template <class Use>
+  auto with(std::string_view key, Use&& use) {
+    Shard& shard = *shards_[shards_.size() == 1 ? 0 : std::hash<std::string_view>()(key) % shards_.size()];
+    std::lock_guard<std::mutex> lock(shard.mutex);
+    return use(shard.map);
+  }
+
+  std::size_t size() const {
+    std::size_t held = 0;
+    for (const auto& shard : shards_) {
+      std::lock_guard<std::mutex> lock(shard->mutex);
+      held += shard->map.size();
+    }
+    return held;
+  }
+
+ private:
+  struct Shard {
+    explicit Shard(std::size_t capacity) : map(capacity) {}
+    mutable std::mutex mutex;
+    LruMap<Value> map;
+  };
+
+  std::vector<std::unique_ptr<Shard>> shards_;
 };
 
 }  // namespace swl::detail

@@ -25,9 +25,13 @@ inline Limit checkedLimit(Limit limit) {
   return limit;
 }
 
-// `limiter` names the call in the message, e.g. "swl::LocalLimiter::tryAcquire".
-inline void checkRequest(std::string_view limiter, std::string_view key, std::int64_t cost, std::int64_t limit) {
-  const auto refuse = [&](const std::string& why) { return InvalidArgument(std::string(limiter) + ": " + why); };
+// `limiter` and `call` name the call in the message ("swl::LocalLimiter", "tryAcquire"). Nothing is
+// built unless the request is refused: this runs on every decision.
+inline void checkRequest(std::string_view limiter, std::string_view call, std::string_view key, std::int64_t cost,
+                         std::int64_t limit) {
+  const auto refuse = [&](const std::string& why) {
+    return InvalidArgument(std::string(limiter) + "::" + std::string(call) + ": " + why);
+  };
   if (key.empty()) throw refuse("the key is empty");
   const auto of_key = [&] { return " (key '" + std::string(key) + "')"; };
   if (cost <= 0) throw refuse("cost " + std::to_string(cost) + " is not positive" + of_key());
