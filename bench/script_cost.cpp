@@ -52,11 +52,12 @@ void runCalls(swl::Connection& connection, const swl::Script& script, long calls
       for (std::string& arg : args_for(call, limit)) storage[i].push_back(std::move(arg));
       argv[i].assign(storage[i].begin(), storage[i].end());
     }
-    connection.pipeline(
-        depth, [&](std::size_t i) { return std::pair(argv[i].data(), argv[i].size()); },
-        [&](std::size_t, swl::detail::ReplyPtr reply) {
-          if (reply->type == REDIS_REPLY_ERROR) throw swl::ReplyError(swl::detail::replyText(*reply).data());
-        });
+    swl::detail::linkOf(connection)
+        .pipeline(
+            depth, [&](std::size_t i) { return std::pair(argv[i].data(), argv[i].size()); },
+            [&](std::size_t, swl::Reply reply) {
+              if (reply->isError()) throw swl::ReplyError(std::string(reply->text()));
+            });
     done += depth;
   }
 }
@@ -64,7 +65,7 @@ void runCalls(swl::Connection& connection, const swl::Script& script, long calls
 double measure(swl::Connection& connection, const swl::Script& script, bool rejected, long calls,
                const ArgsFor& args_for) {
   swl::test::textReply(connection, {"FLUSHALL"});
-  connection.load(script);
+  swl::detail::linkOf(connection).load(script);
   const int keys = rejected ? 100 : 10000;
   const std::int64_t limit = rejected ? 10 : 1000000;
   if (rejected) runCalls(connection, script, keys * limit, keys, limit, args_for);  // fill every window

@@ -11,7 +11,7 @@
 // name one node of a Redis Cluster, and pool and batch run over one ClusterConnection shared by the
 // threads (a pool of --threads connections per master).
 // Progress goes to stderr; the last stdout line is one JSON object.
-#include <swl/async_sliding_window.hpp>
+#include <swl/async/limiter.hpp>
 #include <swl/swl.hpp>
 
 #include <event2/event.h>
@@ -257,8 +257,8 @@ int main(int argc, char** argv) {
   if (settings.cluster) {
     swl::ClusterOptions options;
     options.pool = pool_options;
-    auto cluster = std::make_unique<swl::ClusterConnection>(
-        std::vector<swl::ClusterConnection::Seed>{{settings.host, settings.port}}, options);
+    auto cluster =
+        std::make_unique<swl::ClusterConnection>(std::vector<swl::Address>{{settings.host, settings.port}}, options);
     cluster->refresh();
     std::cerr << "swl_bench: cluster of " << cluster->masters().size() << " masters\n";
     shared = std::move(cluster);
@@ -277,7 +277,8 @@ int main(int argc, char** argv) {
     KeyPicker warm(settings.keys, settings.threads);
     for (int i = 0; i < std::min(settings.keys, 1000); ++i) pooled->tryAcquire(warm.next());
   } else {
-    swl::Connection::tcp(settings.host, settings.port).load(swl::SlidingWindowLimiter<>::script());
+    auto connection = swl::Connection::tcp(settings.host, settings.port);
+    swl::detail::linkOf(connection).load(swl::SlidingWindowLimiter<>::script());
   }
 
   std::vector<Tally> tallies(settings.threads);

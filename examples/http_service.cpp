@@ -7,7 +7,7 @@
 // Routes: GET /hello and GET /search. It prints "listening on 127.0.0.1:PORT" once it serves, and runs
 // until it is stopped (SIGINT or SIGTERM).
 
-#include <swl/http_headers.hpp>
+#include <swl/integrations/http_headers.hpp>
 #include <swl/swl.hpp>
 
 #include <httplib.h>
@@ -70,7 +70,7 @@ class RateLimitMiddleware {
   httplib::Server::HandlerResponse operator()(const httplib::Request& request, httplib::Response& response) {
     const std::string route = request.method + " " + request.path;
     const swl::MultiDecision decision = limiter_.tryAcquire({request.remote_addr, route});
-    if (decision.decision.source == swl::DecisionSource::redis) addHeaders(decision, response);
+    if (decision.decision.tier == swl::Tier::redis) addHeaders(decision, response);
     if (decision) return httplib::Server::HandlerResponse::Unhandled;  // on to the route
 
     response.status = 429;

@@ -10,7 +10,7 @@
 // "metrics on http://127.0.0.1:PORT/metrics" once it serves, and runs for --seconds (0: until SIGINT or
 // SIGTERM).
 
-#include <swl/prometheus.hpp>
+#include <swl/integrations/prometheus.hpp>
 #include <swl/swl.hpp>
 
 #include <prometheus/exposer.h>

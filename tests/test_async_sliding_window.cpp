@@ -1,4 +1,4 @@
-#include <swl/async_sliding_window.hpp>
+#include <swl/async/limiter.hpp>
 #include <swl/swl.hpp>
 
 #include "support/redis_server.hpp"
@@ -132,7 +132,7 @@ TEST_CASE("a server killed with calls in flight fails each of them once, and the
   CHECK(answers.allCalledOnce());
   for (const swl::Outcome& outcome : answers.outcomes) {
     CHECK(outcome.ok());
-    CHECK(outcome.decision.source == swl::DecisionSource::fail_closed);
+    CHECK(outcome.decision.tier == swl::Tier::fail_closed);
   }
   CHECK(redis.inFlight() == 0);
 
@@ -140,7 +140,7 @@ TEST_CASE("a server killed with calls in flight fails each of them once, and the
   for (std::size_t i = 0; i < 3; ++i) limiter.tryAcquire("k", after.of(i));
   REQUIRE(runUntil(loop.get(), [&] { return after.answered == 3; }));
   for (const swl::Outcome& outcome : after.outcomes) {
-    CHECK(outcome.decision.source == swl::DecisionSource::redis);
+    CHECK(outcome.decision.tier == swl::Tier::redis);
     CHECK(outcome.decision.allowed);
   }
 }
@@ -174,7 +174,7 @@ TEST_CASE("a frozen server: async calls time out after command_timeout with a Ti
   server.resume();
   limiter.tryAcquire("k", after.of(0));
   REQUIRE(runUntil(loop.get(), [&] { return after.answered == 1; }));
-  CHECK(after.outcomes[0].value().source == swl::DecisionSource::redis);
+  CHECK(after.outcomes[0].value().tier == swl::Tier::redis);
 }
 
 TEST_CASE("an unreachable Redis answers on the loop's next turn, never inside tryAcquire") {
@@ -252,7 +252,7 @@ TEST_CASE("destroying an async connection answers its calls in flight, even afte
   }
   CHECK(answers.answered == 10);
   CHECK(answers.allCalledOnce());
-  for (const swl::Outcome& outcome : answers.outcomes) CHECK(outcome.decision.source == swl::DecisionSource::fail_open);
+  for (const swl::Outcome& outcome : answers.outcomes) CHECK(outcome.decision.tier == swl::Tier::fail_open);
 }
 
 TEST_CASE("async acquire waits on the loop for a permit, admits exactly, and gives up before an unmeetable deadline") {

@@ -140,7 +140,7 @@ TEST_CASE("a limiter over the cluster reaches every master, and 8 threads admit 
   for (const auto& [master, key] : keys) {
     const swl::Decision decision = limiter.tryAcquire(key);
     CHECK_FALSE(decision.allowed);
-    CHECK(decision.source == swl::DecisionSource::redis);
+    CHECK(decision.tier == swl::Tier::redis);
   }
 }
 
@@ -277,7 +277,7 @@ TEST_CASE("two masters that send a slot back and forth: the call gives up within
   }
   const swl::Decision decision = limiter.tryAcquire(key);
   CHECK(decision.allowed);
-  CHECK(decision.source == swl::DecisionSource::redis);
+  CHECK(decision.tier == swl::Tier::redis);
   CHECK(redis.masterOf(limiter.redisKey(key)) == endpoint(target_port));
 }
 
@@ -333,7 +333,7 @@ TEST_CASE("a killed master: the failure policy answers while its slots are down,
   const auto& [master, key] = *keys.begin();
   const auto& [survivor, survivor_key] = *std::next(keys.begin());
   const int replica = cluster.replicaOf(master);
-  REQUIRE(limiter.tryAcquire(key).source == swl::DecisionSource::redis);
+  REQUIRE(limiter.tryAcquire(key).tier == swl::Tier::redis);
   auto replica_view = cluster.connect(replica);
   CHECK(textReply(replica_view, {"READONLY"}) == "OK");
   while (integerReply(replica_view, {"ZCARD", limiter.redisKey(key)}) != 1) std::this_thread::sleep_for(1ms);
@@ -343,11 +343,11 @@ TEST_CASE("a killed master: the failure policy answers while its slots are down,
   const auto give_up_at = std::chrono::steady_clock::now() + 30s;
   while (!resumed && std::chrono::steady_clock::now() < give_up_at) {
     const swl::Decision decision = limiter.tryAcquire(key);
-    if (decision.source == swl::DecisionSource::fail_closed) {
+    if (decision.tier == swl::Tier::fail_closed) {
       CHECK_FALSE(decision.allowed);
       failure_policy_answered = true;
     }
-    resumed = failure_policy_answered && decision.source == swl::DecisionSource::redis;
+    resumed = failure_policy_answered && decision.tier == swl::Tier::redis;
     // Until a replica takes over, the whole cluster refuses writes (cluster-require-full-coverage):
     // a surviving master's keys are asked again, briefly, then meet the failure policy too.
     limiter.tryAcquire(survivor_key);
@@ -357,7 +357,7 @@ TEST_CASE("a killed master: the failure policy answers while its slots are down,
   REQUIRE(resumed);
   auto surviving_master = cluster.connect(survivor);
   CHECK(errorReplies(surviving_master, "CLUSTERDOWN") > 0);
-  CHECK(limiter.tryAcquire(survivor_key).source == swl::DecisionSource::redis);
+  CHECK(limiter.tryAcquire(survivor_key).tier == swl::Tier::redis);
   CHECK(redis.masterOf(limiter.redisKey(key)) == endpoint(replica));
   auto promoted = cluster.connect(replica);
   // The entry admitted before the kill was replicated; the ones admitted since landed on the replica.
@@ -368,7 +368,7 @@ TEST_CASE("a hot key sharded over the cluster spreads over masters, never exceed
   RedisCluster cluster;
   auto redis = clusterClient(cluster);
   constexpr int kLimit = 1000, kShards = 4;
-  swl::SlidingWindowLimiter<swl::ShardedKey> limiter(redis, swl::Limit{kLimit, 3600s}, {}, swl::ShardedKey(kShards));
+  swl::ShardedLimiter<> limiter(redis, swl::Limit{kLimit, 3600s}, {}, swl::ShardedKey(kShards));
   std::set<std::uint16_t> slots;
   std::set<std::string> masters;
   for (std::size_t shard = 0; shard < kShards; ++shard) {
@@ -392,17 +392,16 @@ TEST_CASE("a hot key sharded over the cluster spreads over masters, never exceed
 }
 
 TEST_CASE("bad cluster input is refused with a named reason, and an unreachable cluster meets the failure policy") {
-  using Seed = swl::ClusterConnection::Seed;
   CHECK_THROWS_WITH(swl::ClusterConnection::tcp({}), Catch::Contains("no seed node"));
-  CHECK_THROWS_AS(swl::ClusterConnection::tcp({Seed{"127.0.0.1", 0}}), swl::InvalidArgument);
+  CHECK_THROWS_AS(swl::ClusterConnection::tcp({swl::Address{"127.0.0.1", 0}}), swl::InvalidArgument);
   swl::ClusterOptions in_db_1;
   in_db_1.connection.db = 1;
-  CHECK_THROWS_WITH(swl::ClusterConnection::tcp({Seed{"127.0.0.1", 7000}}, in_db_1),
+  CHECK_THROWS_WITH(swl::ClusterConnection::tcp({swl::Address{"127.0.0.1", 7000}}, in_db_1),
                     Catch::Contains("only database 0"));
 
   // Keys of one call in two slots cannot run on one master: refused before anything is sent.
   const int closed_port = swl::test::RedisServer::freeLoopbackPort();
-  auto nowhere = swl::ClusterConnection::tcp({Seed{"127.0.0.1", closed_port}});
+  auto nowhere = swl::ClusterConnection::tcp({swl::Address{"127.0.0.1", closed_port}});
   static const swl::Script two_keys("two_keys", "return 1");
   REQUIRE(swl::hashSlot("a") != swl::hashSlot("b"));
   CHECK_THROWS_WITH(nowhere.run(two_keys, {"a", "b"}, {}), Catch::Contains("different hash slots"));
@@ -419,5 +418,5 @@ TEST_CASE("bad cluster input is refused with a named reason, and an unreachable 
   swl::SlidingWindowLimiter<> lenient(nowhere, swl::Limit{10, 1s}, fail_open);
   const swl::Decision decision = lenient.tryAcquire("k");
   CHECK(decision.allowed);
-  CHECK(decision.source == swl::DecisionSource::fail_open);
+  CHECK(decision.tier == swl::Tier::fail_open);
 }

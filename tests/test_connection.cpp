@@ -54,7 +54,7 @@ TEST_CASE("a server-side disconnect is noticed before the next command, which go
   auto admin = server.connect();
   CHECK(integerReply(admin, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"}) >= 1);
   swl::Decision after_kill = limiter.tryAcquire("k");
-  CHECK(after_kill.source == swl::DecisionSource::redis);
+  CHECK(after_kill.tier == swl::Tier::redis);
   CHECK(after_kill.remaining == 8);
   CHECK(integerReply(admin, {"ZCARD", "swl:k"}) == 2);  // nothing counted twice
 }

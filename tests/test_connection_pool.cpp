@@ -1,5 +1,5 @@
-#include <swl/connection_pool.hpp>
-#include <swl/sliding_window.hpp>
+#include <swl/algorithms/sliding_window.hpp>
+#include <swl/redis/connection_pool.hpp>
 
 #include "support/redis_server.hpp"
 #include "support/replies.hpp"
@@ -90,8 +90,8 @@ TEST_CASE("a waiting borrower gets the connection as soon as it is returned") {
   std::future<long long> client_id;
   {
     auto lease = pool.borrow();
-    const long long first_id = lease->command({"CLIENT", "ID"})->integer;
-    client_id = std::async(std::launch::async, [&] { return pool.borrow()->command({"CLIENT", "ID"})->integer; });
+    const long long first_id = lease->command({"CLIENT", "ID"})->integer();
+    client_id = std::async(std::launch::async, [&] { return pool.borrow()->command({"CLIENT", "ID"})->integer(); });
     CHECK(client_id.wait_for(50ms) == std::future_status::timeout);  // still lent
     CHECK(first_id > 0);
   }
@@ -108,7 +108,7 @@ TEST_CASE("an exhausted pool is a Redis failure to the limiter: its failure poli
   auto lease = pool.borrow();
   const swl::Decision decision = limiter.tryAcquire("k");
   CHECK_FALSE(decision.allowed);
-  CHECK(decision.source == swl::DecisionSource::fail_closed);
+  CHECK(decision.tier == swl::Tier::fail_closed);
 }
 
 TEST_CASE("a pooled connection killed by the server is replaced, not used again") {
@@ -118,16 +118,16 @@ TEST_CASE("a pooled connection killed by the server is replaced, not used again"
   long long ids_before[2];
   {
     auto first = pool.borrow(), second = pool.borrow();
-    ids_before[0] = first->command({"CLIENT", "ID"})->integer;
-    ids_before[1] = second->command({"CLIENT", "ID"})->integer;
+    ids_before[0] = first->command({"CLIENT", "ID"})->integer();
+    ids_before[1] = second->command({"CLIENT", "ID"})->integer();
   }
   auto observer = server.connect();
   CHECK(integerReply(observer, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"}) == 2);
 
-  for (int i = 0; i < 5; ++i) CHECK(limiter.tryAcquire("k").source == swl::DecisionSource::redis);
+  for (int i = 0; i < 5; ++i) CHECK(limiter.tryAcquire("k").tier == swl::Tier::redis);
   auto first = pool.borrow(), second = pool.borrow();
   for (auto* lease : {&first, &second}) {
-    const long long id = (*lease)->command({"CLIENT", "ID"})->integer;
+    const long long id = (*lease)->command({"CLIENT", "ID"})->integer();
     CHECK(id != ids_before[0]);
     CHECK(id != ids_before[1]);
   }

@@ -30,7 +30,7 @@ TEST_CASE("a frozen Redis: every call returns within the command timeout with th
   swl::LimiterOptions options;
   options.on_failure = swl::FailurePolicy::deny;
   swl::SlidingWindowLimiter<> limiter(pool, swl::Limit{1'000'000, 1h}, options);
-  REQUIRE(limiter.tryAcquire("warm").source == swl::DecisionSource::redis);
+  REQUIRE(limiter.tryAcquire("warm").tier == swl::Tier::redis);
 
   std::atomic<bool> frozen{false}, thawed{false}, stop{false};
   std::atomic<long long> slowest_us{0}, policy_answers{0}, redis_after_thaw{0};
@@ -47,8 +47,8 @@ TEST_CASE("a frozen Redis: every call returns within the command timeout with th
           while (took.count() > seen && !slowest_us.compare_exchange_weak(seen, took.count())) {
           }
         }
-        if (decision.source == swl::DecisionSource::fail_closed) policy_answers.fetch_add(1);
-        if (thawed.load() && decision.source == swl::DecisionSource::redis) redis_after_thaw.fetch_add(1);
+        if (decision.tier == swl::Tier::fail_closed) policy_answers.fetch_add(1);
+        if (thawed.load() && decision.tier == swl::Tier::redis) redis_after_thaw.fetch_add(1);
       }
     });
   }
@@ -80,7 +80,7 @@ TEST_CASE("connections killed by the server are reopened by the next call, and n
     CHECK(integerReply(admin, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"}) >= (i == 0 ? 0 : 1));
     const swl::Decision decision = limiter.tryAcquire("k");
     REQUIRE(decision.allowed);
-    CHECK(decision.source == swl::DecisionSource::redis);
+    CHECK(decision.tier == swl::Tier::redis);
     CHECK(decision.remaining == 9 - i);
   }
   integerReply(admin, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
@@ -106,7 +106,7 @@ TEST_CASE("a Redis restarted empty, script cache included, is used again by the 
   server.start();  // same port, nothing in it
   const swl::Decision after = limiter.tryAcquire("k");
   CHECK(after.allowed);  // the window was lost with the data: a fresh one starts
-  CHECK(after.source == swl::DecisionSource::redis);
+  CHECK(after.tier == swl::Tier::redis);
   CHECK(after.remaining == 2);
   auto admin = server.connect();
   CHECK(commandCalls(admin, "script|load") == 1);  // NOSCRIPT, one load, the call repeated
@@ -129,18 +129,18 @@ TEST_CASE("Redis out of memory: a clear error through the failure policy, never 
   swl::LimiterOptions open;
   open.on_failure = swl::FailurePolicy::allow;
   swl::SlidingWindowLimiter<> opens(connection, swl::Limit{100, 1h}, open);
-  CHECK(opens.tryAcquire("k").source == swl::DecisionSource::fail_open);
+  CHECK(opens.tryAcquire("k").tier == swl::Tier::fail_open);
   swl::LimiterOptions closed;
   closed.on_failure = swl::FailurePolicy::deny;
   swl::SlidingWindowLimiter<> closes(connection, swl::Limit{100, 1h}, closed);
   const swl::Decision refused = closes.tryAcquire("k");
   CHECK_FALSE(refused.allowed);
-  CHECK(refused.source == swl::DecisionSource::fail_closed);
+  CHECK(refused.tier == swl::Tier::fail_closed);
   CHECK(integerReply(admin, {"EXISTS", "swl:k"}) == 0);  // nothing was recorded, so nothing was admitted by Redis
 
   textReply(admin, {"FLUSHALL"});  // memory freed: Redis decides again
   textReply(admin, {"CONFIG", "SET", "maxmemory", "0"});
-  CHECK(closes.tryAcquire("k").source == swl::DecisionSource::redis);
+  CHECK(closes.tryAcquire("k").tier == swl::Tier::redis);
   CHECK(integerReply(admin, {"ZCARD", "swl:k"}) == 1);
 }
 
@@ -169,7 +169,7 @@ TEST_CASE("three insured instances stay within their shares during an outage and
         for (int call = 0; call < 40; ++call) {
           const swl::Decision decision = instances[i]->tryAcquire("k");
           if (decision.allowed) admitted[i].fetch_add(1);
-          if (decision.source != swl::DecisionSource::insurance) not_insured.fetch_add(1);
+          if (decision.tier != swl::Tier::insurance) not_insured.fetch_add(1);
         }
       });
     }
@@ -184,7 +184,7 @@ TEST_CASE("three insured instances stay within their shares during an outage and
   for (int round = 0; round < 20; ++round) {
     for (auto& instance : instances) {
       const swl::Decision decision = instance->tryAcquire("k");
-      if (decision.source == swl::DecisionSource::redis && decision.allowed) ++by_redis;
+      if (decision.tier == swl::Tier::redis && decision.allowed) ++by_redis;
     }
   }
   CHECK(by_redis == 30);  // Redis decides again, for all three, with the whole limit

@@ -1,4 +1,4 @@
-#include <swl/hash_slot.hpp>
+#include <swl/redis/hash_slot.hpp>
 
 #include "support/redis_server.hpp"
 
@@ -52,15 +52,16 @@ TEST_CASE("hashSlot agrees with CLUSTER KEYSLOT for 10,000 random keys, tags and
   for (std::string& key : keys) key = randomKey(random);
   std::vector<long long> slots(keys.size(), -1);
   std::string_view keyslot[] = {"CLUSTER", "KEYSLOT", ""};  // hiredis copies each command as it is queued
-  connection.pipeline(
-      keys.size(),
-      [&](std::size_t i) {
-        keyslot[2] = keys[i];
-        return std::pair<const std::string_view*, std::size_t>(keyslot, 3);
-      },
-      [&](std::size_t i, swl::detail::ReplyPtr reply) {
-        if (reply->type == REDIS_REPLY_INTEGER) slots[i] = reply->integer;
-      });
+  swl::detail::linkOf(connection)
+      .pipeline(
+          keys.size(),
+          [&](std::size_t i) {
+            keyslot[2] = keys[i];
+            return std::pair<const std::string_view*, std::size_t>(keyslot, 3);
+          },
+          [&](std::size_t i, swl::Reply reply) {
+            if (reply->isInteger()) slots[i] = reply->integer();
+          });
 
   int disagreements = 0;
   for (std::size_t i = 0; i < keys.size(); ++i) {

@@ -2,7 +2,7 @@
 // asked by a real HTTP client. Asserts the exact status sequence and header values, and the header
 // formats on their own.
 
-#include <swl/http_headers.hpp>
+#include <swl/integrations/http_headers.hpp>
 #include <swl/swl.hpp>
 
 #include "support/child_process.hpp"

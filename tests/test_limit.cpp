@@ -1,6 +1,6 @@
-#include <swl/detail/decision_reply.hpp>
+#include <swl/decision.hpp>
 #include <swl/error.hpp>
-#include <swl/limit.hpp>
+#include <swl/redis_limiter.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -20,8 +20,8 @@ TEST_CASE("a Limit keeps its window exact to the microsecond") {
 }
 
 TEST_CASE("a Decision converts to bool only explicitly") {
-  swl::Decision admitted{true, 10, 9, 0us, 1s, swl::DecisionSource::redis};
-  swl::Decision rejected{false, 10, 0, 250ms, 1s, swl::DecisionSource::redis};
+  swl::Decision admitted{true, 10, 9, 0us, 1s, swl::Tier::redis};
+  swl::Decision rejected{false, 10, 0, 250ms, 1s, swl::Tier::redis};
   CHECK(static_cast<bool>(admitted));
   CHECK_FALSE(static_cast<bool>(rejected));
   STATIC_REQUIRE_FALSE(std::is_convertible_v<swl::Decision, bool>);
@@ -52,6 +52,8 @@ struct FakeReply {
     array.elements = pointers.size();
     array.element = pointers.data();
   }
+  swl::ReplyView view() const { return swl::ReplyView(&array); }
+
   std::vector<redisReply> elements;
   std::vector<redisReply*> pointers;
   redisReply array{};
@@ -61,23 +63,23 @@ struct FakeReply {
 
 TEST_CASE("a well-formed script reply becomes the Decision it describes") {
   FakeReply rejected{0, 0, 1234, 5678};
-  swl::Decision decision = swl::detail::decodeDecision(rejected.array, 10);
+  swl::Decision decision = swl::detail::decodeDecision(rejected.view(), 10);
   CHECK_FALSE(decision.allowed);
   CHECK(decision.limit == 10);
   CHECK(decision.remaining == 0);
   CHECK(decision.retry_after == 1234us);
   CHECK(decision.reset_after == 5678us);
-  CHECK(decision.source == swl::DecisionSource::redis);
+  CHECK(decision.tier == swl::Tier::redis);
 }
 
 TEST_CASE("a script reply no correct script could send is a ProtocolError") {
-  CHECK_THROWS_AS(swl::detail::decodeDecision(FakeReply{1, 2, 0}.array, 10), swl::ProtocolError);
-  CHECK_THROWS_AS(swl::detail::decodeDecision(FakeReply{2, 2, 0, 0}.array, 10), swl::ProtocolError);
-  CHECK_THROWS_AS(swl::detail::decodeDecision(FakeReply{1, 11, 0, 0}.array, 10), swl::ProtocolError);
-  CHECK_THROWS_AS(swl::detail::decodeDecision(FakeReply{1, 5, 7, 0}.array, 10), swl::ProtocolError);
-  CHECK_THROWS_AS(swl::detail::decodeDecision(FakeReply{0, 0, 0, 0}.array, 10), swl::ProtocolError);
-  CHECK_THROWS_AS(swl::detail::decodeDecision(FakeReply{1, 5, 0, -1}.array, 10), swl::ProtocolError);
+  CHECK_THROWS_AS(swl::detail::decodeDecision(FakeReply{1, 2, 0}.view(), 10), swl::ProtocolError);
+  CHECK_THROWS_AS(swl::detail::decodeDecision(FakeReply{2, 2, 0, 0}.view(), 10), swl::ProtocolError);
+  CHECK_THROWS_AS(swl::detail::decodeDecision(FakeReply{1, 11, 0, 0}.view(), 10), swl::ProtocolError);
+  CHECK_THROWS_AS(swl::detail::decodeDecision(FakeReply{1, 5, 7, 0}.view(), 10), swl::ProtocolError);
+  CHECK_THROWS_AS(swl::detail::decodeDecision(FakeReply{0, 0, 0, 0}.view(), 10), swl::ProtocolError);
+  CHECK_THROWS_AS(swl::detail::decodeDecision(FakeReply{1, 5, 0, -1}.view(), 10), swl::ProtocolError);
   redisReply text{};
   text.type = REDIS_REPLY_STRING;
-  CHECK_THROWS_WITH(swl::detail::decodeDecision(text, 10), Catch::Contains("array of 4 integers"));
+  CHECK_THROWS_WITH(swl::detail::decodeDecision(swl::ReplyView(&text), 10), Catch::Contains("array of 4 integers"));
 }

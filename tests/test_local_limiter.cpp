@@ -35,7 +35,7 @@ TEST_CASE("the in-memory window admits exactly the limit and its retry_after is 
     const swl::Decision decision = limiter.tryAcquire("user:42");
     REQUIRE(decision.allowed);
     CHECK(decision.remaining == 9 - i);
-    CHECK(decision.source == swl::DecisionSource::in_memory);
+    CHECK(decision.tier == swl::Tier::in_memory);
     clock.advance(10ms);
   }
   const swl::Decision refused = limiter.tryAcquire("user:42");

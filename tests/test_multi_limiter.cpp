@@ -127,7 +127,7 @@ TEST_CASE("bad multi-limits are refused with a named reason, and Redis down meet
   server.stop();
   const swl::MultiDecision decision = limiter.tryAcquire({"k", "k"});
   CHECK(decision);
-  CHECK(decision.decision.source == swl::DecisionSource::fail_open);
+  CHECK(decision.decision.tier == swl::Tier::fail_open);
   swl::MultiLimiter<> throwing(connection, {{"a", swl::Limit{3, 1s}}});
   CHECK_THROWS_AS(throwing.tryAcquire({"k"}), swl::ConnectionError);
 }

@@ -1,9 +1,9 @@
-#include <swl/clock.hpp>
 #include <swl/error.hpp>
-#include <swl/hash_slot.hpp>
-#include <swl/key_policy.hpp>
-#include <swl/member_policy.hpp>
-#include <swl/ttl_policy.hpp>
+#include <swl/options.hpp>
+#include <swl/policies/keys.hpp>
+#include <swl/policies/members.hpp>
+#include <swl/policies/ttl.hpp>
+#include <swl/redis/hash_slot.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -131,13 +131,15 @@ TEST_CASE("a manual clock is shared by its copies, and Redis's clock reads nothi
   CHECK(reference >= system_now);
 }
 
-TEST_CASE("the sharded key policy puts the shard inside the hash tag, so each shard hashes apart") {
+TEST_CASE("a shard's key policy puts the shard inside the hash tag, so each shard hashes apart") {
   const swl::ShardedKey keys(4);
   CHECK(keys.shards() == 4);
-  CHECK(keys.key("user:42", 0) == "swl:{0:user:42}");
-  CHECK(swl::ShardedKey(2, "hot").key("a}b", 1) == "hot:{1:a}b}");
+  CHECK(keys.prefix() == "swl");
+  CHECK(swl::ShardKey(0, keys.prefix()).key("user:42") == "swl:{0:user:42}");
+  CHECK(swl::ShardKey(1, "hot").key("a}b") == "hot:{1:a}b}");
   std::set<std::uint16_t> slots;
-  for (std::size_t shard = 0; shard < 4; ++shard) slots.insert(swl::hashSlot(keys.key("user:42", shard)));
+  for (std::size_t shard = 0; shard < 4; ++shard)
+    slots.insert(swl::hashSlot(swl::ShardKey(shard, "swl").key("user:42")));
   CHECK(slots.size() == 4);
 }
 

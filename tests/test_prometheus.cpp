@@ -1,7 +1,7 @@
 // PrometheusMetrics: the series it registers and what each decision and error adds to them, read back
 // from the registry, with limiters deciding against a private redis-server.
 
-#include <swl/prometheus.hpp>
+#include <swl/integrations/prometheus.hpp>
 #include <swl/swl.hpp>
 
 #include "support/redis_server.hpp"
@@ -123,7 +123,7 @@ TEST_CASE("when Redis is down and the policy admits, the fail_open tier and the 
   limiter.tryAcquire("user:42");
   server.stop();
 
-  for (int i = 0; i < 2; ++i) CHECK(limiter.tryAcquire("user:42").source == swl::DecisionSource::fail_open);
+  for (int i = 0; i < 2; ++i) CHECK(limiter.tryAcquire("user:42").tier == swl::Tier::fail_open);
 
   CHECK(decisions(registry, "allowed", "redis") == 1);
   CHECK(decisions(registry, "allowed", "fail_open") == 2);

@@ -1,6 +1,6 @@
-#include <swl/connection.hpp>
-#include <swl/script.hpp>
-#include <swl/sliding_window.hpp>
+#include <swl/algorithms/sliding_window.hpp>
+#include <swl/redis/client.hpp>
+#include <swl/redis/connection.hpp>
 
 #include "support/redis_server.hpp"
 #include "support/replies.hpp"
@@ -34,10 +34,10 @@ TEST_CASE("a script runs with EVALSHA and is loaded only when the server answers
   auto connection = server.connect();
   const swl::Script echo("echo", "return {KEYS[1], ARGV[1], ARGV[2]}");
 
-  swl::detail::ReplyPtr reply = connection.run(echo, {"key"}, {std::string("a\0b", 3), ""});
-  REQUIRE(reply->elements == 3);
-  CHECK(swl::detail::replyText(*reply->element[0]) == "key");
-  CHECK(swl::detail::replyText(*reply->element[1]) == std::string("a\0b", 3));
+  swl::Reply reply = connection.run(echo, {"key"}, {std::string("a\0b", 3), ""});
+  REQUIRE(reply->size() == 3);
+  CHECK((*reply)[0].text() == "key");
+  CHECK((*reply)[1].text() == std::string("a\0b", 3));
   CHECK(commandCalls(connection, "script|load") == 1);
 
   connection.run(echo, {"key"}, {"x", "y"});
@@ -96,7 +96,7 @@ TEST_CASE("a pipelined batch answers every call in order and reloads a flushed s
     for (std::size_t i = 0; i < args.size(); ++i) {
       REQUIRE(replies[i].reply);
       CHECK_FALSE(replies[i].error);
-      CHECK(swl::detail::replyText(*replies[i].reply) == args[i]);
+      CHECK(replies[i].reply->text() == args[i]);
     }
     CHECK_FALSE(replies[4].reply);
     CHECK_THROWS_WITH(std::rethrow_exception(replies[4].error),
@@ -127,9 +127,10 @@ TEST_CASE("a pipeline whose reply handler throws drops the connection, so no lat
   const std::string_view first[] = {"ECHO", "first"};
   const std::string_view second[] = {"ECHO", "second"};
   const std::string_view* commands[] = {first, second};
-  CHECK_THROWS_AS(connection.pipeline(
-                      2, [&](std::size_t i) { return std::pair(commands[i], std::size_t{2}); },
-                      [](std::size_t, swl::detail::ReplyPtr) { throw swl::ProtocolError("handler gave up"); }),
+  CHECK_THROWS_AS(swl::detail::linkOf(connection)
+                      .pipeline(
+                          2, [&](std::size_t i) { return std::pair(commands[i], std::size_t{2}); },
+                          [](std::size_t, swl::Reply) { throw swl::ProtocolError("handler gave up"); }),
                   swl::ProtocolError);
   CHECK_FALSE(connection.isConnected());
   CHECK(textReply(connection, {"ECHO", "third"}) == "third");

@@ -1,5 +1,5 @@
-#include <swl/sentinel_connection.hpp>
-#include <swl/sliding_window.hpp>
+#include <swl/algorithms/sliding_window.hpp>
+#include <swl/redis/sentinel_connection.hpp>
 
 #include "support/redis_sentinel.hpp"
 #include "support/replies.hpp"
@@ -38,17 +38,17 @@ swl::SentinelConnection sentinelClient(const RedisSentinel& deployment) {
 }
 
 // What hiredis makes of `resp`, as it would of a sentinel's answer on the wire.
-swl::detail::ReplyPtr replyFrom(std::string_view resp) {
+swl::Reply replyFrom(std::string_view resp) {
   const std::unique_ptr<redisReader, void (*)(redisReader*)> reader(redisReaderCreate(), redisReaderFree);
   void* reply = nullptr;
   if (redisReaderFeed(reader.get(), resp.data(), resp.size()) != REDIS_OK ||
       redisReaderGetReply(reader.get(), &reply) != REDIS_OK || reply == nullptr) {
     throw std::runtime_error("hiredis cannot read " + std::string(resp));
   }
-  return swl::detail::ReplyPtr(static_cast<redisReply*>(reply));
+  return swl::Reply(static_cast<redisReply*>(reply));
 }
 
-std::optional<swl::detail::NodeAddress> masterIn(std::string_view resp) {
+std::optional<swl::Address> masterIn(std::string_view resp) {
   return swl::detail::parseMasterAddress(*replyFrom(resp), "127.0.0.1:26379", "mymaster");
 }
 
@@ -62,7 +62,7 @@ class Traffic {
         const swl::Decision decision = limiter.tryAcquire(key);
         {
           std::lock_guard<std::mutex> lock(mutex_);
-          decisions_.push_back({std::chrono::steady_clock::now(), decision.source, decision.allowed});
+          decisions_.push_back({std::chrono::steady_clock::now(), decision.tier, decision.allowed});
         }
         // Failed calls return at once (reconnects are throttled): do not let them spin a core.
         std::this_thread::sleep_for(1ms);
@@ -73,7 +73,7 @@ class Traffic {
 
   struct Seen {
     std::chrono::steady_clock::time_point at;
-    swl::DecisionSource source;
+    swl::Tier tier;
     bool allowed;
   };
 
@@ -122,7 +122,7 @@ TEST_CASE("the master the sentinels name serves a limiter exactly, from one thre
   for (int i = 0; i < 5; ++i) {
     const swl::Decision decision = limiter.tryAcquire("alone");
     CHECK(decision.allowed);
-    CHECK(decision.source == swl::DecisionSource::redis);
+    CHECK(decision.tier == swl::Tier::redis);
   }
   CHECK_FALSE(limiter.tryAcquire("alone").allowed);
 
@@ -153,19 +153,19 @@ TEST_CASE("the master the sentinels name serves a limiter exactly, from one thre
   swl::LimiterOptions fail_open;
   fail_open.on_failure = swl::FailurePolicy::allow;
   swl::SlidingWindowLimiter<> lenient(unknown, swl::Limit{5, 3600s}, fail_open);
-  CHECK(lenient.tryAcquire("k").source == swl::DecisionSource::fail_open);
+  CHECK(lenient.tryAcquire("k").tier == swl::Tier::fail_open);
   try {
     unknown.masterAddress();
     FAIL("a master that no sentinel knows was found");
   } catch (const swl::ConnectionError& error) {
     CHECK_THAT(error.what(), Catch::Contains("named the master 'othermaster'"));
-    for (const swl::SentinelAddress& sentinel : deployment.sentinels()) {
+    for (const swl::Address& sentinel : deployment.sentinels()) {
       CHECK_THAT(error.what(), Catch::Contains("sentinel " + endpoint(sentinel.port) + " does not know it"));
     }
   }
 
   // A sentinel that is down is skipped.
-  std::vector<swl::SentinelAddress> first_one_down = deployment.sentinels();
+  std::vector<swl::Address> first_one_down = deployment.sentinels();
   first_one_down.insert(first_one_down.begin(), {"127.0.0.1", swl::test::RedisServer::freeLoopbackPort()});
   swl::SentinelConnection partly_down(first_one_down, kMaster, deployment.options());
   CHECK(partly_down.masterAddress() == endpoint(deployment.firstMasterPort()));
@@ -193,7 +193,7 @@ TEST_CASE("passwords reach the sentinels and the data nodes, and a wrong one is 
 
   auto redis = sentinelClient(deployment);
   swl::SlidingWindowLimiter<> limiter(redis, swl::Limit{5, 3600s});
-  CHECK(limiter.tryAcquire("k").source == swl::DecisionSource::redis);
+  CHECK(limiter.tryAcquire("k").tier == swl::Tier::redis);
 
   swl::SentinelOptions wrong_sentinel_password = deployment.options();
   wrong_sentinel_password.sentinel.password = "wrong-password-3";
@@ -214,7 +214,7 @@ TEST_CASE("passwords reach the sentinels and the data nodes, and a wrong one is 
 }
 
 TEST_CASE("bad sentinel input is refused with a named reason, and unreachable sentinels are named") {
-  const swl::SentinelAddress somewhere{"127.0.0.1", 26379};
+  const swl::Address somewhere{"127.0.0.1", 26379};
   CHECK_THROWS_WITH(swl::SentinelConnection({}, "mymaster"), Catch::Contains("no sentinel given"));
   CHECK_THROWS_WITH(swl::SentinelConnection({somewhere}, ""), Catch::Contains("the master name is empty"));
   CHECK_THROWS_WITH(swl::SentinelConnection({somewhere, {"127.0.0.1", 0}}, "mymaster"),
@@ -249,7 +249,7 @@ TEST_CASE("bad sentinel input is refused with a named reason, and unreachable se
 }
 
 TEST_CASE("a sentinel answer that is not [host, port] is a ProtocolError naming the sentinel") {
-  const std::optional<swl::detail::NodeAddress> master = masterIn("*2\r\n$8\r\n10.0.0.7\r\n$4\r\n6380\r\n");
+  const std::optional<swl::Address> master = masterIn("*2\r\n$8\r\n10.0.0.7\r\n$4\r\n6380\r\n");
   REQUIRE(master);
   CHECK(master->endpoint() == "10.0.0.7:6380");
   CHECK_FALSE(masterIn("*-1\r\n"));  // this sentinel does not know the master
@@ -288,8 +288,8 @@ TEST_CASE("a killed master: the failure policy answers until the sentinels promo
   const auto resumed = [](const std::vector<Traffic::Seen>& decisions) {
     bool refused = false;
     for (const Traffic::Seen& seen : decisions) {
-      refused = refused || seen.source == swl::DecisionSource::fail_closed;
-      if (refused && seen.source == swl::DecisionSource::redis) return true;
+      refused = refused || seen.tier == swl::Tier::fail_closed;
+      if (refused && seen.tier == swl::Tier::redis) return true;
     }
     return false;
   };
@@ -302,18 +302,18 @@ TEST_CASE("a killed master: the failure policy answers until the sentinels promo
 
   long long before_kill = 0, refused = 0, after_failover = 0;
   for (const Traffic::Seen& seen : traffic.decisions()) {
-    if (seen.source == swl::DecisionSource::fail_closed) {
+    if (seen.tier == swl::Tier::fail_closed) {
       CHECK_FALSE(seen.allowed);
       ++refused;
     } else {
-      REQUIRE(seen.source == swl::DecisionSource::redis);
+      REQUIRE(seen.tier == swl::Tier::redis);
       CHECK(seen.allowed);
       ++(refused == 0 ? before_kill : after_failover);
     }
   }
   const std::vector<Traffic::Seen>& decisions = traffic.decisions();
   for (std::size_t i = decisions.size() - 100; i < decisions.size(); ++i) {
-    CHECK(decisions[i].source == swl::DecisionSource::redis);
+    CHECK(decisions[i].tier == swl::Tier::redis);
   }
   CHECK(refused > 0);
   WARN("killed master: " << before_kill << " decisions before, " << refused << " by the failure policy, "
@@ -353,13 +353,13 @@ TEST_CASE(
   for (int i = 0; i < 2; ++i) {
     const swl::Decision decision = limiter.tryAcquire("single");
     CHECK(decision.allowed);
-    CHECK(decision.source == swl::DecisionSource::redis);
+    CHECK(decision.tier == swl::Tier::redis);
   }
   CHECK_FALSE(limiter.tryAcquire("single").allowed);
   const std::vector<swl::Outcome> batch = batch_limiter.tryAcquireMany({{"batch"}, {"batch"}, {"batch"}});
   for (const swl::Outcome& outcome : batch) {
     CHECK(outcome.value().allowed);
-    CHECK(outcome.value().source == swl::DecisionSource::redis);
+    CHECK(outcome.value().tier == swl::Tier::redis);
   }
 
   // One READONLY for the single call, one per call of the batch, each call repeated once elsewhere.

@@ -20,7 +20,7 @@ namespace {
 
 bool sameDecision(const swl::Decision& a, const swl::Decision& b) {
   return a.allowed == b.allowed && a.limit == b.limit && a.remaining == b.remaining && a.retry_after == b.retry_after &&
-         a.reset_after == b.reset_after && a.source == b.source;
+         a.reset_after == b.reset_after && a.tier == b.tier;
 }
 
 }  // namespace
@@ -108,7 +108,7 @@ TEST_CASE("a batch while Redis is down answers each request with the failure pol
     for (const swl::Outcome& outcome : outcomes) {
       CHECK(outcome.ok());
       CHECK(outcome.value().allowed);
-      CHECK(outcome.value().source == swl::DecisionSource::fail_open);
+      CHECK(outcome.value().tier == swl::Tier::fail_open);
     }
     CHECK(outcomes[1].value().remaining == 8);
   }
@@ -118,7 +118,7 @@ TEST_CASE("a batch while Redis is down answers each request with the failure pol
     swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{10, 60s}, options);
     for (const swl::Outcome& outcome : limiter.tryAcquireMany(requests)) {
       CHECK_FALSE(outcome.value().allowed);
-      CHECK(outcome.value().source == swl::DecisionSource::fail_closed);
+      CHECK(outcome.value().tier == swl::Tier::fail_closed);
     }
   }
 }

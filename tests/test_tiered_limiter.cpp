@@ -29,7 +29,7 @@ TEST_CASE("a refused key is refused locally until its retry_after, with no round
   }
   const swl::Decision refused = limiter.tryAcquire("abuser");
   REQUIRE_FALSE(refused.allowed);
-  CHECK(refused.source == swl::DecisionSource::redis);
+  CHECK(refused.tier == swl::Tier::redis);
   CHECK(refused.retry_after == 700ms);
   const long long calls = commandCalls(admin, "evalsha");
   CHECK(calls == 5);  // the first call met an empty script cache: NOSCRIPT, then again
@@ -37,18 +37,18 @@ TEST_CASE("a refused key is refused locally until its retry_after, with no round
   for (int i = 0; i < 1000; ++i) {
     const swl::Decision cached = limiter.tryAcquire("abuser");
     REQUIRE_FALSE(cached.allowed);
-    REQUIRE(cached.source == swl::DecisionSource::blocked_cache);
+    REQUIRE(cached.tier == swl::Tier::blocked_cache);
     REQUIRE(cached.retry_after == refused.retry_after);
   }
   time.clock.advance(200ms);
   CHECK(limiter.tryAcquire("abuser").retry_after == 500ms);  // counts down with the clock
   CHECK(commandCalls(admin, "evalsha") == calls);            // not one of those reached Redis
 
-  CHECK(limiter.tryAcquire("someone else").source == swl::DecisionSource::redis);
+  CHECK(limiter.tryAcquire("someone else").tier == swl::Tier::redis);
   time.clock.advance(500ms);  // the retry_after has passed: Redis decides again, and admits
   const swl::Decision again = limiter.tryAcquire("abuser");
   CHECK(again.allowed);
-  CHECK(again.source == swl::DecisionSource::redis);
+  CHECK(again.tier == swl::Tier::redis);
 }
 
 TEST_CASE("the refusal cache answers only what Redis would answer") {
@@ -56,9 +56,9 @@ TEST_CASE("the refusal cache answers only what Redis would answer") {
   swl::TieredLimiter<> limiter(time.connection, swl::Limit{3, 1s}, time.options);
   REQUIRE(limiter.tryAcquire("k", 2).allowed);
   REQUIRE_FALSE(limiter.tryAcquire("k", 2).allowed);
-  CHECK(limiter.tryAcquire("k", 3).source == swl::DecisionSource::blocked_cache);  // larger: refused here
-  const swl::Decision smaller = limiter.tryAcquire("k", 1);  // smaller: it may fit, so Redis decides
-  CHECK(smaller.source == swl::DecisionSource::redis);
+  CHECK(limiter.tryAcquire("k", 3).tier == swl::Tier::blocked_cache);  // larger: refused here
+  const swl::Decision smaller = limiter.tryAcquire("k", 1);            // smaller: it may fit, so Redis decides
+  CHECK(smaller.tier == swl::Tier::redis);
   CHECK(smaller.allowed);
 
   REQUIRE_FALSE(limiter.tryAcquire("k", 1).allowed);
@@ -70,7 +70,7 @@ TEST_CASE("the refusal cache answers only what Redis would answer") {
   counted.rejected = swl::RejectedRequests::counted;
   swl::TieredLimiter<> penalised(time.connection, swl::Limit{1, 1s}, counted);
   penalised.tryAcquire("p");
-  for (int i = 0; i < 3; ++i) CHECK(penalised.tryAcquire("p").source == swl::DecisionSource::redis);
+  for (int i = 0; i < 3; ++i) CHECK(penalised.tryAcquire("p").tier == swl::Tier::redis);
   CHECK(integerReply(time.connection, {"ZCARD", "swl:p"}) == 4);
 }
 
@@ -82,28 +82,28 @@ TEST_CASE("insurance decides with this instance's share while Redis is down, and
   tiers.redis_retry_interval = 1s;
   swl::TieredLimiter<> limiter(pool, swl::Limit{40, 10s}, time.options, tiers);
 
-  REQUIRE(limiter.tryAcquire("k").source == swl::DecisionSource::redis);
+  REQUIRE(limiter.tryAcquire("k").tier == swl::Tier::redis);
   time.server.stop();
   for (int i = 0; i < 10; ++i) {
     const swl::Decision insured = limiter.tryAcquire("k");
     REQUIRE(insured.allowed);
-    CHECK(insured.source == swl::DecisionSource::insurance);
+    CHECK(insured.tier == swl::Tier::insurance);
     CHECK(insured.limit == 10);
   }
   const swl::Decision over = limiter.tryAcquire("k");
   CHECK_FALSE(over.allowed);
-  CHECK(over.source == swl::DecisionSource::insurance);
+  CHECK(over.tier == swl::Tier::insurance);
   CHECK(over.retry_after == 10s);
   CHECK(limiter.insured());
 
   time.server.start();  // back, empty: still insured until the retry interval lets one call ask
-  CHECK(limiter.tryAcquire("k").source == swl::DecisionSource::insurance);
+  CHECK(limiter.tryAcquire("k").tier == swl::Tier::insurance);
   time.clock.advance(1s);
   const swl::Decision back = limiter.tryAcquire("k");
-  CHECK(back.source == swl::DecisionSource::redis);
+  CHECK(back.tier == swl::Tier::redis);
   CHECK(back.allowed);
   CHECK_FALSE(limiter.insured());
-  CHECK(limiter.tryAcquire("k").source == swl::DecisionSource::redis);
+  CHECK(limiter.tryAcquire("k").tier == swl::Tier::redis);
 }
 
 TEST_CASE("a frozen Redis costs an insured limiter one timeout per retry interval, not one per call") {
@@ -113,14 +113,14 @@ TEST_CASE("a frozen Redis costs an insured limiter one timeout per retry interva
   tiers.instances = 2;
   tiers.redis_retry_interval = 2s;
   swl::TieredLimiter<> limiter(pool, swl::Limit{100, 10s}, {}, tiers);
-  REQUIRE(limiter.tryAcquire("k").source == swl::DecisionSource::redis);
+  REQUIRE(limiter.tryAcquire("k").tier == swl::Tier::redis);
 
   server.pause();
   auto started = std::chrono::steady_clock::now();
-  CHECK(limiter.tryAcquire("k").source == swl::DecisionSource::insurance);  // waited for the timeout
+  CHECK(limiter.tryAcquire("k").tier == swl::Tier::insurance);  // waited for the timeout
   CHECK(std::chrono::steady_clock::now() - started >= 200ms);
   started = std::chrono::steady_clock::now();
-  for (int i = 0; i < 20; ++i) CHECK(limiter.tryAcquire("k").source == swl::DecisionSource::insurance);
+  for (int i = 0; i < 20; ++i) CHECK(limiter.tryAcquire("k").tier == swl::Tier::insurance);
   CHECK(std::chrono::steady_clock::now() - started < 150ms);  // 20 calls, no timeout among them
   server.resume();
 }
@@ -142,7 +142,7 @@ TEST_CASE("without insurance the failure policy answers, and the observer sees e
   time.server.stop();
   const swl::Decision open = limiter.tryAcquire("other");
   CHECK(open.allowed);
-  CHECK(open.source == swl::DecisionSource::fail_open);
+  CHECK(open.tier == swl::Tier::fail_open);
   CHECK(seen == std::vector<std::string>{"allowed:redis", "rejected:redis", "rejected:blocked_cache",
                                          "error:redis:error", "allowed:fail_open:error"});
 }

@@ -13,14 +13,12 @@
 // the least recently used key is forgotten (counted in evictions(); its next request meets an empty
 // window). So memory stays below about max_keys x (limit x 16 + 120) bytes.
 
-#include <swl/clock.hpp>
+#include <swl/decision.hpp>
 #include <swl/detail/lru_map.hpp>
-#include <swl/detail/request_checks.hpp>
-#include <swl/detail/waiting.hpp>
 #include <swl/error.hpp>
-#include <swl/limit.hpp>
+#include <swl/limiter.hpp>
 #include <swl/observer.hpp>
-#include <swl/outcome.hpp>
+#include <swl/options.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -43,46 +41,46 @@ struct LocalLimiterOptions {
   Observer observer;
 };
 
-class LocalLimiter : public detail::Waiting<LocalLimiter> {
+class LocalLimiter {
  public:
   explicit LocalLimiter(Limit limit, LocalLimiterOptions options = {})
       : limit_(detail::checkedLimit(limit)), options_(checked(std::move(options))), logs_(options_.max_keys) {}
 
   // A request of `cost` is admitted iff the units in (now - window, now] plus `cost` fit in the limit.
   Decision tryAcquire(std::string_view key, std::int64_t cost = 1) {
-    const detail::Observation observation(options_.observer, key, cost, DecisionSource::in_memory);
-    try {
-      detail::checkRequest("swl::LocalLimiter", "tryAcquire", key, cost, limit_.max_requests);
-      const std::int64_t now = options_.clock.now().count();
-      const std::int64_t window = limit_.window.count();
-      const Decision decision = logs_.with(key, [&](detail::LruMap<Log>& logs) {
-        // Keys whose window emptied leave from the least recently used end, a couple per call, so an
-        // idle limiter shrinks without a sweeper thread.
-        logs.dropIdle([&](const Log& log) { return log.idleAt(now, window); }, 2);
-        Log& log = logs.obtain(key, [&](std::string_view, const Log& evicted) {
-          if (!evicted.idleAt(now, window)) evictions_.fetch_add(1, std::memory_order_relaxed);
-        });
-        return decide(log, now, cost);
-      });
-      observation.report(&decision, nullptr);
-      return decision;
-    } catch (const Error&) {
-      observation.report(nullptr, std::current_exception());
-      throw;
-    }
+    return detail::reportedDecision(reporting(), limit_, key, cost,
+                                    [&](std::exception_ptr&) { return decide(key, cost); });
   }
 
-  // tryAcquire for each request in turn; an invalid request spoils only its own Outcome.
   std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>& requests) {
-    std::vector<Outcome> outcomes(requests.size());
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-      try {
-        outcomes[i].decision = tryAcquire(requests[i].key, requests[i].cost);
-      } catch (const InvalidArgument&) {
-        outcomes[i].error = std::current_exception();
-      }
-    }
-    return outcomes;
+    return detail::reportedOutcomes(reporting(), limit_, requests, [&] { return decideMany(requests); });
+  }
+
+  Decision acquire(std::string_view key, std::int64_t cost, Deadline deadline) {
+    return detail::acquireUntil(*this, key, cost, deadline);
+  }
+
+  Decision decide(std::string_view key, std::int64_t cost) {
+    validate(key, cost);
+    const std::int64_t now = options_.clock.now().count();
+    const std::int64_t window = limit_.window.count();
+    return logs_.with(key, [&](detail::LruMap<Log>& logs) {
+      // Keys whose window emptied leave from the least recently used end, a couple per call, so an
+      // idle limiter shrinks without a sweeper thread.
+      logs.dropIdle([&](const Log& log) { return log.idleAt(now, window); }, 2);
+      Log& log = logs.obtain(key, [&](std::string_view, const Log& evicted) {
+        if (!evicted.idleAt(now, window)) evictions_.fetch_add(1, std::memory_order_relaxed);
+      });
+      return decide(log, now, cost);
+    });
+  }
+
+  std::vector<Outcome> decideMany(const std::vector<AcquireRequest>& requests) {
+    return detail::eachDecided(*this, requests);
+  }
+
+  void validate(std::string_view key, std::int64_t cost) const {
+    detail::checkRequest("swl::LocalLimiter", "tryAcquire", key, cost, limit_.max_requests);
   }
 
   // What `key` has used of its limit now, recording nothing.
@@ -173,6 +171,8 @@ class LocalLimiter : public detail::Waiting<LocalLimiter> {
     }
   };
 
+  detail::Reporting reporting() const { return {options_.observer, FailurePolicy::throw_error, Tier::in_memory}; }
+
   static LocalLimiterOptions checked(LocalLimiterOptions options) {
     if (options.clock.isRedisTime()) {
       throw InvalidArgument("swl::LocalLimiter: Clock::redis() needs Redis; use Clock::system() or Clock::manual()");
@@ -187,7 +187,7 @@ class LocalLimiter : public detail::Waiting<LocalLimiter> {
     log.slide(now, window);
     Decision decision;
     decision.limit = limit_.max_requests;
-    decision.source = DecisionSource::in_memory;
+    decision.tier = Tier::in_memory;
     decision.allowed = log.units + cost <= limit_.max_requests;
     if (decision.allowed) log.record(now, cost);
     decision.remaining = std::max<std::int64_t>(0, limit_.max_requests - log.units);

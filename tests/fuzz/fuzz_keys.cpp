@@ -3,8 +3,8 @@
 // and the properties the headers promise must hold; a violation aborts.
 
 #include <swl/error.hpp>
-#include <swl/hash_slot.hpp>
-#include <swl/key_policy.hpp>
+#include <swl/policies/keys.hpp>
+#include <swl/redis/hash_slot.hpp>
 
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -100,15 +100,16 @@ void checkShardedKey(std::size_t shards, const std::string& prefix, const std::s
     check(valid, "ShardedKey refuses 0 shards and a prefix holding '{'");
     check(keys.shards() == shards, "ShardedKey keeps its shard count");
     const std::size_t shard = some_shard % shards;
-    const std::string key = keys.key(user_key, shard);
+    const std::string key = swl::ShardKey(shard, keys.prefix()).key(user_key);
     check(key == prefix + ":{" + std::to_string(shard) + ":" + user_key + "}", "ShardedKey gives prefix:{shard:key}");
     const std::uint16_t slot = slotOf(key);
     if (!holdsBrace(other_prefix)) {
-      check(slotOf(swl::ShardedKey(shards, other_prefix).key(user_key, shard)) == slot,
+      check(slotOf(swl::ShardKey(shard, swl::ShardedKey(shards, other_prefix).prefix()).key(user_key)) == slot,
             "ShardedKey: one user key and shard, two prefixes, one slot");
     }
     if (shards > 1) {
-      check(keys.key(user_key, (shard + 1) % shards) != key, "ShardedKey: different shards, different keys");
+      check(swl::ShardKey((shard + 1) % shards, prefix).key(user_key) != key,
+            "ShardedKey: different shards, different keys");
     }
   } catch (const swl::InvalidArgument&) {
     check(!valid, "ShardedKey accepts a positive shard count and a prefix without '{'");

@@ -1,16 +1,17 @@
 // libFuzzer target: arbitrary bytes through hiredis's own RESP parser, and every reply it produces
 // through everything in swl that reads a Redis reply: detail::decodeDecision (single-window
-// limiters), detail::decodeRuleDecisions (MultiLimiter) and the cluster parsers (cluster_replies.hpp).
+// limiters), detail::decodeRuleDecisions (MultiLimiter), and the cluster and Sentinel parsers
+// (detail/topology.hpp).
 // A malformed reply may only become a swl::Error; any other exception, crash or Decision breaking its
 // invariants aborts.
 
-#include <swl/detail/cluster_replies.hpp>
-#include <swl/detail/decision_reply.hpp>
-#include <swl/detail/hiredis.hpp>
+#include <swl/composites/multi_limiter.hpp>
+#include <swl/decision.hpp>
+#include <swl/detail/topology.hpp>
 #include <swl/error.hpp>
-#include <swl/hash_slot.hpp>
-#include <swl/limit.hpp>
-#include <swl/script.hpp>
+#include <swl/redis/client.hpp>
+#include <swl/redis/hash_slot.hpp>
+#include <swl/redis_limiter.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -59,7 +60,7 @@ void checkDecision(const swl::Decision& decision, std::int64_t limit) {
   check(decision.retry_after.count() >= 0, "retry_after >= 0");
   check(decision.allowed == (decision.retry_after.count() == 0), "allowed iff retry_after == 0");
   check(decision.reset_after.count() >= 0, "reset_after >= 0");
-  check(decision.source == swl::DecisionSource::redis, "a decoded decision comes from redis");
+  check(decision.tier == swl::Tier::redis, "a decoded decision comes from redis");
 }
 
 // hiredis 0.14 allocates a multi-bulk's element array as soon as it reads the count ("*2000000000\r\n"
@@ -79,36 +80,33 @@ bool announcesHugeArray(std::string_view input) {
 
 // The limits to decode under: typical ones, the extremes, one taken from the input's last 8 bytes, and
 // each integer of the reply (so remaining == limit and remaining == limit + 1 are tried).
-std::vector<std::int64_t> limitsFor(const redisReply& reply, std::string_view input) {
+std::vector<std::int64_t> limitsFor(swl::ReplyView reply, std::string_view input) {
   std::vector<std::int64_t> limits{1, 3, 1000, (std::int64_t{1} << 53) - 1, std::numeric_limits<std::int64_t>::max()};
   if (input.size() >= sizeof(std::int64_t)) {
     std::int64_t from_input;
     std::memcpy(&from_input, input.data() + input.size() - sizeof from_input, sizeof from_input);
     limits.push_back(from_input);
   }
-  if (reply.type == REDIS_REPLY_ARRAY) {
-    for (std::size_t i = 0; i < reply.elements && i < 8; ++i) {
-      const redisReply& element = *reply.element[i];
-      if (element.type != REDIS_REPLY_INTEGER) continue;
-      limits.push_back(element.integer);
-      if (element.integer > 1) limits.push_back(element.integer - 1);
-    }
+  for (std::size_t i = 0; i < reply.size() && i < 8; ++i) {
+    const swl::ReplyView element = reply[i];
+    if (!element.isInteger()) continue;
+    limits.push_back(element.integer());
+    if (element.integer() > 1) limits.push_back(element.integer() - 1);
   }
   return limits;
 }
 
-void decodeAsDecision(const redisReply& reply, const std::vector<std::int64_t>& limits) {
+void decodeAsDecision(swl::ReplyView reply, const std::vector<std::int64_t>& limits) {
   for (const std::int64_t limit : limits) {
     refusedOnlyAsSwlError([&] { checkDecision(swl::detail::decodeDecision(reply, limit), limit); });
   }
 }
 
-void decodeAsRuleDecisions(const redisReply& reply, const std::vector<std::int64_t>& limits) {
+void decodeAsRuleDecisions(swl::ReplyView reply, const std::vector<std::int64_t>& limits) {
   constexpr std::size_t kMaxRules = swl::ScriptCall::kMaxKeys;
   std::size_t rule_counts[] = {1, 2, kMaxRules, 0};
-  if (reply.type == REDIS_REPLY_ARRAY && reply.elements >= 4 && reply.elements % 3 == 1 &&
-      (reply.elements - 1) / 3 <= kMaxRules) {
-    rule_counts[3] = (reply.elements - 1) / 3;  // the count that fits the reply's shape
+  if (reply.size() >= 4 && reply.size() % 3 == 1 && (reply.size() - 1) / 3 <= kMaxRules) {
+    rule_counts[3] = (reply.size() - 1) / 3;  // the count that fits the reply's shape
   }
   for (const std::size_t rules : rule_counts) {
     if (rules == 0) continue;
@@ -127,30 +125,36 @@ void decodeAsRuleDecisions(const redisReply& reply, const std::vector<std::int64
             checkDecision(decisions[i], rule_limits[i]);
             every_rule_admitted = every_rule_admitted && decisions[i].allowed;
           }
-          check(reply.element[0]->integer == (every_rule_admitted ? 1 : 0), "allowed agrees with the rules");
+          check(reply[0].integer() == (every_rule_admitted ? 1 : 0), "allowed agrees with the rules");
         });
       }
     }
   }
 }
 
-void parseAsClusterReply(const redisReply& reply) {
-  const swl::detail::NodeAddress answering{"10.0.0.1", 6379};
+void parseAsTopologyReply(swl::ReplyView reply) {
+  const swl::Address answering{"10.0.0.1", 6379};
   refusedOnlyAsSwlError([&] {
     const auto redirection = swl::detail::parseRedirection(reply, answering);
     if (!redirection) return;
-    check(reply.type == REDIS_REPLY_ERROR, "only an error reply redirects");
+    check(reply.isError(), "only an error reply redirects");
     check(redirection->slot < swl::kClusterSlots, "a redirection's slot < 16384");
     check(redirection->target.port > 0 && redirection->target.port <= 65535, "a redirection's port is 1..65535");
     check(!redirection->target.host.empty(), "a redirection names a host");
   });
-  if (swl::detail::isRetryLater(reply)) check(reply.type == REDIS_REPLY_ERROR, "only an error reply says retry");
+  if (swl::detail::isRetryLater(reply)) check(reply.isError(), "only an error reply says retry");
   refusedOnlyAsSwlError([&] {
     for (const swl::detail::SlotRange& range : swl::detail::parseClusterSlots(reply, answering)) {
       check(range.first <= range.last && range.last < swl::kClusterSlots, "first <= last < 16384");
       check(range.master.port > 0 && range.master.port <= 65535, "a master's port is 1..65535");
       check(!range.master.host.empty(), "a master names a host");
     }
+  });
+  refusedOnlyAsSwlError([&] {
+    const auto master = swl::detail::parseMasterAddress(reply, "10.0.0.9:26379", "mymaster");
+    if (!master) return check(reply.isNil(), "only nil says the sentinel does not know the master");
+    check(master->port > 0 && master->port <= 65535, "a sentinel's master port is 1..65535");
+    check(!master->host.empty(), "a sentinel names the master's host");
   });
 }
 
@@ -165,11 +169,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (int replies = 0; replies < 64; ++replies) {
     void* parsed = nullptr;
     if (redisReaderGetReply(reader.get(), &parsed) != REDIS_OK || parsed == nullptr) break;  // malformed or incomplete
-    const swl::detail::ReplyPtr reply(static_cast<redisReply*>(parsed));
+    const swl::Reply reply(static_cast<redisReply*>(parsed));
     const std::vector<std::int64_t> limits = limitsFor(*reply, input);
     decodeAsDecision(*reply, limits);
     decodeAsRuleDecisions(*reply, limits);
-    parseAsClusterReply(*reply);
+    parseAsTopologyReply(*reply);
   }
   return 0;
 }

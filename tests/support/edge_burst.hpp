@@ -3,7 +3,7 @@
 // a window boundary, then a request every window/(2 x limit) for two windows, on a manual clock. The
 // answer is the most admissions any window-long interval saw; an exact limiter's is the limit.
 
-#include <swl/clock.hpp>
+#include <swl/options.hpp>
 
 #include <algorithm>
 #include <chrono>

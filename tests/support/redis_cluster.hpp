@@ -7,9 +7,9 @@
 #include "support/redis_server.hpp"
 #include "support/replies.hpp"
 
-#include <swl/cluster_connection.hpp>
-#include <swl/connection.hpp>
 #include <swl/error.hpp>
+#include <swl/redis/cluster_connection.hpp>
+#include <swl/redis/connection.hpp>
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -63,7 +63,7 @@ class RedisCluster {
   RedisCluster(const RedisCluster&) = delete;
   RedisCluster& operator=(const RedisCluster&) = delete;
 
-  std::vector<swl::ClusterConnection::Seed> seeds() const {
+  std::vector<swl::Address> seeds() const {
     return {{"127.0.0.1", nodes_[0]->port()}, {"127.0.0.1", nodes_[1]->port()}};
   }
 
@@ -185,7 +185,7 @@ class RedisCluster {
 
   std::map<int, int> slotOwnersSeenBy(int port) {
     auto connection = connect(port);
-    const swl::detail::ReplyPtr reply = connection.command({"CLUSTER", "SLOTS"});
+    const swl::Reply reply = connection.command({"CLUSTER", "SLOTS"});
     std::map<int, int> owners;
     for (const auto& range : swl::detail::parseClusterSlots(*reply, {"127.0.0.1", port})) {
       owners[range.first] = range.master.port;

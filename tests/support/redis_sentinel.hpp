@@ -8,10 +8,10 @@
 #include "support/redis_server.hpp"
 #include "support/replies.hpp"
 
-#include <swl/connection.hpp>
 #include <swl/detail/hiredis.hpp>
 #include <swl/error.hpp>
-#include <swl/sentinel_connection.hpp>
+#include <swl/redis/connection.hpp>
+#include <swl/redis/sentinel_connection.hpp>
 
 #include <stdlib.h>
 
@@ -56,8 +56,8 @@ class RedisSentinel {
   RedisSentinel(const RedisSentinel&) = delete;
   RedisSentinel& operator=(const RedisSentinel&) = delete;
 
-  std::vector<swl::SentinelAddress> sentinels() const {
-    std::vector<swl::SentinelAddress> addresses;
+  std::vector<swl::Address> sentinels() const {
+    std::vector<swl::Address> addresses;
     for (const auto& sentinel : sentinels_) addresses.push_back({"127.0.0.1", sentinel->port});
     return addresses;
   }
@@ -94,9 +94,9 @@ class RedisSentinel {
   // The master's port as one sentinel names it; 0 when it names none.
   int masterPortSeenBy(int sentinel) const {
     auto connection = connectToSentinel(sentinel);
-    const swl::detail::ReplyPtr reply = connection.command({"SENTINEL", "get-master-addr-by-name", kMasterName});
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) return 0;
-    return std::stoi(std::string(swl::detail::replyText(*reply->element[1])));
+    const swl::Reply reply = connection.command({"SENTINEL", "get-master-addr-by-name", kMasterName});
+    if (!reply->isArray() || reply->size() != 2) return 0;
+    return std::stoi(std::string((*reply)[1].text()));
   }
 
   // Waits until every sentinel names the master on `port`.
@@ -236,17 +236,16 @@ class RedisSentinel {
 
   // SENTINEL replicas|sentinels <name>: one field -> value map per instance.
   static std::vector<std::map<std::string, std::string>> instances(swl::Connection& sentinel, std::string_view kind) {
-    const swl::detail::ReplyPtr reply = sentinel.command({"SENTINEL", kind, kMasterName});
-    if (reply->type != REDIS_REPLY_ARRAY) {
-      throw std::runtime_error("SENTINEL " + std::string(kind) + ": " + std::string(swl::detail::replyText(*reply)));
+    const swl::Reply reply = sentinel.command({"SENTINEL", kind, kMasterName});
+    if (!reply->isArray()) {
+      throw std::runtime_error("SENTINEL " + std::string(kind) + ": " + std::string(reply->text()));
     }
     std::vector<std::map<std::string, std::string>> result;
-    for (std::size_t i = 0; i < reply->elements; ++i) {
-      const redisReply& fields = *reply->element[i];
+    for (std::size_t i = 0; i < reply->size(); ++i) {
+      const swl::ReplyView fields = (*reply)[i];
       std::map<std::string, std::string>& instance = result.emplace_back();
-      for (std::size_t j = 0; j + 1 < fields.elements; j += 2) {
-        instance[std::string(swl::detail::replyText(*fields.element[j]))] =
-            std::string(swl::detail::replyText(*fields.element[j + 1]));
+      for (std::size_t j = 0; j + 1 < fields.size(); j += 2) {
+        instance[std::string(fields[j].text())] = std::string(fields[j + 1].text());
       }
     }
     return result;

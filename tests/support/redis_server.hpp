@@ -2,8 +2,8 @@
 // A private redis-server for one test: started on a free loopback port (never 6379), with no
 // persistence, and stopped by its pid (see ChildProcess). Nothing else on the machine is touched.
 
-#include <swl/connection.hpp>
 #include <swl/error.hpp>
+#include <swl/redis/connection.hpp>
 
 #include "child_process.hpp"
 

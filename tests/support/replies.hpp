@@ -1,8 +1,8 @@
 #pragma once
 // Small readers for the replies tests look at directly.
 
-#include <swl/connection.hpp>
 #include <swl/detail/hiredis.hpp>
+#include <swl/redis/connection.hpp>
 
 #include <initializer_list>
 #include <stdexcept>
@@ -12,19 +12,19 @@
 namespace swl::test {
 
 inline long long integerReply(swl::Connection& connection, std::initializer_list<std::string_view> argv) {
-  swl::detail::ReplyPtr reply = connection.command(argv);
-  if (reply->type != REDIS_REPLY_INTEGER) {
-    throw std::runtime_error("expected an integer reply, got: " + std::string(swl::detail::replyText(*reply)));
+  swl::Reply reply = connection.command(argv);
+  if (!reply->isInteger()) {
+    throw std::runtime_error("expected an integer reply, got: " + std::string(reply->text()));
   }
-  return reply->integer;
+  return reply->integer();
 }
 
 inline std::string textReply(swl::Connection& connection, std::initializer_list<std::string_view> argv) {
-  swl::detail::ReplyPtr reply = connection.command(argv);
-  if (reply->type == REDIS_REPLY_ERROR) {
-    throw std::runtime_error("error reply: " + std::string(swl::detail::replyText(*reply)));
+  swl::Reply reply = connection.command(argv);
+  if (reply->isError()) {
+    throw std::runtime_error("error reply: " + std::string(reply->text()));
   }
-  return std::string(swl::detail::replyText(*reply));
+  return std::string(reply->text());
 }
 
 // A counter from an INFO section: `marker` followed by digits (0 when the line is absent).

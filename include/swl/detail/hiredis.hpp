@@ -1,12 +1,17 @@
 #pragma once
-// Ownership of hiredis objects. Every redisContext and redisReply swl touches lives in one of these
-// pointers, so no path (exceptions included) leaks or double-frees one.
+// Ownership of hiredis objects and the translation of hiredis's errors into ours. Every redisContext and
+// redisReply swl touches lives in one of these pointers, so no path (exceptions included) leaks or
+// double-frees one.
+
+#include <swl/error.hpp>
 
 #include <hiredis/hiredis.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -30,14 +35,24 @@ inline timeval toTimeval(std::chrono::microseconds duration) {
   return result;
 }
 
-inline std::string_view replyText(const redisReply& reply) noexcept {
-  return reply.str == nullptr ? std::string_view{} : std::string_view(reply.str, reply.len);
+inline bool isTimeout(const redisContext& context) noexcept {
+#if defined(REDIS_ERR_TIMEOUT)
+  if (context.err == REDIS_ERR_TIMEOUT) return true;
+#endif
+  // hiredis 0.14 reports a timeout as an I/O error carrying the socket's errno.
+  return context.err == REDIS_ERR_IO &&
+         (errno == EAGAIN || errno == EWOULDBLOCK || errno == ETIMEDOUT || errno == EINPROGRESS);
 }
 
-inline bool isErrorReply(const redisReply& reply, std::string_view code) noexcept {
-  if (reply.type != REDIS_REPLY_ERROR) return false;
-  std::string_view text = replyText(reply);
-  return text.substr(0, code.size()) == code && (text.size() == code.size() || text[code.size()] == ' ');
+// The error hiredis recorded on `context` while `doing` something with `endpoint`, as a TimeoutError
+// when it was one.
+[[noreturn]] inline void throwContextError(const redisContext& context, std::string_view endpoint,
+                                           std::string_view doing) {
+  const bool timed_out = isTimeout(context);
+  std::string message = "redis at " + std::string(endpoint) + (timed_out ? " timed out " : " failed ") +
+                        std::string(doing) + " (" + context.errstr + ")";
+  if (timed_out) throw TimeoutError(message);
+  throw ConnectionError(message);
 }
 
 // hiredis wants arguments as parallel arrays of pointers and lengths; commands of up to 16 arguments
@@ -69,5 +84,18 @@ class HiredisArgv {
   const char** pointers_ = pointers_on_stack_.data();
   std::size_t* lengths_ = lengths_on_stack_.data();
 };
+
+// A whole command in RESP, as hiredis formats it: what the async connection queues and may resend.
+inline std::string formattedCommand(const std::string_view* argv, std::size_t argc) {
+  HiredisArgv hiredis_argv;
+  hiredis_argv.assign(argv, argc);
+  char* command = nullptr;
+  const auto length =
+      redisFormatCommandArgv(&command, static_cast<int>(argc), hiredis_argv.pointers(), hiredis_argv.lengths());
+  if (length < 0 || command == nullptr) throw Error("swl: out of memory formatting a Redis command");
+  std::string text(command, static_cast<std::size_t>(length));
+  redisFreeCommand(command);
+  return text;
+}
 
 }  // namespace swl::detail

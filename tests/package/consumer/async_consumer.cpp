@@ -1,5 +1,5 @@
 // A user's event-loop program: it compiles against swl::async and links libevent through it.
-#include <swl/async_sliding_window.hpp>
+#include <swl/async/limiter.hpp>
 
 #include <event2/event.h>
 

@@ -1,0 +1,59 @@
+#pragma once
+// FixedWindowLimiter: a counter per fixed window (the seed articles' "rolling window").
+//
+//   swl::FixedWindowLimiter<> limiter(connection, swl::Limit{100, std::chrono::seconds(10)});
+//   if (swl::Decision decision = limiter.tryAcquire("user:42"); !decision) reply429(decision.retry_after);
+//
+// Windows start at multiples of the window since the epoch, on Redis's clock. A request is admitted
+// iff the units admitted in the current window plus its cost fit the limit. One small hash per key
+// whatever the limit, the cheapest script of all; but a burst at the end of one window and another at
+// the start of the next admit up to twice the limit within one window's length.
+//
+// The seed articles' INCR counter per window, kept in one hash per key so that a rejected request adds
+// nothing and Redis's clock decides. The script runs after the prelude in redis_limiter.hpp, which reads
+// the arguments; everything around it is RedisLimiter's.
+
+#include <swl/decision.hpp>
+#include <swl/policies/keys.hpp>
+#include <swl/redis_limiter.hpp>
+
+#include <string_view>
+
+namespace swl {
+
+struct FixedWindow {
+  static constexpr std::string_view kName = "swl::FixedWindowLimiter";
+  static constexpr std::string_view kScriptName = "fixed_window";
+  static constexpr bool kRecordsMembers = false;
+  static void check(const Limit&) {}
+
+  static constexpr std::string_view kScript = R"lua(
+-- KEYS[1] is a hash: s = the current window's start (microseconds, a multiple of the window since the
+-- epoch, so every client agrees where windows begin), c = units admitted in it.
+local start = idiv(now, window) * window
+local state = redis.call('HMGET', key, 's', 'c')
+local count = 0
+if tonumber(state[1]) == start then count = tonumber(state[2]) end
+
+local allowed = count + cost <= limit
+if record and (allowed or count_rejected) then
+  count = count + cost
+  redis.call('HSET', key, 's', text(start), 'c', text(count))
+  redis.call('PEXPIRE', key, math.ceil(window / 1000))
+end
+
+local remaining = limit - count
+if remaining < 0 then remaining = 0 end
+local ends_in = start + window - now
+local reset_after = 0
+if count > 0 then reset_after = ends_in end
+if allowed then return {1, remaining, 0, reset_after} end
+-- Any cost up to the limit fits in the next window.
+return {0, remaining, ends_in, reset_after}
+)lua";
+};
+
+template <class KeyPolicy = PrefixKey>
+using FixedWindowLimiter = RedisLimiter<FixedWindow, KeyPolicy>;
+
+}  // namespace swl

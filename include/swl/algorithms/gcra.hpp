@@ -1,0 +1,70 @@
+#pragma once
+// GcraLimiter: the generic cell rate algorithm: a token bucket as one time per key.
+//
+//   swl::GcraLimiter<> limiter(connection, swl::Limit{100, std::chrono::seconds(10)});
+//   if (swl::Decision decision = limiter.tryAcquire("user:42"); !decision) reply429(decision.retry_after);
+//
+// What redis-cell and redis_rate run, and what an API gateway means by "token bucket": a full bucket
+// admits a burst of `limit` at once, then units come back one every window/limit, smoothly rather
+// than all at once when a window ends. O(1) memory per key (one short string). Over any window at most
+// the burst plus what came back in it is admitted, so a window's length can see up to twice the limit
+// around a burst (measured in the README). Needs limit * window (in microseconds) below 2^53.
+//
+// The script runs after the prelude in redis_limiter.hpp, which reads the arguments; everything around
+// it is RedisLimiter's.
+
+#include <swl/decision.hpp>
+#include <swl/policies/keys.hpp>
+#include <swl/redis_limiter.hpp>
+
+#include <string_view>
+
+namespace swl {
+
+struct Gcra {
+  static constexpr std::string_view kName = "swl::GcraLimiter";
+  static constexpr std::string_view kScriptName = "gcra";
+  static constexpr bool kRecordsMembers = false;
+  static void check(const Limit& limit) { detail::checkScaledExact(limit, kName); }
+
+  static constexpr std::string_view kScript = R"lua(
+-- KEYS[1] is a string "tat frac": the theoretical arrival time, tat + frac/limit microseconds. Each
+-- unit admitted moves it window/limit later (the emission interval); a request is admitted while it
+-- stays at most one window ahead of now, so a full burst of `limit` fits at once and then units come
+-- back evenly. frac keeps the interval exact when the window does not divide by the limit (the
+-- limiter checks that limit * window < 2^53).
+local tat, frac = now, 0
+local stored = redis.call('GET', key)
+if stored then
+  local t, f = string.match(stored, '^(%d+) (%d+)$')
+  t, f = tonumber(t), tonumber(f)
+  if t and (t > now or (t == now and f > 0)) then tat, frac = t, f end
+end
+
+local moved = frac + cost * window
+local new_tat = tat + idiv(moved, limit)
+local new_frac = moved - idiv(moved, limit) * limit
+local allowed = new_tat < now + window or (new_tat == now + window and new_frac == 0)
+if record and (allowed or count_rejected) then
+  tat, frac = new_tat, new_frac
+  redis.call('SET', key, text(tat) .. ' ' .. text(frac), 'PX', math.ceil((tat - now) / 1000) + 1)
+end
+
+-- A time with a fraction of a microsecond left, rounded up: waiting less would not be enough.
+local function ceiling(at, fraction)
+  if fraction > 0 then return at + 1 end
+  return at
+end
+local remaining = idiv((now + window - tat) * limit - frac, window)
+if remaining < 0 then remaining = 0 elseif remaining > limit then remaining = limit end
+local reset_after = ceiling(tat, frac) - now
+if reset_after < 0 then reset_after = 0 end
+if allowed then return {1, remaining, 0, reset_after} end
+return {0, remaining, ceiling(new_tat, new_frac) - window - now, reset_after}
+)lua";
+};
+
+template <class KeyPolicy = PrefixKey>
+using GcraLimiter = RedisLimiter<Gcra, KeyPolicy>;
+
+}  // namespace swl

@@ -1,0 +1,349 @@
+#pragma once
+// AsyncConnection: one hiredis async context on the caller's libevent loop, for event-loop services.
+// Any number of calls may be in flight on it at once; replies come back through callbacks on the loop.
+//
+//   event_base* loop = event_base_new();
+//   auto redis = swl::AsyncConnection::tcp(loop, "127.0.0.1", 6379);
+//   swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{100, std::chrono::seconds(10)});
+//   limiter.tryAcquire("user:42", 1, [](swl::Outcome outcome) { ... });
+//   event_base_dispatch(loop);
+//
+// The same promises as the blocking Connection: EVALSHA only, NOSCRIPT loads the script and repeats
+// that call once, nothing else is ever sent twice. Every callback runs exactly once, on the loop:
+// with the reply, or with the error that kept it from coming (the connection broke, or no reply came
+// within `command_timeout`: the context is then dropped, its in-flight calls fail with TimeoutError,
+// and the next call connects again). A call made while Redis is unreachable fails on the next turn of
+// the loop, never inside the call that made it.
+//
+// Not thread-safe: use it from the loop's thread. It must outlive its calls' callbacks, which must not
+// throw (they run inside hiredis's C code; an exception escaping one terminates the program).
+// Needs libevent (Debian libevent-dev) and the CMake target swl::async.
+
+#include <swl/detail/dial.hpp>
+#include <swl/detail/hiredis.hpp>
+#include <swl/detail/reconnect_throttle.hpp>
+#include <swl/error.hpp>
+#include <swl/redis/client.hpp>
+#include <swl/redis/connection_options.hpp>
+
+#include <event2/event.h>
+#include <hiredis/adapters/libevent.h>
+#include <hiredis/async.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <list>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace swl {
+
+class AsyncConnection {
+ public:
+  // Called once per call: with a non-error reply (valid only during the callback) and no error, or
+  // with a null view and the error (ConnectionError, TimeoutError, ReplyError).
+  using Callback = std::function<void(ReplyView reply, std::exception_ptr error)>;
+
+  static AsyncConnection tcp(event_base* loop, std::string host, int port, ConnectionOptions options = {}) {
+    return AsyncConnection(loop, Address{std::move(host), port}, std::move(options));
+  }
+
+  static AsyncConnection unixSocket(event_base* loop, std::string path, ConnectionOptions options = {}) {
+    return AsyncConnection(loop, Address::unixSocket(std::move(path)), std::move(options));
+  }
+
+  // hiredis and libevent hold pointers to this object: it stays where it was made.
+  AsyncConnection(const AsyncConnection&) = delete;
+  AsyncConnection& operator=(const AsyncConnection&) = delete;
+
+  ~AsyncConnection() {
+    closing_ = true;
+    // Freeing the context runs every in-flight callback (with a ConnectionError); then the deferred ones.
+    if (context_ != nullptr) drop(context_, std::make_exception_ptr(ConnectionError(closedMessage())));
+    deliverDeferred();
+  }
+
+  // The event loop this connection runs on.
+  event_base* loop() const noexcept { return loop_; }
+
+  // Sends one script call. The call's keys and arguments are copied before run() returns.
+  void run(const ScriptCall& call, Callback done) {
+    Pending pending;
+    pending.command = detail::formattedCommand(call.argv(), call.argc());
+    pending.script = &call.script();
+    pending.done = std::move(done);
+    send(std::move(pending));
+  }
+
+  bool isConnected() const noexcept { return context_ != nullptr && connected_; }
+  std::size_t inFlight() const noexcept { return in_flight_.size(); }
+  const std::string& endpoint() const noexcept { return endpoint_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  struct Pending {
+    std::string command;             // the whole RESP command, kept to resend after NOSCRIPT
+    const Script* script = nullptr;  // null for the connection's own commands (AUTH, SELECT, SCRIPT LOAD)
+    Callback done;
+    bool repeated = false;
+    std::uint64_t sequence = 0;  // send order, to know whether a SCRIPT LOAD went out after it
+    Clock::time_point sent_at;
+    redisAsyncContext* context = nullptr;
+    std::exception_ptr failure;  // set when swl drops the context: why this call got no reply
+    AsyncConnection* owner = nullptr;
+    std::list<Pending>::iterator position;
+  };
+
+  struct EventDeleter {
+    void operator()(event* handle) const noexcept { event_free(handle); }
+  };
+  using EventPtr = std::unique_ptr<event, EventDeleter>;
+
+  AsyncConnection(event_base* loop, Address address, ConnectionOptions options)
+      : loop_(loop),
+        address_(detail::checkedAddress("swl::AsyncConnection", address)),
+        endpoint_(address_.endpoint()),
+        options_(detail::checkedOptions(options)),
+        reconnects_(options_.reconnect_interval) {
+    if (loop_ == nullptr) throw InvalidArgument("swl::AsyncConnection: the event_base is null");
+    if (options_.command_timeout.count() == 0) {
+      throw InvalidArgument("swl::AsyncConnection: command_timeout must be positive; it bounds every call");
+    }
+    timeout_timer_.reset(evtimer_new(loop_, &AsyncConnection::onTimer, this));
+    deferred_event_.reset(event_new(loop_, -1, 0, &AsyncConnection::onDeferred, this));
+    if (!timeout_timer_ || !deferred_event_) throw Error("swl::AsyncConnection: libevent could not make its events");
+  }
+
+  void send(Pending pending) {
+    redisAsyncContext* context = nullptr;
+    try {
+      context = connected();
+    } catch (const Error&) {
+      defer(std::move(pending.done), std::current_exception());
+      return;
+    }
+    auto position = in_flight_.insert(in_flight_.end(), std::move(pending));
+    position->position = position;
+    position->owner = this;
+    position->context = context;
+    position->sequence = ++sent_;
+    position->sent_at = Clock::now();
+    if (redisAsyncFormattedCommand(context, &AsyncConnection::onReply, &*position, position->command.data(),
+                                   position->command.size()) != REDIS_OK) {
+      // The context is already shutting down; its teardown will not call back for this one.
+      Callback done = std::move(position->done);
+      in_flight_.erase(position);
+      defer(std::move(done), std::make_exception_ptr(ConnectionError(lostMessage(context))));
+      return;
+    }
+    if (!evtimer_pending(timeout_timer_.get(), nullptr)) armTimer(options_.command_timeout);
+  }
+
+  // The live context, connecting first when there is none. Commands sent before the connection is up
+  // wait in hiredis's buffer; AUTH and SELECT go first.
+  redisAsyncContext* connected() {
+    if (closing_) throw ConnectionError(closedMessage());
+    if (context_ != nullptr) return context_;
+    reconnects_.check(endpoint_);
+    redisAsyncContext* context = detail::dialAsync(address_, options_);
+    if (context->err != 0) {
+      const std::string why = context->errstr;
+      redisAsyncFree(context);
+      reconnects_.failed("redis at " + endpoint_ + " failed connecting (" + why + ")");
+      throw ConnectionError(reconnects_.lastError());
+    }
+    context->data = this;
+    if (redisLibeventAttach(context, loop_) != REDIS_OK) {
+      redisAsyncFree(context);
+      throw ConnectionError("redis at " + endpoint_ + ": cannot attach to the libevent loop");
+    }
+    redisAsyncSetConnectCallback(context, &AsyncConnection::onConnect);
+    redisAsyncSetDisconnectCallback(context, &AsyncConnection::onDisconnect);
+    context_ = context;
+    connected_ = false;
+    handshake();
+    return context_;
+  }
+
+  void handshake() {
+    auto refused = [this](std::string what) {
+      return [this, what = std::move(what)](ReplyView, std::exception_ptr error) {
+        if (!error || context_ == nullptr) return;
+        try {
+          std::rethrow_exception(error);
+        } catch (const ReplyError& reply_error) {
+          // Redis's message names the problem and never repeats the password; neither does ours.
+          drop(context_, std::make_exception_ptr(
+                             AuthError("redis at " + endpoint_ + " refused " + what + ": " + reply_error.what())));
+        } catch (const Error&) {
+        }
+      };
+    };
+    if (!options_.password.empty()) {
+      const std::string_view user_auth[] = {"AUTH", options_.user, options_.password};
+      const std::string_view auth[] = {"AUTH", options_.password};
+      Pending pending;
+      pending.command =
+          options_.user.empty() ? detail::formattedCommand(auth, 2) : detail::formattedCommand(user_auth, 3);
+      pending.done =
+          refused("authentication" + (options_.user.empty() ? "" : " as user " + detail::quoted(options_.user)));
+      send(std::move(pending));
+    }
+    if (options_.db != 0) {
+      const std::string db = std::to_string(options_.db);
+      const std::string_view select[] = {"SELECT", db};
+      Pending pending;
+      pending.command = detail::formattedCommand(select, 2);
+      pending.done = refused("SELECT " + db);
+      send(std::move(pending));
+    }
+  }
+
+  // Frees `context`: hiredis calls back every call still in flight on it, and they fail with `why`.
+  void drop(redisAsyncContext* context, const std::exception_ptr& why) {
+    if (context == context_) context_ = nullptr;
+    blame(context, why);
+    redisAsyncFree(context);  // inside a hiredis callback this only marks it; hiredis frees it after
+  }
+
+  void blame(const redisAsyncContext* context, const std::exception_ptr& why) {
+    for (Pending& pending : in_flight_) {
+      if (pending.context == context && !pending.failure) pending.failure = why;
+    }
+  }
+
+  static void onReply(redisAsyncContext* context, void* reply, void* privdata) noexcept {
+    auto& pending = *static_cast<Pending*>(privdata);
+    AsyncConnection& self = *pending.owner;
+    Pending taken = std::move(pending);
+    self.in_flight_.erase(taken.position);
+    self.answer(context, ReplyView(static_cast<const redisReply*>(reply)), std::move(taken));
+  }
+
+  void answer(redisAsyncContext* context, ReplyView reply, Pending pending) {
+    if (reply.isNull()) {
+      // The context is going away: the next call connects afresh.
+      if (context == context_) context_ = nullptr;
+      pending.done(ReplyView(),
+                   pending.failure ? pending.failure : std::make_exception_ptr(ConnectionError(lostMessage(context))));
+      return;
+    }
+    if (pending.script != nullptr && !pending.repeated && reply.isError("NOSCRIPT")) {
+      repeatAfterLoad(std::move(pending));
+      return;
+    }
+    if (reply.isError()) {
+      const std::string what = pending.script != nullptr ? "script " + pending.script->name() : "a command";
+      pending.done(ReplyView(), std::make_exception_ptr(ReplyError("redis at " + endpoint_ + ": " + what +
+                                                                   " failed: " + std::string(reply.text()))));
+      return;
+    }
+    pending.done(reply, nullptr);
+  }
+
+  // Replies on one connection come in send order, so one SCRIPT LOAD sent after the failed call
+  // serves every call that met the same empty cache; the call itself goes out again right behind it.
+  void repeatAfterLoad(Pending pending) {
+    auto& loaded_at = script_loaded_at_[pending.script];
+    if (loaded_at < pending.sequence) {
+      const std::string_view load[] = {"SCRIPT", "LOAD", pending.script->text()};
+      Pending loading;
+      loading.command = detail::formattedCommand(load, 3);
+      loading.done = [](ReplyView, std::exception_ptr) {};  // a failed load shows as NOSCRIPT again
+      send(std::move(loading));
+      loaded_at = sent_;
+    }
+    pending.repeated = true;
+    send(std::move(pending));
+  }
+
+  static void onConnect(const redisAsyncContext* context, int status) {
+    auto& self = *static_cast<AsyncConnection*>(context->data);
+    if (context != self.context_) return;
+    if (status == REDIS_OK) {
+      self.connected_ = true;
+      return;
+    }
+    // hiredis frees the context itself after this, calling back everything queued on it.
+    self.reconnects_.failed("redis at " + self.endpoint_ + " failed connecting (" + context->errstr + ")");
+    self.blame(context, std::make_exception_ptr(ConnectionError(self.reconnects_.lastError())));
+    self.context_ = nullptr;
+  }
+
+  static void onDisconnect(const redisAsyncContext* context, int) {
+    auto& self = *static_cast<AsyncConnection*>(context->data);
+    if (context == self.context_) self.context_ = nullptr;
+  }
+
+  std::string lostMessage(const redisAsyncContext* context) const {
+    return "redis at " + endpoint_ + ": connection lost" +
+           (context->errstr[0] != '\0' ? " (" + std::string(context->errstr) + ")" : std::string());
+  }
+
+  std::string closedMessage() const { return "swl::AsyncConnection to " + endpoint_ + " is closing"; }
+
+  // The oldest call in flight decides: once it has waited command_timeout, the context is dropped.
+  static void onTimer(evutil_socket_t, short, void* self) { static_cast<AsyncConnection*>(self)->checkTimeouts(); }
+
+  void checkTimeouts() {
+    if (in_flight_.empty()) return;
+    const Pending& oldest = in_flight_.front();
+    const auto waited = Clock::now() - oldest.sent_at;
+    if (waited < options_.command_timeout) {
+      armTimer(std::chrono::ceil<std::chrono::microseconds>(options_.command_timeout - waited));
+      return;
+    }
+    drop(oldest.context, std::make_exception_ptr(TimeoutError(
+                             "redis at " + endpoint_ + " timed out waiting for a reply (no answer within " +
+                             std::to_string(options_.command_timeout.count()) + " ms)")));
+    if (!in_flight_.empty() && !evtimer_pending(timeout_timer_.get(), nullptr)) armTimer(options_.command_timeout);
+  }
+
+  void armTimer(std::chrono::microseconds after) {
+    const timeval delay = detail::toTimeval(after);
+    evtimer_add(timeout_timer_.get(), &delay);
+  }
+
+  // Failures found before anything was sent are answered on the loop's next turn.
+  void defer(Callback done, std::exception_ptr error) {
+    if (closing_) {
+      done(ReplyView(), std::move(error));
+      return;
+    }
+    deferred_.emplace_back(std::move(done), std::move(error));
+    event_active(deferred_event_.get(), 0, 0);
+  }
+
+  static void onDeferred(evutil_socket_t, short, void* self) { static_cast<AsyncConnection*>(self)->deliverDeferred(); }
+
+  void deliverDeferred() {
+    std::deque<std::pair<Callback, std::exception_ptr>> due;
+    due.swap(deferred_);
+    for (auto& [done, error] : due) done(ReplyView(), std::move(error));
+  }
+
+  event_base* loop_;
+  Address address_;
+  std::string endpoint_;
+  ConnectionOptions options_;
+  redisAsyncContext* context_ = nullptr;  // freed by drop(), or by hiredis itself when the connection ends
+  bool connected_ = false;
+  bool closing_ = false;
+  std::list<Pending> in_flight_;  // send order; hiredis holds a pointer to each until it calls back
+  std::uint64_t sent_ = 0;
+  std::unordered_map<const Script*, std::uint64_t> script_loaded_at_;
+  detail::ReconnectThrottle reconnects_;
+  EventPtr timeout_timer_;
+  EventPtr deferred_event_;
+  std::deque<std::pair<Callback, std::exception_ptr>> deferred_;
+};
+
+}  // namespace swl

@@ -1,0 +1,332 @@
+#pragma once
+// MultiLimiter: several limits in one decision, all or nothing (the seed articles' layered limits).
+//
+//   swl::MultiLimiter<> limiter(connection, {{"user-second", swl::Limit{10, 1s}},
+//                                            {"user-hour", swl::Limit{1000, 1h}},
+//                                            {"endpoint", swl::Limit{5000, 1s}}});
+//   swl::MultiDecision d = limiter.tryAcquire({"user:42", "user:42", "GET /search"});
+//   if (!d) reply429(d.decision.retry_after, "refused by " + d.binding_name);
+//
+// One key per rule, in the rules' order. One EVALSHA decides them all: the request is recorded in
+// every rule's log only if every rule admits it, so a refusal costs no rule anything. Each rule is an
+// exact sliding window log (algorithms/sliding_window.hpp) under the Redis key KeyPolicy(prefix:name)
+// makes of its key: "swl:user-second:user:42" with PrefixKey. The observer sees one event per decision,
+// under the binding rule's key and name (DecisionEvent::rule).
+//
+// On Redis Cluster the keys of one decision must share a hash slot: use HashTagKey
+// ("swl:user-second:{user:42}") and keys with the same tag; a decision whose keys lie in different
+// slots is refused with InvalidArgument before anything is sent.
+//
+// Thread safety: as safe as its RedisClient.
+
+#include <swl/decision.hpp>
+#include <swl/detail/integer_text.hpp>
+#include <swl/error.hpp>
+#include <swl/limiter.hpp>
+#include <swl/options.hpp>
+#include <swl/policies/keys.hpp>
+#include <swl/policies/members.hpp>
+#include <swl/policies/ttl.hpp>
+#include <swl/redis/client.hpp>
+#include <swl/redis_limiter.hpp>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace swl {
+
+// Several sliding window logs decided together, all or nothing, in one atomic Lua script: the same log
+// as algorithms/sliding_window.hpp, per key; read that one first.
+inline constexpr std::string_view kMultiWindowScript = R"lua(
+-- KEYS[i]  rule i's sorted set: score = admission time in microseconds, one member per admitted unit
+-- ARGV[1]  cost: units this request asks of every rule (1 <= cost <= each limit, checked by the client)
+-- ARGV[2]  now in microseconds since the epoch; '' reads Redis's own clock
+-- ARGV[3]  this request's unique member; '' uses its millisecond timestamp
+-- ARGV[4]  '1' to record rejected requests too (an opt-in penalty)
+-- ARGV[2 + 3i], ARGV[3 + 3i], ARGV[4 + 3i]  rule i's window (microseconds), limit and expiry (milliseconds)
+-- Returns {allowed 1|0, then for each rule: remaining, retry_after_us, reset_after_us}, integers only.
+-- The request is recorded in every log only if every rule admits it: no rule pays for a refusal.
+
+local cost = tonumber(ARGV[1])
+local now_text = ARGV[2]
+if now_text == '' then
+  local time = redis.call('TIME')
+  now_text = time[1] .. string.format('%06d', tonumber(time[2]))
+end
+local now = tonumber(now_text)
+
+local windows, limits, counts, refused = {}, {}, {}, {}
+local allowed = true
+for i, key in ipairs(KEYS) do
+  windows[i] = tonumber(ARGV[2 + 3 * i])
+  limits[i] = tonumber(ARGV[3 + 3 * i])
+  counts[i] = redis.call('ZCOUNT', key, '(' .. string.format('%.0f', now - windows[i]), '+inf')
+  refused[i] = counts[i] + cost > limits[i]
+  if refused[i] then allowed = false end
+end
+
+if allowed or ARGV[4] == '1' then
+  local member = ARGV[3]
+  if member == '' then member = string.format('%.0f', math.floor(now / 1000)) end
+  local entries = {}
+  for unit = 1, cost do
+    entries[#entries + 1] = now_text
+    entries[#entries + 1] = cost == 1 and member or member .. '#' .. unit
+  end
+  for i, key in ipairs(KEYS) do
+    -- In chunks of 1000 units, so that unpack() stays within Lua's stack limit.
+    for first = 1, #entries, 2000 do
+      redis.call('ZADD', key, unpack(entries, first, math.min(first + 1999, #entries)))
+    end
+    redis.call('PEXPIRE', key, ARGV[4 + 3 * i])
+    counts[i] = counts[i] + cost
+  end
+end
+
+-- Slid-out entries go after the ZADDs, so that a ZADD is the first write and Redis over maxmemory
+-- refuses the script before it changed anything (see sliding_window_script.hpp).
+for i, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%.0f', now - windows[i]))
+end
+
+local result = {allowed and 1 or 0}
+for i, key in ipairs(KEYS) do
+  local remaining = limits[i] - counts[i]
+  if remaining < 0 then remaining = 0 end
+  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  local reset_after = 0
+  if newest[2] then reset_after = tonumber(newest[2]) + windows[i] - now end
+  -- A rule that refused: the same cost fits once its (count + cost - limit) oldest entries are gone.
+  local retry_after = 0
+  if refused[i] then
+    local blocking = counts[i] + cost - limits[i]
+    local entry = redis.call('ZRANGE', key, blocking - 1, blocking - 1, 'WITHSCORES')
+    retry_after = tonumber(entry[2]) + windows[i] - now
+  end
+  result[#result + 1] = remaining
+  result[#result + 1] = retry_after
+  result[#result + 1] = reset_after
+end
+return result
+)lua";
+
+// One limit of a MultiLimiter; the name goes into its Redis keys and names it in decisions.
+struct Rule {
+  std::string name;
+  Limit limit;
+};
+
+struct MultiDecision {
+  // What to act on: allowed iff every rule admitted; the limit, remaining and times of the binding rule.
+  Decision decision;
+  // The binding rule: when refused, the refusing rule with the longest retry_after (so waiting that
+  // long satisfies every rule); when admitted, the rule with the least remaining.
+  std::size_t binding = 0;
+  std::string_view binding_name;  // valid while the limiter lives
+  // Each rule's own decision, in the limiter's order.
+  std::vector<Decision> rules;
+
+  explicit operator bool() const noexcept { return decision.allowed; }
+};
+
+namespace detail {
+
+// A multi-window script's reply: {allowed, then per rule: remaining, retry_after_us, reset_after_us}, as
+// one Decision per rule, rule i under limits[i]. A rule admitted iff its retry_after is 0, and `allowed`
+// must say whether every rule did. `rules` is 1..kMaxRules (the script's key limit).
+template <std::size_t kMaxRules>
+std::vector<Decision> decodeRuleDecisions(ReplyView reply, const std::int64_t* limits, std::size_t rules) {
+  if (rules == 0 || rules > kMaxRules) {
+    throw InvalidArgument("swl: a decision of " + std::to_string(rules) + " rules; one decision takes 1 to " +
+                          std::to_string(kMaxRules));
+  }
+  std::array<std::int64_t, 1 + 3 * kMaxRules> values;
+  readIntegers(reply, values.data(), 1 + 3 * rules);
+  std::vector<Decision> decisions;
+  decisions.reserve(rules);
+  bool every_rule_admitted = true;
+  for (std::size_t i = 0; i < rules; ++i) {
+    const std::int64_t* rule = &values[1 + 3 * i];
+    decisions.push_back(checkedDecision(rule[1] == 0 ? 1 : 0, rule[0], rule[1], rule[2], limits[i]));
+    every_rule_admitted = every_rule_admitted && decisions.back().allowed;
+  }
+  if (values[0] != (every_rule_admitted ? 1 : 0)) {
+    throw badReply("allowed = " + std::to_string(values[0]) + " against its rules' answers");
+  }
+  return decisions;
+}
+
+}  // namespace detail
+
+template <class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
+class MultiLimiter {
+  static_assert(isKeyPolicy<KeyPolicy>, "swl::MultiLimiter: KeyPolicy must be a key policy (swl/policies/keys.hpp)");
+  static_assert(isMemberPolicy<MemberPolicy>,
+                "swl::MultiLimiter: MemberPolicy must be a member policy (swl/policies/members.hpp)");
+  static_assert(isTtlPolicy<TtlPolicy>, "swl::MultiLimiter: TtlPolicy must be a TTL policy (swl/policies/ttl.hpp)");
+
+ public:
+  MultiLimiter(RedisClient& redis, std::vector<Rule> rules, LimiterOptions options = {}, std::string prefix = "swl",
+               MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
+      : redis_(&redis), options_(std::move(options)), members_(std::move(members)) {
+    if (rules.empty() || rules.size() > ScriptCall::kMaxKeys) {
+      throw InvalidArgument("swl::MultiLimiter: " + std::to_string(rules.size()) + " rules; one decision takes 1 to " +
+                            std::to_string(ScriptCall::kMaxKeys));
+    }
+    for (Rule& rule : rules) {
+      if (rule.name.empty() || rule.name.find_first_of("{}") != std::string::npos) {
+        throw InvalidArgument("swl::MultiLimiter: the rule name " + detail::quoted(rule.name) +
+                              " is empty or holds a brace, which would move its keys to another hash slot");
+      }
+      if (std::find(names_.begin(), names_.end(), rule.name) != names_.end()) {
+        throw InvalidArgument("swl::MultiLimiter: two rules share a name (" + detail::quoted(rule.name) +
+                              "), so they would share Redis keys");
+      }
+      rules_.emplace_back(rule.limit, KeyPolicy(prefix + ":" + rule.name), ttl);
+      names_.push_back(std::move(rule.name));
+    }
+  }
+
+  // keys[i] is the key rule i limits (the same user key for several rules is fine). One EVALSHA.
+  MultiDecision tryAcquire(const std::vector<std::string_view>& keys, std::int64_t cost = 1) {
+    const detail::Observation observation(options_.observer, Tier::redis);
+    try {
+      MultiDecision result = decide(keys, cost);
+      observation.report(keys[result.binding], cost, &result.decision, nullptr, result.binding_name);
+      return result;
+    } catch (const Error&) {
+      const std::exception_ptr cause = std::current_exception();
+      if (options_.on_failure == FailurePolicy::throw_error || detail::isInvalidArgument(cause)) {
+        observation.report(keys.empty() ? std::string_view() : keys.front(), cost, nullptr, cause);
+        throw;
+      }
+      MultiDecision result = failed(cost, cause);
+      observation.report(keys.at(result.binding), cost, &result.decision, cause, result.binding_name);
+      return result;
+    }
+  }
+
+  // The decision without the observer and the failure policy: throws what Redis failed with.
+  MultiDecision decide(const std::vector<std::string_view>& keys, std::int64_t cost) {
+    if (keys.size() != rules_.size()) {
+      throw InvalidArgument("swl::MultiLimiter::tryAcquire: " + std::to_string(keys.size()) + " keys for " +
+                            std::to_string(rules_.size()) + " rules; give one key per rule, in the rules' order");
+    }
+    std::vector<std::string> redis_keys;
+    redis_keys.reserve(keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      detail::checkRequest("swl::MultiLimiter", "tryAcquire", keys[i], cost, rules_[i].limit.max_requests);
+      redis_keys.push_back(rules_[i].keys.key(keys[i]));
+    }
+    const std::string member = members_.next();
+    const detail::IntegerText cost_text(cost);
+    const detail::IntegerText now(clientNow());
+    const std::string_view now_text = options_.clock.isRedisTime() ? std::string_view() : now.view();
+    const std::string_view count_rejected = options_.rejected == RejectedRequests::counted ? "1" : "0";
+
+    // The call's keys and arguments are views, so they go on the stack: at most 9 rules.
+    std::array<std::string_view, ScriptCall::kMaxKeys> key_views;
+    std::copy(redis_keys.begin(), redis_keys.end(), key_views.begin());
+    std::array<std::string_view, 4 + 3 * ScriptCall::kMaxKeys> args{cost_text.view(), now_text, member, count_rejected};
+    std::size_t arg_count = 4;
+    for (const RuleState& rule : rules_) {
+      args[arg_count++] = rule.window_text;
+      args[arg_count++] = rule.limit_text;
+      args[arg_count++] = rule.ttl_text;
+    }
+    return decided(*redis_->run(ScriptCall(script(), key_views.data(), rules_.size(), args.data(), arg_count)));
+  }
+
+  const std::vector<std::string>& ruleNames() const noexcept { return names_; }
+  const Limit& limit(std::size_t rule) const { return rules_.at(rule).limit; }
+  std::string redisKey(std::size_t rule, std::string_view key) const { return rules_.at(rule).keys.key(key); }
+
+  static const Script& script() {
+    static const Script multi_window("multi_window", kMultiWindowScript);
+    return multi_window;
+  }
+
+ private:
+  struct RuleState {
+    RuleState(Limit rule_limit, KeyPolicy rule_keys, const TtlPolicy& ttl)
+        : limit(detail::checkedLimit(rule_limit)),
+          keys(std::move(rule_keys)),
+          window_text(std::to_string(limit.window.count())),
+          limit_text(std::to_string(limit.max_requests)),
+          ttl_text(std::to_string(ttl.ttl(limit.window).count())) {
+      if (ttl.ttl(limit.window) < limit.window) {
+        throw InvalidArgument("swl::MultiLimiter: a TTL of " + ttl_text + " ms is shorter than the window of " +
+                              window_text + " us; Redis would drop entries that still count");
+      }
+    }
+
+    Limit limit;
+    KeyPolicy keys;
+    std::string window_text;
+    std::string limit_text;
+    std::string ttl_text;
+  };
+
+  // Client-clock time in microseconds, or 0 when the script reads Redis's clock.
+  std::int64_t clientNow() const {
+    if (options_.clock.isRedisTime()) return 0;
+    const std::int64_t now = options_.clock.now().count();
+    if (now >= detail::kLargestExact) {
+      throw InvalidArgument("swl: the clock reads " + std::to_string(now) + " us, beyond the 2^53 us scores hold");
+    }
+    for (const RuleState& rule : rules_) {
+      if (now < rule.limit.window.count()) {
+        throw InvalidArgument("swl: the clock reads " + std::to_string(now) + " us, less than a window");
+      }
+    }
+    return now;
+  }
+
+  MultiDecision decided(ReplyView reply) const {
+    std::array<std::int64_t, ScriptCall::kMaxKeys> limits;
+    for (std::size_t i = 0; i < rules_.size(); ++i) limits[i] = rules_[i].limit.max_requests;
+    MultiDecision result;
+    result.rules = detail::decodeRuleDecisions<ScriptCall::kMaxKeys>(reply, limits.data(), rules_.size());
+    return bound(std::move(result));
+  }
+
+  // Picks the binding rule and copies its numbers into the overall decision.
+  MultiDecision bound(MultiDecision result) const {
+    const auto& rules = result.rules;
+    const bool admitted = std::all_of(rules.begin(), rules.end(), [](const Decision& d) { return d.allowed; });
+    const auto binding =
+        admitted ? std::min_element(rules.begin(), rules.end(),
+                                    [](const Decision& a, const Decision& b) { return a.remaining < b.remaining; })
+                 : std::max_element(rules.begin(), rules.end(),
+                                    [](const Decision& a, const Decision& b) { return a.retry_after < b.retry_after; });
+    result.binding = static_cast<std::size_t>(binding - rules.begin());
+    result.binding_name = names_[result.binding];
+    result.decision = *binding;
+    result.decision.allowed = admitted;
+    return result;
+  }
+
+  // Redis could not decide: every rule answers with the failure policy.
+  MultiDecision failed(std::int64_t cost, const std::exception_ptr& error) const {
+    MultiDecision result;
+    for (const RuleState& rule : rules_) {
+      result.rules.push_back(detail::answered(options_.on_failure, rule.limit, cost, error).decision);
+    }
+    return bound(std::move(result));
+  }
+
+  RedisClient* redis_;
+  LimiterOptions options_;
+  std::vector<std::string> names_;
+  std::vector<RuleState> rules_;
+  MemberPolicy members_;
+};
+
+}  // namespace swl

@@ -1,0 +1,162 @@
+#pragma once
+// ShardedLimiter: one hot key's limit spread over several Redis keys in different hash slots, so that
+// on Redis Cluster its load spreads over several masters (the seed articles' random-suffix sharding).
+//
+//   swl::ShardedLimiter<> limiter(cluster, swl::Limit{1000, std::chrono::seconds(1)}, {}, swl::ShardedKey(4));
+//
+// Shard i is a limiter of its own over "prefix:{i:user_key}" (ShardKey) holding its share of the limit:
+// limit / shards, the remainder one each to the first shards, so the shares add up to the limit exactly.
+// Each request goes to one shard drawn at random, so the shards together never admit more than the
+// limit. They may admit less: a request can meet a full shard while another still has room. Under
+// overload every shard fills and the key gets its whole limit; when demand is near the limit, some
+// requests are turned away early (see README "Hot keys"). Decision::remaining is the shard's room times
+// the number of shards, an estimate. Use it only for keys whose traffic one master cannot carry; every
+// other key is exact with a plain limiter.
+//
+// It keeps the limiter contract (limiter.hpp): its shards are asked through decide(), and it applies the
+// observer and the failure policy once. Thread safety: as safe as its RedisClient.
+
+#include <swl/algorithms/sliding_window.hpp>
+#include <swl/decision.hpp>
+#include <swl/detail/thread_random.hpp>
+#include <swl/error.hpp>
+#include <swl/limiter.hpp>
+#include <swl/options.hpp>
+#include <swl/policies/keys.hpp>
+#include <swl/policies/members.hpp>
+#include <swl/policies/ttl.hpp>
+#include <swl/redis/client.hpp>
+#include <swl/redis_limiter.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <random>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace swl {
+
+template <class Algorithm = SlidingWindowLog, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
+class ShardedLimiter {
+ public:
+  using Shard = RedisLimiter<Algorithm, ShardKey, MemberPolicy, TtlPolicy>;
+
+  ShardedLimiter(RedisClient& redis, Limit limit, LimiterOptions options, ShardedKey sharding,
+                 MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
+      : limit_(detail::checkedLimit(limit)), options_(std::move(options)) {
+    const auto count = static_cast<std::int64_t>(sharding.shards());
+    if (count > limit_.max_requests) {
+      throw InvalidArgument("swl::ShardedLimiter: a limit of " + std::to_string(limit_.max_requests) +
+                            " cannot be shared out over " + std::to_string(count) + " shards; use fewer shards");
+    }
+    shards_.reserve(sharding.shards());
+    for (std::int64_t i = 0; i < count; ++i) {
+      const std::int64_t share = limit_.max_requests / count + (i < limit_.max_requests % count ? 1 : 0);
+      shards_.emplace_back(redis, Limit{share, limit_.window}, options_,
+                           ShardKey(static_cast<std::size_t>(i), sharding.prefix()), members, ttl);
+    }
+  }
+
+  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) {
+    return detail::reportedDecision(reporting(), limit_, key, cost,
+                                    [&](std::exception_ptr&) { return decide(key, cost); });
+  }
+
+  std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>& requests) {
+    return detail::reportedOutcomes(reporting(), limit_, requests, [&] { return decideMany(requests); });
+  }
+
+  Decision acquire(std::string_view key, std::int64_t cost, Deadline deadline) {
+    return detail::acquireUntil(*this, key, cost, deadline);
+  }
+
+  // The shards' usage summed.
+  Usage peek(std::string_view key) {
+    Usage usage;
+    usage.limit = limit_.max_requests;
+    for (Shard& shard : shards_) {
+      const Usage seen = shard.peek(key);
+      usage.remaining += seen.remaining;
+      usage.reset_after = std::max(usage.reset_after, seen.reset_after);
+    }
+    usage.used = usage.limit - usage.remaining;
+    return usage;
+  }
+
+  bool reset(std::string_view key) {
+    bool forgot = false;
+    for (Shard& shard : shards_) forgot = shard.reset(key) || forgot;
+    return forgot;
+  }
+
+  const Limit& limit() const noexcept { return limit_; }
+
+  // A cost above the smallest share could never be admitted by some shards, so it is refused.
+  void validate(std::string_view key, std::int64_t cost) const {
+    detail::checkRequest("swl::ShardedLimiter", "tryAcquire", key, cost, limit_.max_requests);
+    const std::int64_t smallest = shards_.back().limit().max_requests;
+    if (cost > smallest) {
+      throw InvalidArgument("swl::ShardedLimiter::tryAcquire: cost " + std::to_string(cost) +
+                            " exceeds a shard's share of " + std::to_string(smallest) +
+                            " of the limit, so some shards could never admit it (key " + detail::quoted(key) + ")");
+    }
+  }
+
+  Decision decide(std::string_view key, std::int64_t cost) {
+    validate(key, cost);
+    return scaled(shards_[randomShard()].decide(key, cost));
+  }
+
+  // Each request goes to a random shard; each shard's requests go in one batch.
+  std::vector<Outcome> decideMany(const std::vector<AcquireRequest>& requests) {
+    std::vector<Outcome> outcomes(requests.size());
+    std::vector<std::vector<AcquireRequest>> batches(shards_.size());
+    std::vector<std::vector<std::size_t>> indices(shards_.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      try {
+        validate(requests[i].key, requests[i].cost);
+        const std::size_t shard = randomShard();
+        batches[shard].push_back(requests[i]), indices[shard].push_back(i);
+      } catch (const InvalidArgument&) {
+        outcomes[i] = {detail::refusedBlind(limit_), std::current_exception()};
+      }
+    }
+    for (std::size_t shard = 0; shard < shards_.size(); ++shard) {
+      if (batches[shard].empty()) continue;
+      std::vector<Outcome> answers = shards_[shard].decideMany(batches[shard]);
+      for (std::size_t j = 0; j < answers.size(); ++j) {
+        Outcome& outcome = outcomes[indices[shard][j]];
+        outcome = std::move(answers[j]);
+        if (outcome.ok()) outcome.decision = scaled(outcome.decision);
+      }
+    }
+    return outcomes;
+  }
+
+  // The Redis key of one shard of `key`, for operators and tests.
+  std::string redisKey(std::string_view key, std::size_t shard) const { return shards_.at(shard).redisKey(key); }
+  std::size_t shards() const noexcept { return shards_.size(); }
+
+ private:
+  std::size_t randomShard() const {
+    return std::uniform_int_distribution<std::size_t>(0, shards_.size() - 1)(detail::threadRandom());
+  }
+
+  // A shard's decision as the key's: its room stands for the key's as that room times the shards.
+  Decision scaled(Decision decision) const {
+    decision.limit = limit_.max_requests;
+    decision.remaining = std::min(limit_.max_requests, decision.remaining * static_cast<std::int64_t>(shards_.size()));
+    return decision;
+  }
+
+  detail::Reporting reporting() const { return {options_.observer, options_.on_failure, Tier::redis}; }
+
+  Limit limit_;
+  LimiterOptions options_;
+  std::vector<Shard> shards_;
+};
+
+}  // namespace swl

@@ -1,0 +1,314 @@
+#pragma once
+// TieredLimiter: a Redis limiter with two local tiers in front of and behind it.
+//
+//   swl::TierOptions tiers;
+//   tiers.instances = 4;  // this service runs 4 instances: each may admit a quarter of the limit alone
+//   swl::TieredLimiter<> limiter(pool, swl::Limit{100, std::chrono::seconds(10)}, {}, tiers);
+//
+// In front, a cache of refusals: once Redis refuses a key with "retry after t", the same or a larger
+// cost for that key is refused here until t, without a round trip. Nothing can shorten that wait on
+// the server (new entries only lengthen it), so the answer is the one Redis would give; a flood from
+// one abuser then costs Redis one call per retry_after instead of one per request. The cache is off
+// when rejected requests are counted, since Redis would record each of them.
+//
+// Behind, insurance: while Redis cannot answer (down, frozen, out of memory), each instance decides
+// alone with an exact in-memory window (LocalLimiter) and its share of the limit, limit / instances,
+// so the service as a whole stays within the limit. Redis is asked again every redis_retry_interval
+// (by one call; the others stay insured meanwhile, so a frozen Redis costs one timeout per interval,
+// not one per request). Once it answers, it decides again. What instances admitted alone is not
+// copied into Redis: in the first window after an outage a key may see up to limit + its insured
+// admissions. Without insurance (instances = 0) the failure policy answers, as for any limiter.
+//
+// Decision::tier says which tier decided: redis, blocked_cache, insurance, fail_open or fail_closed. It
+// keeps the limiter contract (limiter.hpp) and applies the observer and the failure policy itself; the
+// Redis limiter inside is asked through decide(), so nothing is reported twice.
+// Thread-safe when its RedisClient is (a ConnectionPool, a ClusterConnection, a SentinelConnection).
+
+#include <swl/algorithms/sliding_window.hpp>
+#include <swl/decision.hpp>
+#include <swl/detail/lru_map.hpp>
+#include <swl/error.hpp>
+#include <swl/limiter.hpp>
+#include <swl/local_limiter.hpp>
+#include <swl/options.hpp>
+#include <swl/redis/client.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace swl {
+
+struct TierOptions {
+  // The local cache of Redis's refusals, and how many keys it holds at most.
+  bool cache_refusals = true;
+  std::size_t max_cached_refusals = 100'000;
+  // How many instances share the limit during an outage; 0 turns insurance off.
+  int instances = 0;
+  // While insured, how often one call asks Redis whether it is back.
+  std::chrono::milliseconds redis_retry_interval{1000};
+  // The most keys the insurance tier holds (see LocalLimiterOptions::max_keys).
+  std::size_t max_insured_keys = 100'000;
+};
+
+template <class RedisLimiter = SlidingWindowLimiter<>>
+class TieredLimiter {
+  static_assert(isLimiter<RedisLimiter>,
+                "swl::TieredLimiter<RedisLimiter>: RedisLimiter must keep the limiter contract (swl/limiter.hpp)");
+
+ public:
+  // `policies` go to RedisLimiter's constructor after the options (key, member and TTL policies).
+  template <class... Policies>
+  TieredLimiter(RedisClient& redis, Limit limit, LimiterOptions options = {}, TierOptions tiers = {},
+                Policies&&... policies)
+      : options_(std::move(options)),
+        tiers_(checked(tiers, limit)),
+        redis_(redis, limit, options_, std::forward<Policies>(policies)...),
+        refusals_(tiers_.max_cached_refusals) {
+    if (tiers_.instances > 0) insurance_.emplace(insuredLimit(limit, tiers_), insuranceOptions(options_, tiers_));
+  }
+
+  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) {
+    return detail::reportedDecision(reporting(), limit(), key, cost,
+                                    [&](std::exception_ptr& cause) { return decide(key, cost, cause); });
+  }
+
+  // Each request goes through the tiers as tryAcquire would; those Redis must decide go in one batch.
+  std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>& requests) {
+    const detail::Observation observation(options_.observer, Tier::redis);
+    std::vector<std::exception_ptr> causes(requests.size());
+    std::vector<Outcome> outcomes = decideMany(requests, causes);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      if (outcomes[i].error) outcomes[i] = detail::answered(options_.on_failure, limit(), requests[i].cost, causes[i]);
+      observation.report(requests[i].key, requests[i].cost, outcomes[i], causes[i]);
+    }
+    return outcomes;
+  }
+
+  Decision acquire(std::string_view key, std::int64_t cost, Deadline deadline) {
+    return detail::acquireUntil(*this, key, cost, deadline);
+  }
+
+  // Redis's view of the key; errors are thrown, as RedisLimiter::peek does.
+  Usage peek(std::string_view key) { return redis_.peek(key); }
+
+  // Forgets the key in Redis and in this instance's tiers (other instances' caches keep their refusals
+  // until their retry_after passes).
+  bool reset(std::string_view key) {
+    refusals_.with(key, [&](detail::LruMap<Refusal>& refusals) { return refusals.erase(key); });
+    if (insurance_) insurance_->reset(key);
+    return redis_.reset(key);
+  }
+
+  const Limit& limit() const noexcept { return redis_.limit(); }
+  void validate(std::string_view key, std::int64_t cost) const { redis_.validate(key, cost); }
+
+  Decision decide(std::string_view key, std::int64_t cost) {
+    std::exception_ptr cause;
+    return decide(key, cost, cause);
+  }
+
+  std::vector<Outcome> decideMany(const std::vector<AcquireRequest>& requests) {
+    std::vector<std::exception_ptr> causes(requests.size());
+    return decideMany(requests, causes);
+  }
+
+  // Whether the last call that asked Redis found it unreachable (insurance is deciding).
+  bool insured() const noexcept { return redis_down_until_.load() != kRedisUp; }
+
+  RedisLimiter& redisTier() noexcept { return redis_; }
+
+ private:
+  static constexpr std::int64_t kRedisUp = -1;
+
+  struct Refusal {
+    std::int64_t cost = 0;
+    std::int64_t remaining = 0;
+    std::int64_t retry_at = 0;  // local microseconds
+    std::int64_t reset_at = 0;
+  };
+
+  // The tiers in order: the refusal cache, insurance while Redis is down, Redis. Throws what Redis failed
+  // with when no tier could stand in; `cause` keeps it when insurance did.
+  Decision decide(std::string_view key, std::int64_t cost, std::exception_ptr& cause) {
+    validate(key, cost);
+    const std::int64_t now = localNow();
+    if (std::optional<Decision> refused = cachedRefusal(key, cost, now)) return *refused;
+    if (insurance_ && !mayAskRedis(now)) return insure(key, cost);
+    try {
+      return redisDecided(key, cost, redis_.decide(key, cost), now);
+    } catch (const InvalidArgument&) {  // refused by the client itself (keys in two cluster slots)
+      throw;
+    } catch (const Error&) {
+      if (!insurance_) throw;
+      cause = std::current_exception();
+      return insuredAfter(key, cost);
+    }
+  }
+
+  std::vector<Outcome> decideMany(const std::vector<AcquireRequest>& requests,
+                                  std::vector<std::exception_ptr>& causes) {
+    std::vector<Outcome> outcomes(requests.size());
+    std::vector<AcquireRequest> asked;  // what Redis must decide: asked[i] answers requests[asked_index[i]]
+    std::vector<std::size_t> asked_index;
+    const std::int64_t now = localNow();
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      const auto [key, cost] = requests[i];
+      try {
+        validate(key, cost);
+        if (std::optional<Decision> refused = cachedRefusal(key, cost, now)) {
+          outcomes[i].decision = *refused;
+        } else if (insurance_ && !mayAskRedis(now)) {
+          outcomes[i].decision = insure(key, cost);
+        } else {
+          asked.push_back(requests[i]), asked_index.push_back(i);
+        }
+      } catch (const Error&) {
+        outcomes[i] = {detail::refusedBlind(limit()), std::current_exception()};
+      }
+    }
+    std::vector<Outcome> answers = redis_.decideMany(asked);
+    for (std::size_t j = 0; j < answers.size(); ++j) {
+      const std::size_t i = asked_index[j];
+      const auto [key, cost] = requests[i];
+      if (answers[j].ok()) {
+        outcomes[i].decision = redisDecided(key, cost, answers[j].decision, now);
+      } else if (insurance_ && !detail::isInvalidArgument(answers[j].error)) {
+        causes[i] = answers[j].error;
+        outcomes[i].decision = insuredAfter(key, cost);
+      } else {
+        causes[i] = answers[j].error;
+        outcomes[i] = std::move(answers[j]);
+      }
+    }
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      if (outcomes[i].error && !causes[i]) causes[i] = outcomes[i].error;
+    }
+    return outcomes;
+  }
+
+  // Redis answered: it is up, and a refusal is cached.
+  Decision redisDecided(std::string_view key, std::int64_t cost, const Decision& decision, std::int64_t now) {
+    redis_down_until_.store(kRedisUp);
+    if (!decision.allowed) cacheRefusal(key, cost, decision, now);
+    return decision;
+  }
+
+  // Redis failed: insurance decides, and Redis is asked again only after the retry interval.
+  Decision insuredAfter(std::string_view key, std::int64_t cost) {
+    redis_down_until_.store(localNow() + retryInterval());
+    return insure(key, cost);
+  }
+
+  std::optional<Decision> cachedRefusal(std::string_view key, std::int64_t cost, std::int64_t now) {
+    if (!cachesRefusals()) return std::nullopt;
+    return refusals_.with(key, [&](detail::LruMap<Refusal>& refusals) -> std::optional<Decision> {
+      const Refusal* refusal = refusals.find(key);
+      if (refusal == nullptr) return std::nullopt;
+      if (now >= refusal->retry_at) {
+        refusals.erase(key);
+        return std::nullopt;
+      }
+      if (cost < refusal->cost) return std::nullopt;  // a smaller request may fit where that one did not
+      Decision decision;
+      decision.limit = limit().max_requests;
+      decision.remaining = refusal->remaining;
+      decision.retry_after = std::chrono::microseconds(refusal->retry_at - now);
+      decision.reset_after = std::chrono::microseconds(std::max(refusal->reset_at, refusal->retry_at) - now);
+      decision.tier = Tier::blocked_cache;
+      return decision;
+    });
+  }
+
+  // `now` was read before the call went out, so the local wait ends no earlier than Redis's.
+  void cacheRefusal(std::string_view key, std::int64_t cost, const Decision& decision, std::int64_t now) {
+    if (!cachesRefusals()) return;
+    refusals_.with(key, [&](detail::LruMap<Refusal>& refusals) {
+      refusals.dropIdle([&](const Refusal& refusal) { return refusal.retry_at <= now; }, 2);
+      refusals.obtain(key, [](std::string_view, const Refusal&) {}) = {
+          cost, decision.remaining, now + decision.retry_after.count(), now + decision.reset_after.count()};
+    });
+  }
+
+  bool cachesRefusals() const noexcept {
+    return tiers_.cache_refusals && options_.rejected == RejectedRequests::not_counted;
+  }
+
+  // While insured, one call per interval claims the right to ask Redis; the rest stay insured.
+  bool mayAskRedis(std::int64_t now) {
+    std::int64_t down_until = redis_down_until_.load();
+    if (down_until == kRedisUp) return true;
+    return now >= down_until && redis_down_until_.compare_exchange_strong(down_until, now + retryInterval());
+  }
+
+  Decision insure(std::string_view key, std::int64_t cost) {
+    if (cost > insurance_->limit().max_requests) {
+      Decision refused = detail::refusedBlind(insurance_->limit());
+      refused.tier = Tier::insurance;
+      return refused;
+    }
+    Decision decision = insurance_->decide(key, cost);
+    decision.tier = Tier::insurance;
+    return decision;
+  }
+
+  // The refusal cache and the insurance tier run on the limiter's clock when it is a client clock, so
+  // tests can move them by hand; under Redis's clock they use this host's monotonic clock.
+  std::int64_t localNow() const {
+    if (!options_.clock.isRedisTime()) return options_.clock.now().count();
+    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+
+  std::int64_t retryInterval() const {
+    return std::chrono::duration_cast<std::chrono::microseconds>(tiers_.redis_retry_interval).count();
+  }
+
+  static TierOptions checked(const TierOptions& tiers, const Limit& limit) {
+    if (tiers.instances < 0) {
+      throw InvalidArgument("swl::TierOptions: instances " + std::to_string(tiers.instances) + " is negative");
+    }
+    if (tiers.instances > 0 && limit.max_requests / tiers.instances == 0) {
+      throw InvalidArgument("swl::TierOptions: a limit of " + std::to_string(limit.max_requests) +
+                            " leaves nothing to share among " + std::to_string(tiers.instances) + " instances");
+    }
+    if (tiers.redis_retry_interval.count() < 0) {
+      throw InvalidArgument("swl::TierOptions: redis_retry_interval is negative");
+    }
+    if (tiers.max_cached_refusals == 0 || tiers.max_insured_keys == 0) {
+      throw InvalidArgument("swl::TierOptions: max_cached_refusals and max_insured_keys must be at least 1");
+    }
+    return tiers;
+  }
+
+  static Limit insuredLimit(Limit limit, const TierOptions& tiers) {
+    limit.max_requests /= tiers.instances;
+    return limit;
+  }
+
+  detail::Reporting reporting() const { return {options_.observer, options_.on_failure, Tier::redis}; }
+
+  static LocalLimiterOptions insuranceOptions(const LimiterOptions& options, const TierOptions& tiers) {
+    LocalLimiterOptions local;
+    if (!options.clock.isRedisTime()) local.clock = options.clock;
+    local.max_keys = tiers.max_insured_keys;
+    return local;
+  }
+
+  LimiterOptions options_;
+  TierOptions tiers_;
+  RedisLimiter redis_;
+  detail::ShardedLruMap<Refusal> refusals_;  // its locks stay off the hot path of other keys
+  std::optional<LocalLimiter> insurance_;
+  // kRedisUp, or the local time after which one call may ask Redis again.
+  std::atomic<std::int64_t> redis_down_until_{kRedisUp};
+};
+
+}  // namespace swl

@@ -1,0 +1,98 @@
+#pragma once
+// The plain values of the API: what a limiter enforces (Limit), what a caller asks for (AcquireRequest),
+// what it answers (Decision, and Outcome where an answer cannot be thrown) and what a key has used (Usage).
+
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <string_view>
+
+namespace swl {
+
+// "max_requests per window". The window is kept in microseconds, so any std::chrono duration of
+// microsecond resolution or coarser converts implicitly and exactly; a finer one does not compile.
+struct Limit {
+  std::int64_t max_requests = 0;
+  std::chrono::microseconds window{0};
+};
+
+// One request of a batch (tryAcquireMany): `cost` units for `key`. The key is viewed, not copied.
+struct AcquireRequest {
+  std::string_view key;
+  std::int64_t cost = 1;
+};
+
+// Which tier of a limiter produced a Decision.
+enum class Tier {
+  redis,          // the shared window in Redis
+  fail_open,      // Redis could not answer; the failure policy admitted
+  fail_closed,    // Redis could not answer; the failure policy refused (or an error left no decision)
+  in_memory,      // a LocalLimiter: this process's own window, no Redis involved
+  blocked_cache,  // refused locally: Redis refused this key moments ago and its retry_after has not passed
+  insurance,      // Redis could not answer; this instance's share of the limit, kept in memory, decided
+};
+
+// "redis", "fail_open", ...: for logs and metric labels.
+constexpr std::string_view toString(Tier tier) noexcept {
+  switch (tier) {
+    case Tier::redis:
+      return "redis";
+    case Tier::fail_open:
+      return "fail_open";
+    case Tier::fail_closed:
+      return "fail_closed";
+    case Tier::in_memory:
+      return "in_memory";
+    case Tier::blocked_cache:
+      return "blocked_cache";
+    case Tier::insurance:
+      return "insurance";
+  }
+  return "unknown";
+}
+
+struct Decision {
+  bool allowed = false;
+  std::int64_t limit = 0;
+  // What the window still admits after this decision.
+  std::int64_t remaining = 0;
+  // Zero when admitted; otherwise the exact time until enough entries leave the window for the same
+  // cost. A caller that waits this long and retries is admitted unless others took the room first.
+  // For an HTTP Retry-After header round it up: std::chrono::ceil<std::chrono::seconds>(retry_after).
+  std::chrono::microseconds retry_after{0};
+  // Time until the window holds no entry for this key at all.
+  std::chrono::microseconds reset_after{0};
+  Tier tier = Tier::redis;
+
+  explicit operator bool() const noexcept { return allowed; }
+};
+
+// A decision that could not be thrown. Batches (one failed key must not hide the others' decisions) and
+// async callbacks (no caller stack to throw into) hand back an Outcome per request.
+struct Outcome {
+  // What to do with the request: Redis's answer, the failure policy's, or a denial when `error` is set.
+  Decision decision;
+  // Set when the request was invalid (InvalidArgument), or when Redis could not decide and the failure
+  // policy is FailurePolicy::throw_error; what tryAcquire would have thrown.
+  std::exception_ptr error;
+
+  bool ok() const noexcept { return !error; }
+
+  // The decision, or the error rethrown: the batch or callback twin of calling tryAcquire.
+  const Decision& value() const {
+    if (error) std::rethrow_exception(error);
+    return decision;
+  }
+};
+
+// What a key has used of its limit, read without consuming anything (peek).
+struct Usage {
+  std::int64_t limit = 0;
+  // Units in the current window (for the approximate algorithms, their estimate rounded up).
+  std::int64_t used = 0;
+  std::int64_t remaining = 0;
+  // Time until the window holds nothing for this key.
+  std::chrono::microseconds reset_after{0};
+};
+
+}  // namespace swl

@@ -1,0 +1,79 @@
+#pragma once
+// Run-time choices every limiter shares: what to answer when Redis cannot, whose clock to trust, whether
+// rejected requests count, and who watches (observer.hpp).
+
+#include <swl/observer.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <utility>
+
+namespace swl {
+
+// What tryAcquire does when Redis cannot answer (refused, timeout, broken connection, error reply).
+enum class FailurePolicy {
+  throw_error,  // rethrow the swl::ConnectionError / swl::ReplyError (the default: no silent guess)
+  allow,        // fail open: admit, Decision::tier == Tier::fail_open
+  deny,         // fail closed: reject, Decision::tier == Tier::fail_closed
+};
+
+enum class RejectedRequests {
+  not_counted,  // a rejected request leaves the window as it was (the default)
+  counted,      // a rejected request is recorded too, so a client that keeps hammering stays locked out
+};
+
+// A clock tests move by hand. Copies share one time, so a test keeps a copy and advances it while the
+// limiter reads it.
+class ManualClock {
+ public:
+  explicit ManualClock(std::chrono::microseconds start = std::chrono::seconds(1'700'000'000))
+      : now_(std::make_shared<std::atomic<std::int64_t>>(start.count())) {}
+
+  std::chrono::microseconds now() const noexcept { return std::chrono::microseconds(now_->load()); }
+  void set(std::chrono::microseconds now) noexcept { now_->store(now.count()); }
+  void advance(std::chrono::microseconds by) noexcept { now_->fetch_add(by.count()); }
+
+ private:
+  std::shared_ptr<std::atomic<std::int64_t>> now_;
+};
+
+// Where "now" comes from. By default the script reads Redis's TIME, so app servers with skewed clocks
+// still share one timeline. The host's clock and a manual clock (deterministic tests) are the options.
+class Clock {
+ public:
+  // Redis's TIME, read inside the script. The default.
+  static Clock redis() { return Clock({}); }
+
+  // This host's system clock, in microseconds since the epoch.
+  static Clock system() {
+    return Clock([] {
+      return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch());
+    });
+  }
+
+  static Clock manual(ManualClock clock) {
+    return Clock([clock = std::move(clock)] { return clock.now(); });
+  }
+
+  bool isRedisTime() const noexcept { return !now_; }
+
+  // The client-side time; only for clocks that are not Redis's.
+  std::chrono::microseconds now() const { return now_(); }
+
+ private:
+  explicit Clock(std::function<std::chrono::microseconds()> now) : now_(std::move(now)) {}
+
+  std::function<std::chrono::microseconds()> now_;
+};
+
+struct LimiterOptions {
+  FailurePolicy on_failure = FailurePolicy::throw_error;
+  Clock clock = Clock::redis();
+  RejectedRequests rejected = RejectedRequests::not_counted;
+  Observer observer;  // sees every decision and error (see observer.hpp); none by default
+};
+
+}  // namespace swl

@@ -1,0 +1,63 @@
+#pragma once
+// TTL policies: how long a key lives after its last write. Every write sets the expiry, so an idle key
+// disappears and no key is ever left without one.
+//
+// A TtlPolicy is any copyable type with
+//     std::chrono::milliseconds ttl(std::chrono::microseconds window) const;
+// The limiter refuses (InvalidArgument) a TTL shorter than the window: Redis would drop entries that
+// still count, and the limiter would admit too much.
+
+#include <swl/error.hpp>
+
+#include <chrono>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace swl {
+
+template <class T, class = void>
+struct IsTtlPolicy : std::false_type {};
+template <class T>
+struct IsTtlPolicy<T, std::void_t<decltype(std::declval<const T&>().ttl(std::chrono::microseconds()))>>
+    : std::bool_constant<std::is_same_v<decltype(std::declval<const T&>().ttl(std::chrono::microseconds())),
+                                        std::chrono::milliseconds> &&
+                         std::is_copy_constructible_v<T>> {};
+
+template <class T>
+inline constexpr bool isTtlPolicy = IsTtlPolicy<T>::value;
+
+// Exactly the window (rounded up to Redis's millisecond): the key dies the moment its newest entry
+// leaves the window, so it never holds memory it does not need. The default.
+struct WindowTtl {
+  std::chrono::milliseconds ttl(std::chrono::microseconds window) const {
+    return std::chrono::ceil<std::chrono::milliseconds>(window);
+  }
+};
+
+// A multiple of the window: keeps a key a little longer, for operators who inspect recent history.
+class WindowMultipleTtl {
+ public:
+  explicit WindowMultipleTtl(int multiple) : multiple_(multiple) {
+    if (multiple < 1)
+      throw InvalidArgument("swl::WindowMultipleTtl: multiple " + std::to_string(multiple) + " is below 1");
+  }
+  std::chrono::milliseconds ttl(std::chrono::microseconds window) const {
+    return std::chrono::ceil<std::chrono::milliseconds>(window) * multiple_;
+  }
+
+ private:
+  int multiple_;
+};
+
+// A fixed duration, whatever the window (at least the window, as for every policy).
+class FixedTtl {
+ public:
+  explicit FixedTtl(std::chrono::milliseconds ttl) : ttl_(ttl) {}
+  std::chrono::milliseconds ttl(std::chrono::microseconds) const { return ttl_; }
+
+ private:
+  std::chrono::milliseconds ttl_;
+};
+
+}  // namespace swl

@@ -1,0 +1,186 @@
+#pragma once
+// The seam between the limiters and Redis: a Script and the arguments of one call of it (ScriptCall),
+// the Reply that comes back, and RedisClient, what runs the calls. A limiter holds a RedisClient&, so the
+// same limiter type runs over one Connection, a ConnectionPool shared by threads, a ClusterConnection or
+// a SentinelConnection: the user swaps the client, not the code.
+//
+// Every RedisClient keeps the same promises:
+// - a call goes out as EVALSHA (the SHA-1 is known from the script's text); only a NOSCRIPT answer loads
+//   the script (SCRIPT LOAD) and repeats that call, once. A call that timed out or lost its connection
+//   may have run already, so it is never repeated: it fails with ConnectionError (TimeoutError) and the
+//   next call reconnects;
+// - an error reply (WRONGTYPE, OOM, a script error) is a ReplyError naming the script and the server.
+
+#include <swl/detail/hiredis.hpp>
+#include <swl/detail/sha1.hpp>
+#include <swl/error.hpp>
+
+#include <array>
+#include <cstddef>
+#include <exception>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace swl {
+
+// A Lua script swl runs with EVALSHA. Scripts are string literals (or live as long as the program), so
+// the text is viewed, not copied.
+class Script {
+ public:
+  Script(std::string_view name, std::string_view text) : name_(name), text_(text), sha_(detail::sha1Hex(text)) {}
+
+  const std::string& name() const noexcept { return name_; }
+  std::string_view text() const noexcept { return text_; }
+  std::string_view sha() const noexcept { return sha_; }
+
+ private:
+  std::string name_;
+  std::string_view text_;
+  std::string sha_;
+};
+
+// "EVALSHA sha numkeys key... arg..." as views: the keys and arguments must outlive the call. Small and
+// fixed-size, so building one costs no allocation on the hot path.
+class ScriptCall {
+ public:
+  static constexpr std::size_t kMaxKeys = 9;
+  static constexpr std::size_t kMaxArguments = 48;
+
+  ScriptCall(const Script& script, std::initializer_list<std::string_view> keys,
+             std::initializer_list<std::string_view> args)
+      : ScriptCall(script, keys.begin(), keys.size(), args.begin(), args.size()) {}
+
+  ScriptCall(const Script& script, const std::string_view* keys, std::size_t key_count, const std::string_view* args,
+             std::size_t arg_count)
+      : script_(&script), key_count_(key_count) {
+    static constexpr std::string_view kKeyCounts[kMaxKeys + 1] = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
+    if (key_count > kMaxKeys || 3 + key_count + arg_count > kMaxArguments) {
+      throw InvalidArgument("swl::ScriptCall of " + script.name() + ": " + std::to_string(key_count) + " keys and " +
+                            std::to_string(arg_count) + " arguments are more than a call holds");
+    }
+    argv_[argc_++] = "EVALSHA";
+    argv_[argc_++] = script.sha();
+    argv_[argc_++] = kKeyCounts[key_count];
+    for (std::size_t i = 0; i < key_count; ++i) argv_[argc_++] = keys[i];
+    for (std::size_t i = 0; i < arg_count; ++i) argv_[argc_++] = args[i];
+  }
+
+  const Script& script() const noexcept { return *script_; }
+  const std::string_view* argv() const noexcept { return argv_.data(); }
+  std::size_t argc() const noexcept { return argc_; }
+  std::size_t keyCount() const noexcept { return key_count_; }
+  // A cluster routes the call by its first key.
+  std::string_view key(std::size_t index) const noexcept { return argv_[3 + index]; }
+
+ private:
+  const Script* script_;
+  std::array<std::string_view, kMaxArguments> argv_;
+  std::size_t argc_ = 0;
+  std::size_t key_count_;
+};
+
+// One reply, or one element of one, as Redis sent it. Nothing about its shape is assumed: a view of the
+// wrong kind answers false, empty or 0, and an element that is not there is a null view, so readers
+// check what they need and say so in their own words. Valid while the Reply it came from lives.
+class ReplyView {
+ public:
+  ReplyView() = default;
+  explicit ReplyView(const redisReply* reply) noexcept : reply_(reply) {}
+
+  bool isNull() const noexcept { return reply_ == nullptr; }
+  bool isNil() const noexcept { return is(REDIS_REPLY_NIL); }
+  bool isError() const noexcept { return is(REDIS_REPLY_ERROR); }
+  bool isInteger() const noexcept { return is(REDIS_REPLY_INTEGER); }
+  bool isString() const noexcept { return is(REDIS_REPLY_STRING); }
+  bool isStatus() const noexcept { return is(REDIS_REPLY_STATUS); }
+  bool isArray() const noexcept { return is(REDIS_REPLY_ARRAY); }
+
+  // An error reply whose code is `code`: "NOSCRIPT", "MOVED", ... (the text up to its first space).
+  bool isError(std::string_view code) const noexcept {
+    const std::string_view error = isError() ? text() : std::string_view();
+    return error.substr(0, code.size()) == code && (error.size() == code.size() || error[code.size()] == ' ');
+  }
+
+  // The bytes of a string, status or error reply; empty for any other.
+  std::string_view text() const noexcept {
+    if (reply_ == nullptr || reply_->str == nullptr) return {};
+    return {reply_->str, reply_->len};
+  }
+  long long integer() const noexcept { return isInteger() ? reply_->integer : 0; }
+
+  // The elements of an array reply; 0 for any other.
+  std::size_t size() const noexcept { return isArray() && reply_->element != nullptr ? reply_->elements : 0; }
+  ReplyView operator[](std::size_t index) const noexcept {
+    return index < size() ? ReplyView(reply_->element[index]) : ReplyView();
+  }
+
+ private:
+  bool is(int type) const noexcept { return reply_ != nullptr && reply_->type == type; }
+
+  const redisReply* reply_ = nullptr;
+};
+
+// A reply owned: what a RedisClient hands back. Read it through ReplyView (`reply->integer()`).
+class Reply {
+ public:
+  Reply() = default;
+  explicit Reply(redisReply* owned) noexcept : owned_(owned), view_(owned) {}
+  Reply(Reply&& other) noexcept : owned_(std::move(other.owned_)), view_(std::exchange(other.view_, ReplyView())) {}
+  Reply& operator=(Reply&& other) noexcept {
+    owned_ = std::move(other.owned_);
+    view_ = std::exchange(other.view_, ReplyView());
+    return *this;
+  }
+
+  explicit operator bool() const noexcept { return !view_.isNull(); }
+  const ReplyView& operator*() const noexcept { return view_; }
+  const ReplyView* operator->() const noexcept { return &view_; }
+
+ private:
+  detail::ReplyPtr owned_;
+  ReplyView view_;
+};
+
+// One call's answer in a batch: its reply, or why there is none (the other calls are unaffected).
+struct ScriptReply {
+  Reply reply;
+  std::exception_ptr error;
+};
+
+class RedisClient {
+ public:
+  virtual ~RedisClient() = default;
+
+  // Runs one call and returns its (non-error) reply. Throws ConnectionError or ReplyError.
+  virtual Reply run(const ScriptCall& call) = 0;
+
+  // Runs many calls pipelined, in as few round trips as the client can, and answers each in input
+  // order. Calls that were answered keep their replies even when later ones fail.
+  virtual std::vector<ScriptReply> runMany(const std::vector<ScriptCall>& calls) = 0;
+
+  Reply run(const Script& script, std::initializer_list<std::string_view> keys,
+            std::initializer_list<std::string_view> args) {
+    return run(ScriptCall(script, keys, args));
+  }
+
+ protected:
+  RedisClient() = default;
+  RedisClient(const RedisClient&) = default;
+  RedisClient& operator=(const RedisClient&) = default;
+  RedisClient(RedisClient&&) = default;
+  RedisClient& operator=(RedisClient&&) = default;
+};
+
+namespace detail {
+
+// How every client reports an error reply to a script call.
+inline ReplyError scriptError(std::string_view endpoint, const Script& script, ReplyView reply) {
+  return ReplyError("redis at " + std::string(endpoint) + ": script " + script.name() +
+                    " failed: " + std::string(reply.text()));
+}
+
+}  // namespace detail
+}  // namespace swl

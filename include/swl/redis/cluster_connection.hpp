@@ -1,0 +1,346 @@
+#pragma once
+// ClusterConnection: Redis Cluster behind the RedisClient interface, so the limiters run on a cluster
+// unchanged: the user swaps the connection, not the code.
+//
+//   auto cluster = swl::ClusterConnection::tcp({{"10.0.0.1", 7000}, {"10.0.0.2", 7000}});
+//   swl::SlidingWindowLimiter<> limiter(cluster, swl::Limit{100, std::chrono::seconds(10)});
+//
+// Each call goes straight to the master that serves its key's hash slot (see hash_slot.hpp), read
+// from CLUSTER SLOTS of any node the seeds lead to. Every master gets its own ConnectionPool, so a
+// ClusterConnection may be shared by any number of threads, and each node loads the script the first
+// time it answers NOSCRIPT, as a single Redis does.
+//
+// The cluster changes under the client, and the client follows:
+// - MOVED (the slot has a new owner: resharding, failover): the call goes to the new owner, the slot
+//   map is corrected at once and read again from the cluster (at most every `refresh_interval`);
+// - ASK (the slot is being migrated and this key has left already): the call goes to the target,
+//   preceded by ASKING; the map is not touched, the slot still belongs to the source;
+// - TRYAGAIN, CLUSTERDOWN (keys half moved; no quorum while a failed master is replaced): the call is
+//   asked again after a short pause, for as long as the command timeout allows.
+// All of these are answered before the script runs, so repeating the call cannot count it twice.
+// The first redirection of a call is followed at once. A second one means the cluster is changing
+// its mind mid-reshard (the source already names the target, the target does not know yet and sends
+// the call back), so later ones wait like TRYAGAIN. Redirections are bounded (`max_redirects` and the
+// command timeout); a call that still finds no home fails with ReplyError.
+// A call whose connection breaks may have run, so it is never repeated: it fails with ConnectionError
+// (the limiter's failure policy answers) and the slot map is read again, so once the cluster has
+// promoted a replica the next calls reach it.
+
+#include <swl/detail/reconnect_throttle.hpp>
+#include <swl/detail/topology.hpp>
+#include <swl/error.hpp>
+#include <swl/redis/client.hpp>
+#include <swl/redis/connection.hpp>
+#include <swl/redis/connection_options.hpp>
+#include <swl/redis/connection_pool.hpp>
+#include <swl/redis/hash_slot.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace swl {
+
+struct ClusterOptions {
+  ConnectionOptions connection;                         // for every node; AUTH must hold on all of them; db must stay 0
+  PoolOptions pool{4, std::chrono::milliseconds(100)};  // per master
+  int max_redirects = 16;                               // MOVED + ASK followed for one call
+  // The slot map is read again after MOVED or a broken connection, but not more often than this.
+  std::chrono::milliseconds refresh_interval{100};
+};
+
+class ClusterConnection : public RedisClient {
+ public:
+  // Nothing is dialled here: the first call reads the slot map, so a service may start while the
+  // cluster is down and let its failure policy answer until it is back.
+  static ClusterConnection tcp(std::vector<Address> seeds, ClusterOptions options = {}) {
+    return ClusterConnection(std::move(seeds), std::move(options));
+  }
+
+  explicit ClusterConnection(std::vector<Address> seeds, ClusterOptions options = {})
+      : options_(std::move(options)),
+        slots_(std::make_unique<SlotTable>()),
+        refreshes_(options_.refresh_interval),
+        description_("cluster seeds") {
+    if (seeds.empty()) throw InvalidArgument("swl::ClusterConnection::tcp: no seed node given");
+    detail::checkedOptions(options_.connection);
+    if (options_.connection.db != 0) {
+      throw InvalidArgument("swl::ClusterOptions: db " + std::to_string(options_.connection.db) +
+                            " is not 0; Redis Cluster has only database 0");
+    }
+    if (options_.max_redirects < 1) throw InvalidArgument("swl::ClusterOptions: max_redirects must be at least 1");
+    if (options_.refresh_interval.count() < 0)
+      throw InvalidArgument("swl::ClusterOptions: refresh_interval is negative");
+    for (Address& seed : seeds) {
+      description_ += ' ' + detail::checkedAddress("swl::ClusterConnection::tcp", seed).endpoint();
+      seeds_.push_back(std::move(seed));
+    }
+  }
+
+  ClusterConnection(const ClusterConnection&) = delete;
+  ClusterConnection& operator=(const ClusterConnection&) = delete;
+
+  using RedisClient::run;
+  Reply run(const ScriptCall& call) override { return follow(call, ownerOf(slotOf(call))); }
+
+  // Every master involved gets its share of the calls pipelined, all of them at once, so the batch
+  // costs about one round trip however many masters it spans; calls redirected on the way then
+  // finish one by one.
+  std::vector<ScriptReply> runMany(const std::vector<ScriptCall>& calls) override {
+    std::vector<ScriptReply> results(calls.size());
+    // Ordered by node, so every thread borrows from the pools in the same order and none waits on
+    // another that waits on it.
+    std::map<Node*, NodeBatch> batches;
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      try {
+        NodeBatch& batch = batches[&ownerOf(slotOf(calls[i]))];
+        batch.indices.push_back(i);
+        batch.calls.push_back(calls[i]);
+      } catch (const Error&) {
+        results[i].error = std::current_exception();
+      }
+    }
+    for (auto& [node, batch] : batches) {
+      try {
+        batch.lease.emplace(node->pool.borrow());
+        detail::linkOf(**batch.lease).sendMany(batch.calls);
+      } catch (const ConnectionError&) {  // no answer will come; a part written out may have run
+        batch.lease.reset();
+        for (std::size_t index : batch.indices) results[index].error = std::current_exception();
+      }
+    }
+    for (auto& [node, batch] : batches) {
+      if (!batch.lease) continue;
+      std::vector<ScriptReply> replies = detail::linkOf(**batch.lease).collectMany(batch.calls);
+      batch.lease.reset();
+      for (std::size_t i = 0; i < replies.size(); ++i) results[batch.indices[i]] = std::move(replies[i]);
+    }
+    // Every connection is back in its pool: redirections may now borrow from any of them.
+    for (auto& [node, batch] : batches) {
+      for (std::size_t index : batch.indices) {
+        ScriptReply& result = results[index];
+        if (result.error) refreshSoon();
+        if (!result.reply || !result.reply->isError()) continue;
+        try {
+          result.reply = answerOrFollow(calls[index], *node, std::move(result.reply));
+        } catch (const Error&) {
+          result.error = std::current_exception();
+        }
+      }
+    }
+    return results;
+  }
+
+  // Reads the slot map now. Throws ConnectionError when no known node answers CLUSTER SLOTS.
+  void refresh() {
+    std::lock_guard<std::mutex> lock(refresh_mutex_);
+    refreshLocked();
+  }
+
+  // "host:port" of the master that serves `redis_key` (reading the slot map first if need be).
+  std::string masterOf(std::string_view redis_key) { return ownerOf(hashSlot(redis_key)).endpoint; }
+
+  // The masters the slot map names, each once, in slot order.
+  std::vector<std::string> masters() const {
+    std::vector<std::string> endpoints;
+    for (const auto& owner : *slots_) {
+      const Node* node = owner.load(std::memory_order_acquire);
+      if (node != nullptr && std::find(endpoints.begin(), endpoints.end(), node->endpoint) == endpoints.end()) {
+        endpoints.push_back(node->endpoint);
+      }
+    }
+    return endpoints;
+  }
+
+ private:
+  // One master or replica swl has heard of. Nodes are never forgotten, so the slot map can point at
+  // them without locks; their connections open only when a slot leads there.
+  struct Node {
+    Node(Address node_address, const ClusterOptions& options)
+        : address(std::move(node_address)),
+          endpoint(address.endpoint()),
+          pool([&] { return Connection::to(address, options.connection); }, options.pool) {}
+
+    Address address;
+    std::string endpoint;
+    ConnectionPool pool;
+  };
+
+  using SlotTable = std::array<std::atomic<Node*>, kClusterSlots>;
+
+  // The calls of a batch that one master serves, and the connection they travel on.
+  struct NodeBatch {
+    std::vector<std::size_t> indices;
+    std::vector<ScriptCall> calls;
+    std::optional<ConnectionPool::Lease> lease;
+  };
+
+  static std::uint16_t slotOf(const ScriptCall& call) {
+    if (call.keyCount() == 0) return 0;  // any master runs a call without keys
+    const std::uint16_t slot = hashSlot(call.key(0));
+    for (std::size_t i = 1; i < call.keyCount(); ++i) {
+      if (hashSlot(call.key(i)) != slot) {
+        throw InvalidArgument("swl::ClusterConnection: script " + call.script().name() +
+                              " names keys in different hash slots; give them one {hash tag} (see HashTagKey)");
+      }
+    }
+    return slot;
+  }
+
+  Node& ownerOf(std::uint16_t slot) {
+    if (Node* owner = (*slots_)[slot].load(std::memory_order_acquire)) return *owner;
+    {
+      std::lock_guard<std::mutex> lock(refresh_mutex_);
+      if ((*slots_)[slot].load(std::memory_order_acquire) == nullptr) {
+        refreshes_.check(description_);
+        refreshLocked();
+      }
+    }
+    if (Node* owner = (*slots_)[slot].load(std::memory_order_acquire)) return *owner;
+    throw ConnectionError(description_ + ": no master serves hash slot " + std::to_string(slot));
+  }
+
+  Reply follow(const ScriptCall& call, Node& first) {
+    Reply reply;
+    try {
+      reply = evaluateOn(first, call, false);
+    } catch (const ConnectionError&) {
+      refreshSoon();  // a master may have died: its replica may be serving the slot by the next call
+      throw;
+    }
+    return answerOrFollow(call, first, std::move(reply));
+  }
+
+  // `reply` came from `node`: a result, the script's error, or a reason to ask again elsewhere.
+  Reply answerOrFollow(const ScriptCall& call, Node& node, Reply reply) {
+    Node* asked = &node;
+    bool asking = false;
+    int redirects = 0;
+    detail::RetryPacing pacing(std::chrono::steady_clock::now() + options_.connection.command_timeout);
+    // False, without waiting, when the pause would outlast the command timeout.
+    const auto pause_before_asking_again = [&] {
+      const auto pause = pacing.next(std::chrono::steady_clock::now());
+      if (pause) std::this_thread::sleep_for(*pause);
+      return pause.has_value();
+    };
+    while (reply->isError()) {
+      if (const auto redirection = detail::parseRedirection(*reply, asked->address)) {
+        ++redirects;
+        if (redirects > options_.max_redirects || (redirects > 1 && !pause_before_asking_again())) {
+          throw ReplyError(description_ + ": still redirected after " + std::to_string(redirects - 1) +
+                           " redirections for script " + call.script().name() + " on hash slot " +
+                           std::to_string(redirection->slot) + "; last from " + asked->endpoint + ": " +
+                           std::string(reply->text()));
+        }
+        Node& target = nodeAt(redirection->target);
+        asking = redirection->kind == detail::Redirection::Kind::ask;
+        if (!asking) {
+          (*slots_)[redirection->slot].store(&target, std::memory_order_release);
+          refreshSoon();
+        }
+        asked = &target;
+      } else if (detail::isRetryLater(*reply)) {
+        if (!pause_before_asking_again()) {
+          throw ReplyError(description_ + ": " + asked->endpoint + " still answers '" + std::string(reply->text()) +
+                           "' after " + std::to_string(options_.connection.command_timeout.count()) + " ms");
+        }
+        if (!asking) asked = &ownerOf(slotOf(call));
+      } else {
+        throw detail::scriptError(asked->endpoint, call.script(), *reply);
+      }
+      try {
+        reply = evaluateOn(*asked, call, asking);
+      } catch (const ConnectionError&) {
+        refreshSoon();
+        throw;
+      }
+    }
+    return reply;
+  }
+
+  static Reply evaluateOn(Node& node, const ScriptCall& call, bool asking) {
+    ConnectionPool::Lease lease = node.pool.borrow();
+    return detail::linkOf(*lease).evaluate(call, asking);
+  }
+
+  Node& nodeAt(const Address& address) {
+    std::lock_guard<std::mutex> lock(nodes_mutex_);
+    std::unique_ptr<Node>& node = nodes_[address.endpoint()];
+    if (!node) node = std::make_unique<Node>(address, options_);
+    return *node;
+  }
+
+  // Reads the map again unless another thread is at it or it was read less than refresh_interval ago.
+  void refreshSoon() noexcept {
+    std::unique_lock<std::mutex> lock(refresh_mutex_, std::try_to_lock);
+    if (!lock.owns_lock() || std::chrono::steady_clock::now() < last_refresh_ + options_.refresh_interval) return;
+    try {
+      refreshLocked();
+    } catch (const Error&) {
+      // The calls that need the map will say why it cannot be read.
+    }
+  }
+
+  // Asks the masters it knows, then the seeds, until one answers CLUSTER SLOTS.
+  void refreshLocked() {
+    last_refresh_ = std::chrono::steady_clock::now();
+    std::vector<Address> candidates;
+    for (const std::string& master : masters()) {
+      std::lock_guard<std::mutex> lock(nodes_mutex_);
+      candidates.push_back(nodes_.at(master)->address);
+    }
+    candidates.insert(candidates.end(), seeds_.begin(), seeds_.end());
+
+    std::string errors;
+    for (const Address& candidate : candidates) {
+      try {
+        Node& node = nodeAt(candidate);
+        const Reply reply = node.pool.borrow()->command({"CLUSTER", "SLOTS"});
+        apply(detail::parseClusterSlots(*reply, node.address));
+        return;
+      } catch (const Error& error) {
+        errors += errors.empty() ? "" : "; ";
+        errors += error.what();
+      }
+    }
+    // The throttle names the cluster itself: "redis at cluster seeds ... is unreachable (<this>)".
+    refreshes_.failed("no node answered CLUSTER SLOTS: " + errors);
+    throw ConnectionError(description_ + ": no node answered CLUSTER SLOTS: " + errors);
+  }
+
+  void apply(const std::vector<detail::SlotRange>& ranges) {
+    std::vector<Node*> owners(kClusterSlots, nullptr);
+    for (const detail::SlotRange& range : ranges) {
+      Node* owner = &nodeAt(range.master);
+      std::fill(owners.begin() + range.first, owners.begin() + range.last + 1, owner);
+    }
+    for (std::size_t slot = 0; slot < kClusterSlots; ++slot) {
+      (*slots_)[slot].store(owners[slot], std::memory_order_release);
+    }
+  }
+
+  ClusterOptions options_;
+  std::vector<Address> seeds_;
+  std::unique_ptr<SlotTable> slots_;  // which master serves each slot; null: ask the cluster
+
+  std::mutex nodes_mutex_;
+  std::map<std::string, std::unique_ptr<Node>> nodes_;  // by "host:port"
+
+  std::mutex refresh_mutex_;  // one map reader at a time
+  std::chrono::steady_clock::time_point last_refresh_{};
+  detail::ReconnectThrottle refreshes_;
+  std::string description_;
+};
+
+}  // namespace swl

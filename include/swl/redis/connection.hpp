@@ -1,0 +1,408 @@
+#pragma once
+// Connection: one hiredis context to one Redis, owned, reconnected on demand.
+//
+//   auto connection = swl::Connection::tcp("127.0.0.1", 6379);
+//   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{100, std::chrono::seconds(10)});
+//
+// A Connection connects lazily (the first command), so a service can start while Redis is down and
+// let its limiters' failure policy answer. After any I/O error or timeout hiredis leaves the context
+// unusable, so the Connection drops it and reports the error; the next command opens a new one
+// (after `reconnect_interval`, so a dead Redis is not dialled on every request).
+//
+// Not thread-safe: use one Connection per thread, or a ConnectionPool for many threads. Limiters keep
+// a reference, so the Connection must outlive them; one Connection may serve any number of limiters.
+//
+// detail::Link below is the connection itself, with the I/O that the pool, the cluster and Sentinel
+// build on (pipelines, replies left unjudged, ASKING); Connection is its face for users.
+
+#include <swl/detail/dial.hpp>
+#include <swl/detail/hiredis.hpp>
+#include <swl/detail/reconnect_throttle.hpp>
+#include <swl/error.hpp>
+#include <swl/redis/client.hpp>
+#include <swl/redis/connection_options.hpp>
+
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace swl {
+namespace detail {
+
+class Link {
+ public:
+  // Returns a connected context (dial(), or a user's factory through ready()); called on every (re)connect.
+  using Open = std::function<ContextPtr()>;
+
+  Link(Open open, std::string endpoint, ConnectionOptions options)
+      : open_(std::move(open)),
+        endpoint_(std::move(endpoint)),
+        options_(checkedOptions(options)),
+        reconnects_(options_.reconnect_interval) {}
+
+  Link(Link&&) noexcept = default;
+  Link& operator=(Link&&) noexcept = default;
+
+  // Sends one command and returns its reply, error replies included (they are answers, not failures).
+  // Arguments are binary-safe. Throws ConnectionError (TimeoutError, AuthError) when there is no answer.
+  Reply command(const std::string_view* argv, std::size_t argc) {
+    redisContext& context = connected();
+    redisReply* reply = send(context, argv, argc);
+    if (reply == nullptr) {
+      // hiredis cannot use a context again once it reported an error: drop it so the next command reconnects.
+      const ContextPtr broken = std::move(context_);
+      throwContextError(*broken, endpoint_, "waiting for a reply");
+    }
+    return Reply(reply);
+  }
+
+  Reply command(std::initializer_list<std::string_view> argv) { return command(argv.begin(), argv.size()); }
+
+  // Sends `count` commands in one write, then reads their replies in order, handing each to
+  // `on_reply(index, Reply)`. `argv_of(index)` gives a command as {const std::string_view*, argc}.
+  // If the connection fails midway, the replies that arrived have been handed over and the error is
+  // thrown for the rest (they may or may not have run).
+  template <class ArgvOf, class OnReply>
+  void pipeline(std::size_t count, ArgvOf&& argv_of, OnReply&& on_reply) {
+    queue(count, argv_of);
+    receive(count, on_reply);
+  }
+
+  // One script call, its reply as the server gave it, error replies included, for a client that reads
+  // them (a cluster follows MOVED and ASK); only NOSCRIPT is handled here. `asking` sends ASKING in the
+  // same write, as the target of an ASK redirection wants.
+  Reply evaluate(const ScriptCall& call, bool asking = false) {
+    Reply reply = send(call, asking);
+    if (reply->isError("NOSCRIPT")) {
+      load(call.script());
+      reply = send(call, asking);
+    }
+    return reply;
+  }
+
+  // Many calls pipelined, their replies unjudged (see evaluate); only a failed connection sets
+  // ScriptReply::error.
+  std::vector<ScriptReply> evaluateMany(const std::vector<ScriptCall>& calls) {
+    try {
+      sendMany(calls);
+    } catch (const Error&) {
+      std::vector<ScriptReply> results(calls.size());
+      for (ScriptReply& result : results) result.error = std::current_exception();
+      return results;
+    }
+    return collectMany(calls);
+  }
+
+  // evaluateMany() in two halves, so that a client of several servers (a cluster) can have them all
+  // work at once: sendMany() writes the calls out, collectMany() reads their answers. Nothing else
+  // may use the link in between. sendMany() throws ConnectionError when the calls could not all be
+  // written; none is waiting for an answer then.
+  void sendMany(const std::vector<ScriptCall>& calls) {
+    queue(calls.size(), [&](std::size_t i) { return std::pair(calls[i].argv(), calls[i].argc()); });
+    flush();
+  }
+
+  std::vector<ScriptReply> collectMany(const std::vector<ScriptCall>& calls) {
+    std::vector<ScriptReply> results(calls.size());
+    try {
+      receive(calls.size(), [&](std::size_t i, Reply reply) { results[i].reply = std::move(reply); });
+    } catch (const Error&) {
+      for (ScriptReply& result : results) {
+        if (!result.reply) result.error = std::current_exception();
+      }
+    }
+
+    // The calls that met an empty script cache run once more, after one SCRIPT LOAD per script.
+    std::vector<std::size_t> again;
+    std::vector<const Script*> loaded;
+    for (std::size_t index = 0; index < calls.size(); ++index) {
+      ScriptReply& result = results[index];
+      if (!result.reply || !result.reply->isError("NOSCRIPT")) continue;
+      result.reply = Reply();
+      const Script& script = calls[index].script();
+      try {
+        if (std::find(loaded.begin(), loaded.end(), &script) == loaded.end()) load(script), loaded.push_back(&script);
+        again.push_back(index);
+      } catch (const Error&) {
+        result.error = std::current_exception();
+      }
+    }
+    if (again.empty()) return results;
+    try {
+      pipeline(
+          again.size(), [&](std::size_t i) { return std::pair(calls[again[i]].argv(), calls[again[i]].argc()); },
+          [&](std::size_t i, Reply reply) { results[again[i]].reply = std::move(reply); });
+    } catch (const Error&) {
+      for (std::size_t index : again) {
+        if (!results[index].reply) results[index].error = std::current_exception();
+      }
+    }
+    return results;
+  }
+
+  // Makes the server know `script` (SCRIPT LOAD); evaluate() does it by itself on NOSCRIPT.
+  void load(const Script& script) {
+    const Reply reply = command({"SCRIPT", "LOAD", script.text()});
+    if (reply->isError()) {
+      throw ReplyError("redis at " + endpoint_ + ": SCRIPT LOAD of " + script.name() +
+                       " failed: " + std::string(reply->text()));
+    }
+    if (!reply->isString() || reply->text() != script.sha()) {
+      throw ProtocolError("redis at " + endpoint_ + ": SCRIPT LOAD of " + script.name() +
+                          " did not return the expected SHA-1 " + std::string(script.sha()));
+    }
+  }
+
+  bool isConnected() const noexcept { return context_ != nullptr; }
+
+  // For a client that learns the server behind an open connection is the wrong one (a master demoted to
+  // a replica): the next command connects again, through `open`, which may lead elsewhere.
+  void disconnect() noexcept { context_.reset(); }
+
+  // "host:port", "unix:/path" or the adopter's description; used in every error message.
+  const std::string& endpoint() const noexcept { return endpoint_; }
+
+ private:
+  redisContext& connected() {
+    if (context_ && !closedByServer(*context_)) return *context_;
+    context_.reset();
+    reconnects_.check(endpoint_);
+    try {
+      context_ = handshake(open_());
+      return *context_;
+    } catch (const Error& error) {
+      reconnects_.failed(error.what());
+      throw;
+    }
+  }
+
+  ContextPtr handshake(ContextPtr context) {
+    auto run = [&](std::initializer_list<std::string_view> argv) {
+      redisReply* reply = send(*context, argv.begin(), argv.size());
+      if (reply == nullptr) throwContextError(*context, endpoint_, "during the handshake");
+      return Reply(reply);
+    };
+    if (!options_.password.empty()) {
+      const Reply reply =
+          options_.user.empty() ? run({"AUTH", options_.password}) : run({"AUTH", options_.user, options_.password});
+      if (reply->isError()) {
+        // Redis's own message names the problem and never repeats the password; neither does ours.
+        throw AuthError("redis at " + endpoint_ + " refused authentication" +
+                        (options_.user.empty() ? std::string() : " as user " + quoted(options_.user)) + ": " +
+                        std::string(reply->text()));
+      }
+    }
+    if (options_.db != 0) {
+      const std::string db = std::to_string(options_.db);
+      const Reply reply = run({"SELECT", db});
+      if (reply->isError()) {
+        throw ReplyError("redis at " + endpoint_ + " refused SELECT " + db + ": " + std::string(reply->text()));
+      }
+    }
+    return context;
+  }
+
+  // A server that restarted, or closed an idle client, has already sent EOF: a peek sees it, so the
+  // command goes out on a fresh connection instead of failing on a dead one. It costs one syscall.
+  static bool closedByServer(const redisContext& context) noexcept {
+    char byte;
+    const ssize_t peeked = ::recv(context.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+  }
+
+  Reply send(const ScriptCall& call, bool asking) {
+    if (!asking) return command(call.argv(), call.argc());
+    static constexpr std::string_view kAsking[] = {"ASKING"};
+    Reply reply;
+    pipeline(
+        2,
+        [&](std::size_t i) {
+          return i == 0 ? std::pair(kAsking, std::size_t{1}) : std::pair(call.argv(), call.argc());
+        },
+        [&](std::size_t i, Reply answer) {
+          if (i == 1) reply = std::move(answer);
+        });
+    return reply;
+  }
+
+  // One command on `context`, arguments binary-safe; null when hiredis reports an error on the context.
+  static redisReply* send(redisContext& context, const std::string_view* argv, std::size_t argc) {
+    HiredisArgv hiredis_argv;
+    hiredis_argv.assign(argv, argc);
+    return static_cast<redisReply*>(
+        redisCommandArgv(&context, static_cast<int>(argc), hiredis_argv.pointers(), hiredis_argv.lengths()));
+  }
+
+  template <class ArgvOf>
+  void queue(std::size_t count, ArgvOf&& argv_of) {
+    redisContext& context = connected();
+    HiredisArgv hiredis_argv;
+    for (std::size_t i = 0; i < count; ++i) {
+      const auto [argv, argc] = argv_of(i);
+      hiredis_argv.assign(argv, argc);
+      if (redisAppendCommandArgv(&context, static_cast<int>(argc), hiredis_argv.pointers(), hiredis_argv.lengths()) !=
+          REDIS_OK) {
+        // Nothing was written yet; dropping the context drops the half-built batch with it.
+        const ContextPtr broken = std::move(context_);
+        throwContextError(*broken, endpoint_, "queueing a pipelined command");
+      }
+    }
+  }
+
+  // Writes what queue() gathered without waiting for answers.
+  void flush() {
+    int done = 0;
+    while (done == 0) {
+      if (redisBufferWrite(context_.get(), &done) != REDIS_OK) {
+        const ContextPtr broken = std::move(context_);
+        throwContextError(*broken, endpoint_, "sending pipelined commands");
+      }
+    }
+  }
+
+  template <class OnReply>
+  void receive(std::size_t count, OnReply&& on_reply) {
+    for (std::size_t i = 0; i < count; ++i) {
+      void* reply = nullptr;
+      if (!context_ || redisGetReply(context_.get(), &reply) != REDIS_OK || reply == nullptr) {
+        const ContextPtr broken = std::move(context_);
+        if (!broken) throw ConnectionError("redis at " + endpoint_ + ": no connection to read pipelined replies from");
+        throwContextError(*broken, endpoint_, "waiting for pipelined replies");
+      }
+      try {
+        on_reply(i, Reply(static_cast<redisReply*>(reply)));
+      } catch (...) {
+        context_.reset();  // the replies still unread would otherwise answer the next commands
+        throw;
+      }
+    }
+  }
+
+  Open open_;
+  std::string endpoint_;
+  ConnectionOptions options_;
+  ContextPtr context_;
+  ReconnectThrottle reconnects_;
+};
+
+// A script call's reply judged: an error reply becomes the ReplyError it stands for.
+inline Reply judged(Reply reply, std::string_view endpoint, const Script& script) {
+  if (reply->isError()) throw scriptError(endpoint, script, *reply);
+  return reply;
+}
+
+// A batch's replies judged alike, each error reply turned into its Outcome's error.
+inline std::vector<ScriptReply> judged(std::vector<ScriptReply> results, std::string_view endpoint,
+                                       const std::vector<ScriptCall>& calls) {
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    ScriptReply& result = results[i];
+    if (result.reply && result.reply->isError()) {
+      result.error = std::make_exception_ptr(scriptError(endpoint, calls[i].script(), *result.reply));
+      result.reply = Reply();
+    }
+  }
+  return results;
+}
+
+}  // namespace detail
+
+class Connection;
+namespace detail {
+inline Link& linkOf(Connection& connection) noexcept;
+}  // namespace detail
+
+class Connection : public RedisClient {
+ public:
+  using ContextFactory = std::function<redisContext*()>;
+
+  static Connection tcp(std::string host, int port, ConnectionOptions options = {}) {
+    return to(Address{std::move(host), port}, std::move(options));
+  }
+
+  static Connection unixSocket(std::string path, ConnectionOptions options = {}) {
+    if (path.empty()) throw InvalidArgument("swl::Connection::unixSocket: the path is empty");
+    return to(Address::unixSocket(std::move(path)), std::move(options));
+  }
+
+  static Connection to(Address address, ConnectionOptions options = {}) {
+    detail::checkedAddress("swl::Connection", address);
+    std::string endpoint = address.endpoint();
+    return Connection([address = std::move(address), options] { return detail::dial(address, options); },
+                      std::move(endpoint), std::move(options));
+  }
+
+  // Contexts made by the caller: `connect` is called for every (re)connect and returns a connected
+  // context that swl then owns. AUTH and SELECT from `options` are applied to it, and the command
+  // timeout; the connect timeout is the factory's business.
+  static Connection adopt(ContextFactory connect, std::string description, ConnectionOptions options = {}) {
+    if (!connect) throw InvalidArgument("swl::Connection::adopt: the context factory is empty");
+    return Connection([connect = std::move(connect), description,
+                       options] { return detail::ready(detail::ContextPtr(connect()), description, options); },
+                      std::move(description), std::move(options));
+  }
+
+  // A single context the caller made; swl owns it from here. Once it breaks it cannot be remade, so
+  // later commands throw ConnectionError: pass a factory instead to get reconnects.
+  static Connection adopt(redisContext* context, ConnectionOptions options = {}) {
+    if (context == nullptr) throw InvalidArgument("swl::Connection::adopt: the context is null");
+    auto handed_over = std::make_shared<detail::ContextPtr>(context);
+    return adopt(
+        [handed_over]() -> redisContext* {
+          if (!*handed_over) throw ConnectionError("the adopted redis context broke and swl cannot remake it");
+          return handed_over->release();
+        },
+        "adopted redis context", std::move(options));
+  }
+
+  Connection(Connection&&) noexcept = default;
+  Connection& operator=(Connection&&) noexcept = default;
+
+  using RedisClient::run;
+  Reply run(const ScriptCall& call) override {
+    return detail::judged(link_.evaluate(call), link_.endpoint(), call.script());
+  }
+
+  std::vector<ScriptReply> runMany(const std::vector<ScriptCall>& calls) override {
+    return detail::judged(link_.evaluateMany(calls), link_.endpoint(), calls);
+  }
+
+  // Round trip to check that Redis answers (connecting first if needed).
+  void ping() {
+    const Reply reply = link_.command({"PING"});
+    if (reply->isError()) {
+      throw ReplyError("redis at " + link_.endpoint() + " refused PING: " + std::string(reply->text()));
+    }
+  }
+
+  // Any command, for operators and tests (INFO, ZCARD, ...). Error replies are replies, not exceptions;
+  // arguments are binary-safe. Throws ConnectionError when no reply came.
+  Reply command(std::initializer_list<std::string_view> argv) { return link_.command(argv); }
+  Reply command(const std::string_view* argv, std::size_t argc) { return link_.command(argv, argc); }
+
+  bool isConnected() const noexcept { return link_.isConnected(); }
+
+  // "host:port", "unix:/path" or the adopter's description; used in every error message.
+  const std::string& endpoint() const noexcept { return link_.endpoint(); }
+
+ private:
+  friend detail::Link& detail::linkOf(Connection& connection) noexcept;
+
+  Connection(detail::Link::Open open, std::string endpoint, ConnectionOptions options)
+      : link_(std::move(open), std::move(endpoint), std::move(options)) {}
+
+  detail::Link link_;
+};
+
+// For the clients built on connections (pool, cluster, Sentinel): the link behind a Connection.
+inline detail::Link& detail::linkOf(Connection& connection) noexcept { return connection.link_; }
+
+}  // namespace swl

@@ -1,0 +1,123 @@
+#pragma once
+// ConnectionPool: a bounded set of Connections that any number of threads share. A limiter built on a
+// pool may be called from every thread at once; each call borrows one connection for its round trip.
+//
+//   auto pool = swl::ConnectionPool::tcp("127.0.0.1", 6379, swl::PoolOptions{8});
+//   swl::SlidingWindowLimiter<> limiter(pool, swl::Limit{100, std::chrono::seconds(10)});
+//
+// Connections open lazily, on first use, and the most recently returned one is lent first, so a pool
+// holds only as many open connections as calls were ever in flight at once. A connection whose context
+// broke (error, timeout, closed by the server) never sends on it again: its next use opens a new one.
+// When every connection is lent, borrowing waits up to `borrow_timeout`, then throws TimeoutError,
+// which a limiter hands to its failure policy like any other "Redis could not answer".
+
+#include <swl/error.hpp>
+#include <swl/redis/client.hpp>
+#include <swl/redis/connection.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace swl {
+
+struct PoolOptions {
+  std::size_t size = 8;
+  std::chrono::milliseconds borrow_timeout{100};
+};
+
+class ConnectionPool : public RedisClient {
+ public:
+  // A connection lent to one thread; it goes back to the pool when the lease ends.
+  class Lease {
+   public:
+    Lease(Lease&& other) noexcept : pool_(std::exchange(other.pool_, nullptr)), index_(other.index_) {}
+    Lease& operator=(Lease&&) = delete;
+    Lease(const Lease&) = delete;
+    ~Lease() {
+      if (pool_ != nullptr) pool_->giveBack(index_);
+    }
+
+    Connection& operator*() const noexcept { return pool_->connections_[index_]; }
+    Connection* operator->() const noexcept { return &**this; }
+
+   private:
+    friend class ConnectionPool;
+    Lease(ConnectionPool& pool, std::size_t index) : pool_(&pool), index_(index) {}
+
+    ConnectionPool* pool_;
+    std::size_t index_;
+  };
+
+  // `make_connection` is called `options.size` times, up front; Connections connect lazily, so this
+  // costs no round trip and a pool can be built while Redis is down.
+  ConnectionPool(const std::function<Connection()>& make_connection, PoolOptions options = {}) : options_(options) {
+    if (options_.size == 0) throw InvalidArgument("swl::PoolOptions: size is 0; a pool needs a connection");
+    if (options_.borrow_timeout.count() < 0) throw InvalidArgument("swl::PoolOptions: borrow_timeout is negative");
+    connections_.reserve(options_.size);
+    idle_.reserve(options_.size);
+    for (std::size_t i = 0; i < options_.size; ++i) {
+      connections_.push_back(make_connection());
+      idle_.push_back(options_.size - 1 - i);  // lend connection 0 first
+    }
+  }
+
+  static ConnectionPool tcp(std::string host, int port, PoolOptions pool_options = {}, ConnectionOptions options = {}) {
+    return ConnectionPool([&] { return Connection::tcp(host, port, options); }, pool_options);
+  }
+
+  static ConnectionPool unixSocket(std::string path, PoolOptions pool_options = {}, ConnectionOptions options = {}) {
+    return ConnectionPool([&] { return Connection::unixSocket(path, options); }, pool_options);
+  }
+
+  ConnectionPool(const ConnectionPool&) = delete;
+  ConnectionPool& operator=(const ConnectionPool&) = delete;
+
+  // Waits up to borrow_timeout for a free connection.
+  Lease borrow() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!returned_.wait_for(lock, options_.borrow_timeout, [&] { return !idle_.empty(); })) {
+      throw TimeoutError("swl::ConnectionPool to " + connections_.front().endpoint() + ": all " +
+                         std::to_string(connections_.size()) + " connections stayed in use for " +
+                         std::to_string(options_.borrow_timeout.count()) + " ms");
+    }
+    const std::size_t index = idle_.back();
+    idle_.pop_back();
+    return Lease(*this, index);
+  }
+
+  using RedisClient::run;
+  Reply run(const ScriptCall& call) override { return borrow()->run(call); }
+
+  std::vector<ScriptReply> runMany(const std::vector<ScriptCall>& calls) override { return borrow()->runMany(calls); }
+
+  std::size_t size() const noexcept { return connections_.size(); }
+
+  // Connections not lent right now.
+  std::size_t idle() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return idle_.size();
+  }
+
+ private:
+  void giveBack(std::size_t index) noexcept {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      idle_.push_back(index);
+    }
+    returned_.notify_one();
+  }
+
+  PoolOptions options_;
+  std::vector<Connection> connections_;  // never resized after construction: leases index into it
+  mutable std::mutex mutex_;
+  std::condition_variable returned_;
+  std::vector<std::size_t> idle_;  // a stack: the connection returned last is lent next, already open
+};
+
+}  // namespace swl

@@ -1,0 +1,375 @@
+#pragma once
+// RedisLimiter: the engine behind every Redis limiter. It turns a request into one EVALSHA of its
+// algorithm's script and the script's answer into a Decision; the algorithm (swl/algorithms/) brings
+// only its Lua. Users name it through an algorithm's alias:
+//
+//   auto connection = swl::Connection::tcp("127.0.0.1", 6379);
+//   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{100, std::chrono::seconds(10)});
+//   if (swl::Decision decision = limiter.tryAcquire("user:42"); !decision) reply429(decision.retry_after);
+//
+// It keeps the limiter contract (limiter.hpp): tryAcquire is one EVALSHA, atomic on the server, so any
+// number of processes and threads sharing a Redis agree exactly; tryAcquireMany is one pipelined round
+// trip (per server). Thread safety: as safe as its RedisClient.
+//
+// An Algorithm is a type with
+//     static constexpr std::string_view kName;        // "swl::FixedWindowLimiter", for messages
+//     static constexpr std::string_view kScriptName;  // "fixed_window", for messages
+//     static constexpr std::string_view kScript;      // its Lua, run after kScriptPrelude below
+//     static constexpr bool kRecordsMembers;          // whether it records a member per request (the log)
+//     static void check(const Limit&);                // throws InvalidArgument for limits it cannot keep exactly
+// Every script takes the arguments the prelude reads, treats cost 0 as a peek that records nothing, and
+// answers {allowed, remaining, retry_after_us, reset_after_us}.
+
+#include <swl/decision.hpp>
+#include <swl/detail/integer_text.hpp>
+#include <swl/error.hpp>
+#include <swl/limiter.hpp>
+#include <swl/options.hpp>
+#include <swl/policies/keys.hpp>
+#include <swl/policies/members.hpp>
+#include <swl/policies/ttl.hpp>
+#include <swl/redis/client.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace swl {
+
+// The opening of every algorithm's script: the arguments, read the same way for all, and integer helpers.
+inline constexpr std::string_view kScriptPrelude = R"lua(
+-- swl: one atomic rate-limit decision for one key. This prelude reads the arguments every algorithm
+-- takes; the algorithm's own part follows it (include/swl/algorithms/).
+-- KEYS[1]  the key's state
+-- ARGV[1]  window in microseconds
+-- ARGV[2]  limit: the most units the window admits
+-- ARGV[3]  cost: units this request asks for (1 <= cost <= limit, checked by the client); default 1;
+--          0 peeks: the state is read (and trimmed) but nothing is recorded
+-- ARGV[4]  now in microseconds since the epoch; '' or absent: read Redis's own clock
+-- ARGV[5]  this request's unique member, for algorithms that record one; '' or absent: its millisecond
+--          timestamp (the seed articles' scheme)
+-- ARGV[6]  expiry in milliseconds for algorithms that take one, set on every write; absent: the window
+-- ARGV[7]  '1' to record rejected requests too (an opt-in penalty); otherwise a refusal changes nothing
+-- Returns {allowed 1|0, remaining, retry_after_us, reset_after_us}, integers only: Redis truncates a
+-- Lua number on its way to the client, so durations travel as whole microseconds.
+-- The first three arguments alone make a call, so other tools (redis-benchmark, ../shared/bench) can
+-- run the same script.
+local key = KEYS[1]
+local window = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3] or 1)
+
+-- Times sent back to Redis are built from integer parts: Lua formats a concatenated number with 14
+-- significant digits and would cut the last digits off a 16-digit microsecond time.
+local now_text = ARGV[4]
+local redis_time = now_text == nil or now_text == ''
+if redis_time then
+  local time = redis.call('TIME')
+  now_text = time[1] .. string.format('%06d', tonumber(time[2]))
+end
+local now = tonumber(now_text)  -- below 2^53, so exact in a Lua double
+local record = cost > 0
+local count_rejected = ARGV[7] == '1'
+
+-- Every value below stays an integer under 2^53, exact in a Lua double; two helpers keep it so.
+-- a // b: the quotient of two doubles can round up to the next integer, so it is checked.
+local function idiv(a, b)
+  local q = math.floor(a / b)
+  if q * b > a then q = q - 1 elseif (q + 1) * b <= a then q = q + 1 end
+  return q
+end
+-- An integer as Redis should store it: Lua would print only 14 significant digits.
+local function text(n) return string.format('%.0f', n) end
+)lua";
+
+template <class T, class = void>
+struct IsAlgorithm : std::false_type {};
+template <class T>
+struct IsAlgorithm<T, std::void_t<decltype(T::kName), decltype(T::kScriptName), decltype(T::kScript),
+                                  decltype(T::kRecordsMembers), decltype(T::check(std::declval<const Limit&>()))>>
+    : std::bool_constant<std::is_convertible_v<decltype(T::kName), std::string_view> &&
+                         std::is_convertible_v<decltype(T::kScriptName), std::string_view> &&
+                         std::is_convertible_v<decltype(T::kScript), std::string_view> &&
+                         std::is_same_v<std::remove_cv_t<decltype(T::kRecordsMembers)>, bool>> {};
+
+template <class T>
+inline constexpr bool isAlgorithm = IsAlgorithm<T>::value;
+
+namespace detail {
+
+// The prelude and an algorithm's part, as the one Script its limiters run.
+template <class Algorithm>
+const Script& scriptOf() {
+  static const std::string text = std::string(kScriptPrelude).append(Algorithm::kScript);
+  static const Script script(Algorithm::kScriptName, text);
+  return script;
+}
+
+// For algorithms whose scripts multiply counts by the window to stay in integers: that product must be exact.
+inline void checkScaledExact(const Limit& limit, std::string_view limiter) {
+  if (limit.max_requests > (kLargestExact - 1) / limit.window.count()) {
+    throw InvalidArgument(std::string(limiter) + ": a limit of " + std::to_string(limit.max_requests) + " per " +
+                          std::to_string(limit.window.count()) +
+                          " us is too fine to count exactly (limit x window must stay below 2^53 microseconds); "
+                          "use a shorter window or a SlidingWindowLimiter");
+  }
+}
+
+inline ProtocolError badReply(const std::string& why) { return ProtocolError("a limiter script replied with " + why); }
+
+// The reply's integers, exactly `count` of them, into `values`.
+inline void readIntegers(ReplyView reply, std::int64_t* values, std::size_t count) {
+  if (!reply.isArray() || reply.size() != count) {
+    throw badReply("something other than an array of " + std::to_string(count) + " integers");
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!reply[i].isInteger()) throw badReply("a non-integer element");
+    values[i] = reply[i].integer();
+  }
+}
+
+// One decision from {allowed, remaining, retry_after_us, reset_after_us} under `limit`, trusting nothing:
+// values no correct script could produce are a ProtocolError, never a guess.
+inline Decision checkedDecision(std::int64_t allowed, std::int64_t remaining, std::int64_t retry_after_us,
+                                std::int64_t reset_after_us, std::int64_t limit) {
+  if (allowed != 0 && allowed != 1) throw badReply("allowed = " + std::to_string(allowed));
+  if (remaining < 0 || remaining > limit) throw badReply("remaining = " + std::to_string(remaining));
+  if (retry_after_us < 0 || (allowed == 1 && retry_after_us != 0) || (allowed == 0 && retry_after_us == 0)) {
+    throw badReply("retry_after = " + std::to_string(retry_after_us) + " us for allowed = " + std::to_string(allowed));
+  }
+  if (reset_after_us < 0) throw badReply("reset_after = " + std::to_string(reset_after_us) + " us");
+
+  Decision decision;
+  decision.allowed = allowed == 1;
+  decision.limit = limit;
+  decision.remaining = remaining;
+  decision.retry_after = std::chrono::microseconds(retry_after_us);
+  decision.reset_after = std::chrono::microseconds(reset_after_us);
+  decision.tier = Tier::redis;
+  return decision;
+}
+
+inline Decision decodeDecision(ReplyView reply, std::int64_t limit) {
+  std::int64_t values[4];
+  readIntegers(reply, values, 4);
+  return checkedDecision(values[0], values[1], values[2], values[3], limit);
+}
+
+// What one limiter's calls send and what their answers mean, without I/O: shared by the blocking
+// RedisLimiter and the async limiter.
+template <class Algorithm, class KeyPolicy, class MemberPolicy, class TtlPolicy>
+class LimiterCalls {
+ public:
+  // One request's arguments, owned until its call has been sent. call() views into it, so it must stay
+  // where it is while a call made from it is in use.
+  class Request {
+   public:
+    ScriptCall call() const {
+      const LimiterCalls& calls = *calls_;
+      const std::string_view now = calls.options_.clock.isRedisTime() ? std::string_view() : now_.view();
+      return ScriptCall(
+          scriptOf<Algorithm>(), {redis_key_},
+          {calls.window_text_, calls.limit_text_, cost_text_, now, member_, calls.ttl_text_, calls.count_rejected_});
+    }
+    std::int64_t cost() const noexcept { return cost_; }
+
+   private:
+    friend class LimiterCalls;
+    Request(const LimiterCalls& calls, std::string redis_key, std::string member, std::int64_t cost, std::int64_t now)
+        : calls_(&calls),
+          redis_key_(std::move(redis_key)),
+          member_(std::move(member)),
+          cost_(cost),
+          cost_text_(cost),
+          now_(now) {}
+
+    const LimiterCalls* calls_;
+    std::string redis_key_;
+    std::string member_;
+    std::int64_t cost_;
+    IntegerText cost_text_;
+    IntegerText now_;
+  };
+
+  LimiterCalls(Limit limit, LimiterOptions options, KeyPolicy keys, MemberPolicy members, TtlPolicy ttl)
+      : limit_(validated(limit)),
+        options_(std::move(options)),
+        keys_(std::move(keys)),
+        members_(std::move(members)),
+        window_text_(std::to_string(limit.window.count())),
+        limit_text_(std::to_string(limit.max_requests)),
+        ttl_text_(std::to_string(validatedTtl(ttl.ttl(limit.window), limit.window).count())),
+        count_rejected_(options_.rejected == RejectedRequests::counted ? "1" : "0") {}
+
+  // Throws InvalidArgument for a request no limit could take; nothing has been sent then.
+  Request prepare(std::string_view key, std::int64_t cost) {
+    validate(key, cost);
+    std::string member;
+    if constexpr (Algorithm::kRecordsMembers) member = members_.next();
+    return Request(*this, redisKey(key), std::move(member), cost, now());
+  }
+
+  // A cost-0 request: the scripts read such a request's window and record nothing.
+  Request preparePeek(std::string_view key) const {
+    if (key.empty()) throw InvalidArgument(std::string(Algorithm::kName) + "::peek: the key is empty");
+    return Request(*this, redisKey(key), std::string(), 0, now());
+  }
+
+  Decision decide(ReplyView reply) const { return decodeDecision(reply, limit_.max_requests); }
+
+  void validate(std::string_view key, std::int64_t cost) const {
+    checkRequest(Algorithm::kName, "tryAcquire", key, cost, limit_.max_requests);
+  }
+
+  std::string redisKey(std::string_view key) const { return keys_.key(key); }
+  const Limit& limit() const noexcept { return limit_; }
+  const LimiterOptions& options() const noexcept { return options_; }
+
+ private:
+  static Limit validated(Limit limit) {
+    Algorithm::check(checkedLimit(limit));
+    return limit;
+  }
+
+  static std::chrono::milliseconds validatedTtl(std::chrono::milliseconds ttl, std::chrono::microseconds window) {
+    if (ttl < window) {
+      throw InvalidArgument("swl: a TTL of " + std::to_string(ttl.count()) + " ms is shorter than the window of " +
+                            std::to_string(window.count()) + " us; Redis would drop entries that still count");
+    }
+    return ttl;
+  }
+
+  // Client-clock time in microseconds, or 0 when the script reads Redis's clock.
+  std::int64_t now() const {
+    if (options_.clock.isRedisTime()) return 0;
+    const std::int64_t now = options_.clock.now().count();
+    if (now < limit_.window.count() || now >= kLargestExact) {
+      throw InvalidArgument("swl: the clock reads " + std::to_string(now) +
+                            " us, outside the window .. 2^53 us that scores can hold exactly");
+    }
+    return now;
+  }
+
+  Limit limit_;
+  LimiterOptions options_;
+  KeyPolicy keys_;
+  MemberPolicy members_;
+  std::string window_text_;
+  std::string limit_text_;
+  std::string ttl_text_;
+  std::string_view count_rejected_;
+};
+
+// Deletes a key; a script, so that every RedisClient (a cluster included) runs it like the others.
+inline const Script& forgetScript() {
+  static const Script forget("forget", "return redis.call('DEL', KEYS[1])");
+  return forget;
+}
+
+}  // namespace detail
+
+template <class Algorithm, class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
+class RedisLimiter {
+  static_assert(isAlgorithm<Algorithm>,
+                "swl::RedisLimiter<Algorithm, ...>: Algorithm must provide kName, kScriptName, kScript, "
+                "kRecordsMembers and static void check(const Limit&) (see swl/redis_limiter.hpp)");
+  static_assert(isKeyPolicy<KeyPolicy>,
+                "swl::RedisLimiter: KeyPolicy must be copyable with std::string key(std::string_view) const "
+                "(see swl/policies/keys.hpp; to spread one key over several, use swl::ShardedLimiter)");
+  static_assert(isMemberPolicy<MemberPolicy>,
+                "swl::RedisLimiter: MemberPolicy must have std::string next() (see swl/policies/members.hpp)");
+  static_assert(isTtlPolicy<TtlPolicy>,
+                "swl::RedisLimiter: TtlPolicy must be copyable with std::chrono::milliseconds "
+                "ttl(std::chrono::microseconds) const (see swl/policies/ttl.hpp)");
+
+ public:
+  static constexpr std::int64_t kLargestExact = detail::kLargestExact;
+
+  RedisLimiter(RedisClient& redis, Limit limit, LimiterOptions options = {}, KeyPolicy keys = KeyPolicy(),
+               MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
+      : redis_(&redis), calls_(limit, std::move(options), std::move(keys), std::move(members), std::move(ttl)) {}
+
+  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) {
+    return detail::reportedDecision(reporting(), limit(), key, cost,
+                                    [&](std::exception_ptr&) { return decide(key, cost); });
+  }
+
+  std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>& requests) {
+    return detail::reportedOutcomes(reporting(), limit(), requests, [&] { return decideMany(requests); });
+  }
+
+  Decision acquire(std::string_view key, std::int64_t cost, Deadline deadline) {
+    return detail::acquireUntil(*this, key, cost, deadline);
+  }
+
+  Usage peek(std::string_view key) {
+    const Decision seen = calls_.decide(*redis_->run(calls_.preparePeek(key).call()));
+    return {seen.limit, seen.limit - seen.remaining, seen.remaining, seen.reset_after};
+  }
+
+  bool reset(std::string_view key) {
+    if (key.empty()) throw InvalidArgument(std::string(Algorithm::kName) + "::reset: the key is empty");
+    return redis_->run(detail::forgetScript(), {redisKey(key)}, {})->integer() > 0;
+  }
+
+  const Limit& limit() const noexcept { return calls_.limit(); }
+  const LimiterOptions& options() const noexcept { return calls_.options(); }
+  void validate(std::string_view key, std::int64_t cost) const { calls_.validate(key, cost); }
+
+  Decision decide(std::string_view key, std::int64_t cost) {
+    const auto request = calls_.prepare(key, cost);
+    return calls_.decide(*redis_->run(request.call()));
+  }
+
+  std::vector<Outcome> decideMany(const std::vector<AcquireRequest>& requests) {
+    std::vector<Outcome> outcomes(requests.size());
+    std::vector<typename Calls::Request> prepared;
+    std::vector<std::size_t> sent;  // prepared[i] answers requests[sent[i]]
+    prepared.reserve(requests.size()), sent.reserve(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      try {
+        prepared.push_back(calls_.prepare(requests[i].key, requests[i].cost));
+        sent.push_back(i);
+      } catch (const InvalidArgument&) {
+        outcomes[i] = {detail::refusedBlind(limit()), std::current_exception()};
+      }
+    }
+    std::vector<ScriptCall> calls;
+    calls.reserve(prepared.size());
+    for (const auto& request : prepared) calls.push_back(request.call());
+    std::vector<ScriptReply> replies = redis_->runMany(calls);
+    for (std::size_t i = 0; i < replies.size(); ++i) {
+      Outcome& outcome = outcomes[sent[i]];
+      if (!replies[i].error) {
+        try {
+          outcome.decision = calls_.decide(*replies[i].reply);
+          continue;
+        } catch (const Error&) {
+          replies[i].error = std::current_exception();
+        }
+      }
+      outcome = {detail::refusedBlind(limit()), std::move(replies[i].error)};
+    }
+    return outcomes;
+  }
+
+  // The Redis key that holds `key`'s state, for operators and tests.
+  std::string redisKey(std::string_view key) const { return calls_.redisKey(key); }
+
+  static const Script& script() { return detail::scriptOf<Algorithm>(); }
+
+ private:
+  using Calls = detail::LimiterCalls<Algorithm, KeyPolicy, MemberPolicy, TtlPolicy>;
+
+  detail::Reporting reporting() const { return {options().observer, options().on_failure, Tier::redis}; }
+
+  RedisClient* redis_;
+  Calls calls_;
+};
+
+}  // namespace swl
