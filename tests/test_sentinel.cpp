@@ -37,21 +37,6 @@ swl::SentinelConnection sentinelClient(const RedisSentinel& deployment) {
   return sentinelClient(deployment, deployment.options());
 }
 
-// What hiredis makes of `resp`, as it would of a sentinel's answer on the wire.
-swl::Reply replyFrom(std::string_view resp) {
-  const std::unique_ptr<redisReader, void (*)(redisReader*)> reader(redisReaderCreate(), redisReaderFree);
-  void* reply = nullptr;
-  if (redisReaderFeed(reader.get(), resp.data(), resp.size()) != REDIS_OK ||
-      redisReaderGetReply(reader.get(), &reply) != REDIS_OK || reply == nullptr) {
-    throw std::runtime_error("hiredis cannot read " + std::string(resp));
-  }
-  return swl::Reply(static_cast<redisReply*>(reply));
-}
-
-std::optional<swl::Address> masterIn(std::string_view resp) {
-  return swl::detail::parseMasterAddress(*replyFrom(resp), "127.0.0.1:26379", "mymaster");
-}
-
 // A thread that calls tryAcquire on one key until stopped, keeping every decision and when it came.
 class Traffic {
  public:
@@ -245,26 +230,6 @@ TEST_CASE("bad sentinel input is refused with a named reason, and unreachable se
                                         endpoint(second_closed) + " named the master 'mymaster'") &&
                             Catch::Contains("Connection refused"));
     CHECK(message.find("secret") == std::string::npos);
-  }
-}
-
-TEST_CASE("a sentinel answer that is not [host, port] is a ProtocolError naming the sentinel") {
-  const std::optional<swl::Address> master = masterIn("*2\r\n$8\r\n10.0.0.7\r\n$4\r\n6380\r\n");
-  REQUIRE(master);
-  CHECK(master->endpoint() == "10.0.0.7:6380");
-  CHECK_FALSE(masterIn("*-1\r\n"));  // this sentinel does not know the master
-  CHECK_THROWS_AS(masterIn("-NOAUTH Authentication required.\r\n"), swl::AuthError);
-  CHECK_THROWS_WITH(masterIn("-ERR unknown command 'SENTINEL'\r\n"),
-                    Catch::Contains("sentinel 127.0.0.1:26379 refused") && Catch::Contains("unknown command"));
-  for (std::string_view malformed :
-       {"+OK\r\n", ":6380\r\n", "*1\r\n$8\r\n10.0.0.7\r\n", "*3\r\n$8\r\n10.0.0.7\r\n$4\r\n6380\r\n$1\r\nx\r\n",
-        "*2\r\n$8\r\n10.0.0.7\r\n:6380\r\n", "*2\r\n$0\r\n\r\n$4\r\n6380\r\n",
-        "*2\r\n$8\r\n10.0.0.7\r\n$5\r\n70000\r\n", "*2\r\n$8\r\n10.0.0.7\r\n$2\r\n-1\r\n",
-        "*2\r\n$8\r\n10.0.0.7\r\n$5\r\n6380x\r\n"}) {
-    CAPTURE(malformed);
-    CHECK_THROWS_AS(masterIn(malformed), swl::ProtocolError);
-    CHECK_THROWS_WITH(masterIn(malformed),
-                      Catch::Contains("sentinel 127.0.0.1:26379 answered SENTINEL get-master-addr-by-name mymaster"));
   }
 }
 

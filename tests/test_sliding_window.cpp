@@ -470,33 +470,3 @@ TEST_CASE_METHOD(ManualTime,
   REQUIRE(member->size() == 1);
   CHECK((*member)[0].text() == std::to_string(clock.now().count() / 1000));
 }
-
-TEST_CASE("a sharded key shares its limit out over its shards and never admits more than the limit") {
-  RedisServer server;
-  auto connection = server.connect();
-  swl::ShardedLimiter<> limiter(connection, swl::Limit{10, 60s}, {}, swl::ShardedKey(3));
-
-  int admitted = 0;
-  for (int i = 0; i < 200; ++i) {
-    const swl::Decision decision = limiter.tryAcquire("hot");
-    admitted += decision.allowed ? 1 : 0;
-    CHECK(decision.limit == 10);
-    CHECK(decision.remaining <= 10);
-  }
-  // 200 requests at random fill every shard: 4 + 3 + 3.
-  CHECK(admitted == 10);
-  CHECK(entries(connection, limiter.redisKey("hot", 0)) == 4);
-  CHECK(entries(connection, limiter.redisKey("hot", 1)) == 3);
-  CHECK(entries(connection, limiter.redisKey("hot", 2)) == 3);
-  CHECK(limiter.shards() == 3);
-}
-
-TEST_CASE("a sharded key refuses a limit smaller than its shards, and a cost above one shard's share") {
-  RedisServer server;
-  auto connection = server.connect();
-  CHECK_THROWS_WITH((swl::ShardedLimiter<>(connection, swl::Limit{3, 60s}, {}, swl::ShardedKey(4))),
-                    Catch::Contains("cannot be shared out over 4 shards"));
-  swl::ShardedLimiter<> limiter(connection, swl::Limit{10, 60s}, {}, swl::ShardedKey(4));
-  CHECK_THROWS_WITH(limiter.tryAcquire("hot", 3), Catch::Contains("exceeds a shard's share of 2"));
-  CHECK(limiter.tryAcquire("hot", 2).allowed);
-}

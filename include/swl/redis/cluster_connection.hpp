@@ -27,13 +27,13 @@
 // promoted a replica the next calls reach it.
 
 #include <swl/detail/reconnect_throttle.hpp>
-#include <swl/detail/topology.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 #include <swl/redis/connection.hpp>
 #include <swl/redis/connection_options.hpp>
 #include <swl/redis/connection_pool.hpp>
 #include <swl/redis/hash_slot.hpp>
+#include <swl/redis/topology.hpp>
 
 #include <algorithm>
 #include <array>

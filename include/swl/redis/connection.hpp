@@ -15,12 +15,12 @@
 // detail::Link below is the connection itself, with the I/O that the pool, the cluster and Sentinel
 // build on (pipelines, replies left unjudged, ASKING); Connection is its face for users.
 
-#include <swl/detail/dial.hpp>
 #include <swl/detail/hiredis.hpp>
 #include <swl/detail/reconnect_throttle.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 #include <swl/redis/connection_options.hpp>
+#include <swl/redis/dial.hpp>
 
 #include <sys/socket.h>
 #include <sys/types.h>

@@ -25,13 +25,13 @@
 // open to it keeps counting there meanwhile, and those entries vanish when it resyncs from the new
 // master, so a limiter may admit them again.
 
-#include <swl/detail/dial.hpp>
-#include <swl/detail/topology.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 #include <swl/redis/connection.hpp>
 #include <swl/redis/connection_options.hpp>
 #include <swl/redis/connection_pool.hpp>
+#include <swl/redis/dial.hpp>
+#include <swl/redis/topology.hpp>
 
 #include <cstddef>
 #include <memory>

@@ -280,3 +280,38 @@ TEST_CASE("async acquire waits on the loop for a permit, admits exactly, and giv
   CHECK_FALSE(impatient.outcomes[0].value().allowed);
   CHECK(std::chrono::steady_clock::now() - asked < 20ms);
 }
+
+TEST_CASE("the async limiter reports every decision and error to its observer, on the loop, before the callback") {
+  RedisServer server;
+  Loop loop(event_base_new());
+  std::vector<std::pair<swl::Verdict, swl::Tier>> seen;
+  std::size_t seen_before_callback = 0;
+  swl::LimiterOptions options;
+  options.observer = [&](const swl::DecisionEvent& event) { seen.emplace_back(event.verdict, event.tier); };
+  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port());
+  swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{1, 60s}, options);
+
+  Answers answers(2);
+  limiter.tryAcquire("k", [&](swl::Outcome outcome) {
+    seen_before_callback = seen.size();
+    answers.of(0)(std::move(outcome));
+  });
+  limiter.tryAcquire("k", answers.of(1));
+  CHECK_THROWS_AS(limiter.tryAcquire("", answers.of(1)), swl::InvalidArgument);
+  REQUIRE(runUntil(loop.get(), [&] { return answers.answered == 2; }));
+  CHECK(seen_before_callback == 2);  // the error thrown at once, then the first decision
+  REQUIRE(seen.size() == 3);
+  CHECK(seen[0] == std::pair(swl::Verdict::error, swl::Tier::redis));
+  CHECK(seen[1] == std::pair(swl::Verdict::allowed, swl::Tier::redis));
+  CHECK(seen[2] == std::pair(swl::Verdict::rejected, swl::Tier::redis));
+
+  server.stop();
+  options.on_failure = swl::FailurePolicy::deny;
+  swl::AsyncSlidingWindowLimiter<> denying(redis, swl::Limit{1, 60s}, options);
+  Answers down(1);
+  denying.tryAcquire("k", down.of(0));
+  REQUIRE(runUntil(loop.get(), [&] { return down.answered == 1; }));
+  CHECK(down.outcomes[0].decision.tier == swl::Tier::fail_closed);
+  REQUIRE(seen.size() == 4);
+  CHECK(seen[3] == std::pair(swl::Verdict::rejected, swl::Tier::fail_closed));
+}

@@ -4,6 +4,7 @@
 
 #include "support/redis_server.hpp"
 #include "support/replies.hpp"
+#include "support/resp.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -134,4 +135,28 @@ TEST_CASE("a pipeline whose reply handler throws drops the connection, so no lat
                   swl::ProtocolError);
   CHECK_FALSE(connection.isConnected());
   CHECK(textReply(connection, {"ECHO", "third"}) == "third");
+}
+
+TEST_CASE("a reply is read without trusting its shape: the wrong kind answers empty, a missing element is null") {
+  const swl::Reply array = swl::test::replyFrom("*2\r\n:7\r\n$3\r\nabc\r\n");
+  CHECK(array->isArray());
+  CHECK(array->size() == 2);
+  CHECK((*array)[0].integer() == 7);
+  CHECK((*array)[1].text() == "abc");
+  CHECK((*array)[1].integer() == 0);  // a string is no integer
+  CHECK((*array)[2].isNull());        // past the end
+  CHECK((*array)[2][0].isNull());
+  CHECK(array->text().empty());
+
+  const swl::Reply error = swl::test::replyFrom("-NOSCRIPT No matching script\r\n");
+  CHECK(error->isError("NOSCRIPT"));
+  CHECK_FALSE(error->isError("NOSCRIPTX"));
+  CHECK_FALSE(error->isError("NO"));
+  CHECK(error->size() == 0);
+
+  swl::Reply moved = swl::test::replyFrom("+OK\r\n");
+  swl::Reply taken = std::move(moved);
+  CHECK(taken->isStatus());
+  CHECK(taken->text() == "OK");
+  CHECK_FALSE(moved);  // a moved-from reply is empty, not dangling
 }

@@ -1,0 +1,267 @@
+// The limiter contract (swl/limiter.hpp), kept by every limiter: its shape, checked at compile time, and
+// the promise that the observer sees every decision and every error exactly once, from the outermost
+// limiter, whatever is inside it.
+
+#include <swl/swl.hpp>
+
+#include "support/redis_server.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <typeinfo>
+#include <vector>
+
+using namespace std::chrono_literals;
+using swl::test::RedisServer;
+
+static_assert(swl::isLimiter<swl::SlidingWindowLimiter<>>);
+static_assert(swl::isLimiter<swl::SlidingCounterLimiter<>>);
+static_assert(swl::isLimiter<swl::FixedWindowLimiter<>>);
+static_assert(swl::isLimiter<swl::GcraLimiter<swl::HashTagKey>>);
+static_assert(swl::isLimiter<swl::LocalLimiter>);
+static_assert(swl::isLimiter<swl::TieredLimiter<>>);
+static_assert(swl::isLimiter<swl::TieredLimiter<swl::GcraLimiter<>>>);
+static_assert(swl::isLimiter<swl::ShardedLimiter<>>);
+static_assert(swl::isLimiter<swl::TieredLimiter<swl::ShardedLimiter<swl::FixedWindow>>>);
+static_assert(!swl::isLimiter<swl::MultiLimiter<>>, "several limits, one decision: its own shape");
+static_assert(!swl::isLimiter<swl::Connection>);
+
+static_assert(swl::isAlgorithm<swl::SlidingWindowLog> && swl::isAlgorithm<swl::SlidingCounter> &&
+              swl::isAlgorithm<swl::FixedWindow> && swl::isAlgorithm<swl::Gcra>);
+static_assert(!swl::isAlgorithm<swl::PrefixKey>);
+static_assert(swl::isKeyPolicy<swl::PrefixKey> && swl::isKeyPolicy<swl::HashTagKey> && swl::isKeyPolicy<swl::ShardKey>);
+static_assert(!swl::isKeyPolicy<swl::ShardedKey>, "it changes the limit too: a ShardedLimiter takes it");
+static_assert(swl::isMemberPolicy<swl::CompactMember> && swl::isMemberPolicy<swl::UuidMember> &&
+              swl::isMemberPolicy<swl::TimestampMember>);
+static_assert(swl::isTtlPolicy<swl::WindowTtl> && swl::isTtlPolicy<swl::WindowMultipleTtl> &&
+              swl::isTtlPolicy<swl::FixedTtl>);
+
+namespace {
+
+// What an observer saw, copied out of the event (which is valid only during the call).
+struct Seen {
+  std::string key;
+  std::string rule;
+  std::int64_t cost = 0;
+  swl::Verdict verdict = swl::Verdict::error;
+  swl::Tier tier = swl::Tier::redis;
+  bool has_decision = false;
+  std::string error;  // the error's type, empty when there was none
+};
+
+class Recorder {
+ public:
+  swl::Observer observer() {
+    return [this](const swl::DecisionEvent& event) {
+      Seen seen{std::string(event.key),
+                std::string(event.rule),
+                event.cost,
+                event.verdict,
+                event.tier,
+                event.decision != nullptr,
+                ""};
+      if (event.error != nullptr) seen.error = kindOf(*event.error);
+      std::lock_guard<std::mutex> lock(mutex_);
+      seen_.push_back(std::move(seen));
+    };
+  }
+
+  std::vector<Seen> take() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return std::exchange(seen_, {});
+  }
+
+ private:
+  static std::string kindOf(const swl::Error& error) {
+    if (dynamic_cast<const swl::InvalidArgument*>(&error) != nullptr) return "invalid";
+    if (dynamic_cast<const swl::ConnectionError*>(&error) != nullptr) return "connection";
+    return "other";
+  }
+
+  std::mutex mutex_;
+  std::vector<Seen> seen_;
+};
+
+// Each limiter kind, made the same way: a limit, and options carrying the observer and failure policy.
+struct SlidingWindow {
+  static constexpr swl::Tier kTier = swl::Tier::redis;
+  static swl::SlidingWindowLimiter<> make(swl::RedisClient& redis, swl::Limit limit, swl::LimiterOptions options) {
+    return swl::SlidingWindowLimiter<>(redis, limit, std::move(options));
+  }
+};
+struct Gcra {
+  static constexpr swl::Tier kTier = swl::Tier::redis;
+  static swl::GcraLimiter<> make(swl::RedisClient& redis, swl::Limit limit, swl::LimiterOptions options) {
+    return swl::GcraLimiter<>(redis, limit, std::move(options));
+  }
+};
+struct Tiered {
+  static constexpr swl::Tier kTier = swl::Tier::redis;
+  static swl::TieredLimiter<> make(swl::RedisClient& redis, swl::Limit limit, swl::LimiterOptions options) {
+    swl::TierOptions tiers;
+    tiers.cache_refusals = false;  // every decision comes from Redis, so every test below applies alike
+    return swl::TieredLimiter<>(redis, limit, std::move(options), tiers);
+  }
+};
+struct Sharded {
+  static constexpr swl::Tier kTier = swl::Tier::redis;
+  static swl::ShardedLimiter<> make(swl::RedisClient& redis, swl::Limit limit, swl::LimiterOptions options) {
+    return swl::ShardedLimiter<>(redis, limit, std::move(options), swl::ShardedKey(1));
+  }
+};
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("every limiter reports each decision once: admitted, refused, and bad input as an error", "",
+                   SlidingWindow, Gcra, Tiered, Sharded) {
+  RedisServer server;
+  auto connection = server.connect();
+  Recorder recorder;
+  swl::LimiterOptions options;
+  options.observer = recorder.observer();
+  auto limiter = TestType::make(connection, swl::Limit{2, 60s}, options);
+
+  CHECK(limiter.tryAcquire("a").allowed);
+  CHECK(limiter.tryAcquire("a").allowed);
+  CHECK_FALSE(limiter.tryAcquire("a").allowed);
+  CHECK_THROWS_AS(limiter.tryAcquire(""), swl::InvalidArgument);
+  const std::vector<swl::Outcome> outcomes = limiter.tryAcquireMany({{"b"}, {"b", 3}, {"a"}});
+  CHECK(outcomes[0].ok());
+  CHECK_FALSE(outcomes[1].ok());
+  CHECK(limiter.peek("a").used == 2);  // peeks and resets are not decisions: nothing reported
+  CHECK(limiter.reset("b"));
+
+  const std::vector<Seen> seen = recorder.take();
+  REQUIRE(seen.size() == 7);
+  CHECK(seen[0].verdict == swl::Verdict::allowed);
+  CHECK(seen[0].key == "a");
+  CHECK(seen[0].cost == 1);
+  CHECK(seen[0].tier == TestType::kTier);
+  CHECK(seen[0].has_decision);
+  CHECK(seen[0].error.empty());
+  CHECK(seen[2].verdict == swl::Verdict::rejected);
+  CHECK(seen[3].verdict == swl::Verdict::error);
+  CHECK(seen[3].error == "invalid");
+  CHECK_FALSE(seen[3].has_decision);
+  CHECK(seen[4].verdict == swl::Verdict::allowed);
+  CHECK(seen[4].key == "b");
+  CHECK(seen[5].verdict == swl::Verdict::error);
+  CHECK(seen[5].cost == 3);
+  CHECK(seen[5].error == "invalid");
+  CHECK(seen[6].verdict == swl::Verdict::rejected);
+}
+
+TEMPLATE_TEST_CASE("when Redis cannot answer, every limiter reports the failure beside the policy's decision", "",
+                   SlidingWindow, Gcra, Tiered, Sharded) {
+  auto nowhere = swl::Connection::tcp("127.0.0.1", RedisServer::freeLoopbackPort(), swl::test::failFast(200ms));
+  Recorder recorder;
+  swl::LimiterOptions options;
+  options.observer = recorder.observer();
+  options.on_failure = swl::FailurePolicy::allow;
+  auto open = TestType::make(nowhere, swl::Limit{2, 60s}, options);
+  CHECK(open.tryAcquire("k").tier == swl::Tier::fail_open);
+  CHECK(open.tryAcquireMany({{"k"}})[0].decision.tier == swl::Tier::fail_open);
+
+  options.on_failure = swl::FailurePolicy::throw_error;
+  auto strict = TestType::make(nowhere, swl::Limit{2, 60s}, options);
+  CHECK_THROWS_AS(strict.tryAcquire("k"), swl::ConnectionError);
+
+  const std::vector<Seen> seen = recorder.take();
+  REQUIRE(seen.size() == 3);
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(seen[i].verdict == swl::Verdict::allowed);
+    CHECK(seen[i].tier == swl::Tier::fail_open);
+    CHECK(seen[i].error == "connection");
+  }
+  CHECK(seen[2].verdict == swl::Verdict::error);
+  CHECK(seen[2].tier == swl::Tier::redis);
+  CHECK(seen[2].error == "connection");
+}
+
+TEST_CASE("the in-memory limiter reports like the others, from its own tier") {
+  Recorder recorder;
+  swl::LocalLimiterOptions options;
+  options.observer = recorder.observer();
+  swl::LocalLimiter limiter(swl::Limit{1, 60s}, options);
+  CHECK(limiter.tryAcquire("a").allowed);
+  CHECK_FALSE(limiter.tryAcquireMany({{"a"}})[0].decision.allowed);
+  CHECK_THROWS_AS(limiter.tryAcquire("a", 0), swl::InvalidArgument);
+  const std::vector<Seen> seen = recorder.take();
+  REQUIRE(seen.size() == 3);
+  CHECK(seen[0].tier == swl::Tier::in_memory);
+  CHECK(seen[1].verdict == swl::Verdict::rejected);
+  CHECK(seen[2].error == "invalid");
+  CHECK(seen[2].tier == swl::Tier::in_memory);
+}
+
+TEST_CASE("a tiered limiter reports its cached refusals once, and its Redis tier never reports on its own") {
+  RedisServer server;
+  auto connection = server.connect();
+  Recorder recorder;
+  swl::LimiterOptions options;
+  options.observer = recorder.observer();
+  swl::TieredLimiter<> limiter(connection, swl::Limit{1, 60s}, options);
+  CHECK(limiter.tryAcquire("k").allowed);
+  CHECK(limiter.tryAcquire("k").tier == swl::Tier::redis);  // Redis refuses, and the refusal is cached
+  CHECK(limiter.tryAcquire("k").tier == swl::Tier::blocked_cache);
+  const std::vector<swl::Outcome> batch = limiter.tryAcquireMany({{"k"}, {"other"}});
+  CHECK(batch[0].decision.tier == swl::Tier::blocked_cache);
+  CHECK(batch[1].decision.allowed);
+
+  const std::vector<Seen> seen = recorder.take();
+  REQUIRE(seen.size() == 5);
+  CHECK(seen[2].tier == swl::Tier::blocked_cache);
+  CHECK(seen[2].verdict == swl::Verdict::rejected);
+  CHECK(seen[3].tier == swl::Tier::blocked_cache);
+  CHECK(seen[4].key == "other");
+}
+
+TEST_CASE("a multi-limiter reports one event per decision, under the binding rule's key and name") {
+  RedisServer server;
+  auto connection = server.connect();
+  Recorder recorder;
+  swl::LimiterOptions options;
+  options.observer = recorder.observer();
+  swl::MultiLimiter<> limiter(connection, {{"user", swl::Limit{5, 60s}}, {"route", swl::Limit{1, 60s}}}, options);
+  CHECK(limiter.tryAcquire({"u1", "GET /"}).decision.allowed);
+  CHECK_FALSE(limiter.tryAcquire({"u1", "GET /"}).decision.allowed);
+  CHECK_THROWS_AS(limiter.tryAcquire({"u1"}), swl::InvalidArgument);
+
+  std::vector<Seen> seen = recorder.take();
+  REQUIRE(seen.size() == 3);
+  CHECK(seen[0].verdict == swl::Verdict::allowed);
+  CHECK(seen[0].rule == "route");  // admitted: the rule with the least room binds
+  CHECK(seen[0].key == "GET /");
+  CHECK(seen[1].verdict == swl::Verdict::rejected);
+  CHECK(seen[1].rule == "route");
+  CHECK(seen[2].verdict == swl::Verdict::error);
+  CHECK(seen[2].error == "invalid");
+
+  server.stop();
+  options.on_failure = swl::FailurePolicy::deny;
+  auto nowhere = swl::Connection::tcp("127.0.0.1", server.port(), swl::test::failFast(200ms));
+  swl::MultiLimiter<> denying(nowhere, {{"user", swl::Limit{5, 60s}}}, options);
+  CHECK(denying.tryAcquire({"u1"}).decision.tier == swl::Tier::fail_closed);
+  seen = recorder.take();
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].verdict == swl::Verdict::rejected);
+  CHECK(seen[0].tier == swl::Tier::fail_closed);
+  CHECK(seen[0].error == "connection");
+  CHECK(seen[0].rule == "user");
+}
+
+TEST_CASE("acquire takes a deadline as a time or as a duration, and gives up without sleeping in vain") {
+  swl::ManualClock clock;
+  swl::LocalLimiterOptions options;
+  options.clock = swl::Clock::manual(clock);
+  swl::LocalLimiter limiter(swl::Limit{1, 60s}, options);
+  CHECK(limiter.acquire("k", 1, 1s).allowed);
+  const auto before = std::chrono::steady_clock::now();
+  const swl::Decision refused = limiter.acquire("k", 1, std::chrono::steady_clock::now() + 1s);
+  CHECK_FALSE(refused.allowed);  // the wait (60 s) would end after the deadline: refused at once
+  CHECK(refused.retry_after == 60s);
+  CHECK(std::chrono::steady_clock::now() - before < 500ms);
+}
