@@ -113,7 +113,7 @@ TEST_CASE("a server killed with calls in flight fails each of them once, and the
   Loop loop(event_base_new());
   // Declared before the connection: its destructor may still answer calls in flight.
   Answers warm_up(1), answers(200), after(3);
-  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port());
+  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port(), swl::test::patient());
   swl::LimiterOptions options;
   options.on_failure = swl::FailurePolicy::deny;
   swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{10, 60s}, options);
@@ -150,8 +150,7 @@ TEST_CASE("a frozen server: async calls time out after command_timeout with a Ti
   Loop loop(event_base_new());
   Answers answers(5);
   Answers after(1);
-  swl::ConnectionOptions connection_options;
-  connection_options.command_timeout = 100ms;
+  swl::ConnectionOptions connection_options = swl::test::failFast(100ms);
   auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port(), connection_options);
   swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{10, 60s});
 
@@ -190,11 +189,12 @@ TEST_CASE("an unreachable Redis answers on the loop's next turn, never inside tr
   CHECK(answers.answered == 0);
   REQUIRE(runUntil(loop.get(), [&] { return answers.answered == 1; }));
   CHECK_THROWS_AS(answers.outcomes[0].value(), swl::ConnectionError);
-  // Within reconnect_interval the next call does not dial again; it still answers on the loop.
+  // Within the breaker's cool-down the next call does not dial again; it still answers on the loop.
   limiter.tryAcquire("k", answers.of(1));
   CHECK(answers.answered == 1);
   REQUIRE(runUntil(loop.get(), [&] { return answers.answered == 2; }));
-  CHECK_THROWS_WITH(answers.outcomes[1].value(), Catch::Contains("unreachable"));
+  CHECK_THROWS_AS(answers.outcomes[1].value(), swl::CircuitOpenError);
+  CHECK_THROWS_WITH(answers.outcomes[1].value(), Catch::Contains("is not asked for another"));
 }
 
 TEST_CASE("an async limiter refuses bad requests at once, before anything is sent") {

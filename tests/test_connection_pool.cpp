@@ -135,8 +135,7 @@ TEST_CASE("a pooled connection killed by the server is replaced, not used again"
 
 TEST_CASE("a pooled connection that timed out is dropped and the next call works on a new one") {
   RedisServer server;
-  swl::ConnectionOptions options;
-  options.command_timeout = 100ms;
+  swl::ConnectionOptions options = swl::test::failFast(100ms);  // no breaker: this is about the connection
   auto pool = poolFor(server, swl::PoolOptions{1, 1000ms}, options);
   swl::SlidingWindowLimiter<> limiter(pool, swl::Limit{100, 60s});
   CHECK(limiter.tryAcquire("k").allowed);

@@ -189,7 +189,7 @@ TEST_CASE("passwords reach the sentinels and the data nodes, and a wrong one is 
 
   swl::SentinelOptions no_sentinel_password = deployment.options();
   no_sentinel_password.sentinel.password.clear();
-  CHECK_THAT(auth_error_of(no_sentinel_password), Catch::Contains("requires authentication"));
+  CHECK_THAT(auth_error_of(no_sentinel_password), Catch::Contains("requires a password"));
 
   swl::SentinelOptions wrong_data_password = deployment.options();
   wrong_data_password.master.password = "wrong-password-3";

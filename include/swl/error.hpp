@@ -5,7 +5,8 @@
 //   ├── InvalidArgument      the caller's input or configuration is wrong; nothing was sent to Redis
 //   ├── ConnectionError      Redis could not be reached or the connection broke (refused, reset, EOF)
 //   │   ├── TimeoutError     connecting or waiting for a reply took longer than the configured timeout
-//   │   └── AuthError        Redis refused the credentials (the message never contains the password)
+//   │   ├── AuthError        Redis refused the credentials (the message never contains the password)
+//   │   └── CircuitOpenError Redis failed moments ago and is not asked again until its cool-down passed
 //   └── ReplyError           Redis answered with an error (OOM, NOSCRIPT that persists, WRONGTYPE, ...)
 //       └── ProtocolError    Redis answered, but not in the shape swl expects
 //
@@ -40,6 +41,11 @@ class TimeoutError : public ConnectionError {
 };
 
 class AuthError : public ConnectionError {
+ public:
+  using ConnectionError::ConnectionError;
+};
+
+class CircuitOpenError : public ConnectionError {
  public:
   using ConnectionError::ConnectionError;
 };

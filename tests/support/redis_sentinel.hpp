@@ -184,8 +184,7 @@ class RedisSentinel {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (std::chrono::steady_clock::now() < deadline && sentinel.process.alive()) {
       try {
-        swl::ConnectionOptions options;
-        options.reconnect_interval = std::chrono::milliseconds(0);
+        swl::ConnectionOptions options = patient();
         options.password = sentinel_password_;
         swl::Connection::tcp("127.0.0.1", sentinel.port, options).ping();
         return true;

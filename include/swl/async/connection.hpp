@@ -19,8 +19,8 @@
 // throw (they run inside hiredis's C code; an exception escaping one terminates the program).
 // Needs libevent (Debian libevent-dev) and the CMake target swl::async.
 
+#include <swl/detail/circuit_breaker.hpp>
 #include <swl/detail/hiredis.hpp>
-#include <swl/detail/reconnect_throttle.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 #include <swl/redis/connection_options.hpp>
@@ -70,6 +70,16 @@ class AsyncConnection {
     deliverDeferred();
   }
 
+  // Closes the connection for good: the calls in flight get a ConnectionError on their callbacks, later
+  // calls fail too (on the loop's next turn), and nothing of this connection keeps the loop running, so
+  // event_base_dispatch can return once the rest of the service has stopped.
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    if (context_ != nullptr) drop(context_, std::make_exception_ptr(ConnectionError(closedMessage())));
+    evtimer_del(timeout_timer_.get());
+  }
+
   // The event loop this connection runs on.
   event_base* loop() const noexcept { return loop_; }
 
@@ -83,7 +93,11 @@ class AsyncConnection {
   }
 
   bool isConnected() const noexcept { return context_ != nullptr && connected_; }
-  std::size_t inFlight() const noexcept { return in_flight_.size(); }
+  // The calls in flight (the connection's own AUTH, PING, SELECT and SCRIPT LOAD not counted).
+  std::size_t inFlight() const noexcept {
+    return static_cast<std::size_t>(std::count_if(in_flight_.begin(), in_flight_.end(),
+                                                  [](const Pending& pending) { return pending.script != nullptr; }));
+  }
   const std::string& endpoint() const noexcept { return endpoint_; }
 
  private:
@@ -112,7 +126,7 @@ class AsyncConnection {
         address_(detail::checkedAddress("swl::AsyncConnection", address)),
         endpoint_(address_.endpoint()),
         options_(detail::checkedOptions(options)),
-        reconnects_(options_.reconnect_interval) {
+        breaker_(detail::breakerFor(options_)) {
     if (loop_ == nullptr) throw InvalidArgument("swl::AsyncConnection: the event_base is null");
     if (options_.command_timeout.count() == 0) {
       throw InvalidArgument("swl::AsyncConnection: command_timeout must be positive; it bounds every call");
@@ -150,15 +164,15 @@ class AsyncConnection {
   // The live context, connecting first when there is none. Commands sent before the connection is up
   // wait in hiredis's buffer; AUTH and SELECT go first.
   redisAsyncContext* connected() {
-    if (closing_) throw ConnectionError(closedMessage());
+    if (closing_ || closed_) throw ConnectionError(closedMessage());
+    breaker_->admit(endpoint_);
     if (context_ != nullptr) return context_;
-    reconnects_.check(endpoint_);
     redisAsyncContext* context = detail::dialAsync(address_, options_);
     if (context->err != 0) {
-      const std::string why = context->errstr;
+      const std::string why = "redis at " + endpoint_ + " failed connecting (" + context->errstr + ")";
       redisAsyncFree(context);
-      reconnects_.failed("redis at " + endpoint_ + " failed connecting (" + why + ")");
-      throw ConnectionError(reconnects_.lastError());
+      breaker_->failed(why);
+      throw ConnectionError(why);
     }
     context->data = this;
     if (redisLibeventAttach(context, loop_) != REDIS_OK) {
@@ -174,6 +188,8 @@ class AsyncConnection {
   }
 
   void handshake() {
+    // A refusal during the handshake drops the connection with an AuthError: nothing sent behind it can
+    // succeed. `requires` turns NOAUTH into the sentence a user needs.
     auto refused = [this](std::string what) {
       return [this, what = std::move(what)](ReplyView, std::exception_ptr error) {
         if (!error || context_ == nullptr) return;
@@ -181,22 +197,31 @@ class AsyncConnection {
           std::rethrow_exception(error);
         } catch (const ReplyError& reply_error) {
           // Redis's message names the problem and never repeats the password; neither does ours.
-          drop(context_, std::make_exception_ptr(
-                             AuthError("redis at " + endpoint_ + " refused " + what + ": " + reply_error.what())));
+          const bool no_password = std::string_view(reply_error.what()).find("NOAUTH") != std::string_view::npos;
+          const std::string why =
+              no_password ? "redis at " + endpoint_ + " requires a password, and ConnectionOptions::password is empty"
+                          : "redis at " + endpoint_ + " refused " + what + ": " + reply_error.what();
+          breaker_->failed(why);
+          drop(context_, std::make_exception_ptr(AuthError(why)));
         } catch (const Error&) {
         }
       };
     };
-    if (!options_.password.empty()) {
+    Pending greeting;
+    if (options_.password.empty()) {
+      // As the blocking connection does: a server that wants a password says so to a PING (see Link).
+      const std::string_view ping[] = {"PING"};
+      greeting.command = detail::formattedCommand(ping, 1);
+      greeting.done = refused("PING");
+    } else {
       const std::string_view user_auth[] = {"AUTH", options_.user, options_.password};
       const std::string_view auth[] = {"AUTH", options_.password};
-      Pending pending;
-      pending.command =
+      greeting.command =
           options_.user.empty() ? detail::formattedCommand(auth, 2) : detail::formattedCommand(user_auth, 3);
-      pending.done =
+      greeting.done =
           refused("authentication" + (options_.user.empty() ? "" : " as user " + detail::quoted(options_.user)));
-      send(std::move(pending));
     }
+    send(std::move(greeting));
     if (options_.db != 0) {
       const std::string db = std::to_string(options_.db);
       const std::string_view select[] = {"SELECT", db};
@@ -229,6 +254,7 @@ class AsyncConnection {
   }
 
   void answer(redisAsyncContext* context, ReplyView reply, Pending pending) {
+    if (!reply.isNull()) breaker_->succeeded();
     if (reply.isNull()) {
       // The context is going away: the next call connects afresh.
       if (context == context_) context_ = nullptr;
@@ -273,8 +299,9 @@ class AsyncConnection {
       return;
     }
     // hiredis frees the context itself after this, calling back everything queued on it.
-    self.reconnects_.failed("redis at " + self.endpoint_ + " failed connecting (" + context->errstr + ")");
-    self.blame(context, std::make_exception_ptr(ConnectionError(self.reconnects_.lastError())));
+    const std::string why = "redis at " + self.endpoint_ + " failed connecting (" + context->errstr + ")";
+    self.breaker_->failed(why);
+    self.blame(context, std::make_exception_ptr(ConnectionError(why)));
     self.context_ = nullptr;
   }
 
@@ -288,7 +315,7 @@ class AsyncConnection {
            (context->errstr[0] != '\0' ? " (" + std::string(context->errstr) + ")" : std::string());
   }
 
-  std::string closedMessage() const { return "swl::AsyncConnection to " + endpoint_ + " is closing"; }
+  std::string closedMessage() const { return "swl::AsyncConnection to " + endpoint_ + " is closed"; }
 
   // The oldest call in flight decides: once it has waited command_timeout, the context is dropped.
   static void onTimer(evutil_socket_t, short, void* self) { static_cast<AsyncConnection*>(self)->checkTimeouts(); }
@@ -301,9 +328,10 @@ class AsyncConnection {
       armTimer(std::chrono::ceil<std::chrono::microseconds>(options_.command_timeout - waited));
       return;
     }
-    drop(oldest.context, std::make_exception_ptr(TimeoutError(
-                             "redis at " + endpoint_ + " timed out waiting for a reply (no answer within " +
-                             std::to_string(options_.command_timeout.count()) + " ms)")));
+    const std::string why = "redis at " + endpoint_ + " timed out waiting for a reply (no answer within " +
+                            std::to_string(options_.command_timeout.count()) + " ms)";
+    breaker_->failed(why);
+    drop(oldest.context, std::make_exception_ptr(TimeoutError(why)));
     if (!in_flight_.empty() && !evtimer_pending(timeout_timer_.get(), nullptr)) armTimer(options_.command_timeout);
   }
 
@@ -336,11 +364,12 @@ class AsyncConnection {
   ConnectionOptions options_;
   redisAsyncContext* context_ = nullptr;  // freed by drop(), or by hiredis itself when the connection ends
   bool connected_ = false;
-  bool closing_ = false;
+  bool closing_ = false;          // being destroyed: callbacks run at once, there is no next turn of the loop
+  bool closed_ = false;           // close() was called
   std::list<Pending> in_flight_;  // send order; hiredis holds a pointer to each until it calls back
   std::uint64_t sent_ = 0;
   std::unordered_map<const Script*, std::uint64_t> script_loaded_at_;
-  detail::ReconnectThrottle reconnects_;
+  std::shared_ptr<detail::CircuitBreaker> breaker_;
   EventPtr timeout_timer_;
   EventPtr deferred_event_;
   std::deque<std::pair<Callback, std::exception_ptr>> deferred_;

@@ -25,8 +25,12 @@
 // A call whose connection breaks may have run, so it is never repeated: it fails with ConnectionError
 // (the limiter's failure policy answers) and the slot map is read again, so once the cluster has
 // promoted a replica the next calls reach it.
+//
+// Every call finishes within its command timeout, plus at most a quarter of it to read the slot map
+// again after a failure, whatever the cluster does: that read asks the node that just failed last,
+// skips nodes whose circuit is open (each node has its own breaker, see ConnectionOptions), waits only
+// briefly for a read another thread has under way, and gives each node only the time that is left.
 
-#include <swl/detail/reconnect_throttle.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 #include <swl/redis/connection.hpp>
@@ -69,10 +73,7 @@ class ClusterConnection : public RedisClient {
   }
 
   explicit ClusterConnection(std::vector<Address> seeds, ClusterOptions options = {})
-      : options_(std::move(options)),
-        slots_(std::make_unique<SlotTable>()),
-        refreshes_(options_.refresh_interval),
-        description_("cluster seeds") {
+      : options_(std::move(options)), slots_(std::make_unique<SlotTable>()), description_("cluster seeds") {
     if (seeds.empty()) throw InvalidArgument("swl::ClusterConnection::tcp: no seed node given");
     detail::checkedOptions(options_.connection);
     if (options_.connection.db != 0) {
@@ -92,19 +93,23 @@ class ClusterConnection : public RedisClient {
   ClusterConnection& operator=(const ClusterConnection&) = delete;
 
   using RedisClient::run;
-  Reply run(const ScriptCall& call) override { return follow(call, ownerOf(slotOf(call))); }
+  Reply run(const ScriptCall& call) override {
+    const Clock::time_point deadline = deadlineOfCall();
+    return follow(call, ownerOf(slotOf(call), deadline), deadline);
+  }
 
   // Every master involved gets its share of the calls pipelined, all of them at once, so the batch
   // costs about one round trip however many masters it spans; calls redirected on the way then
   // finish one by one.
   std::vector<ScriptReply> runMany(const std::vector<ScriptCall>& calls) override {
+    const Clock::time_point deadline = deadlineOfCall();
     std::vector<ScriptReply> results(calls.size());
     // Ordered by node, so every thread borrows from the pools in the same order and none waits on
     // another that waits on it.
     std::map<Node*, NodeBatch> batches;
     for (std::size_t i = 0; i < calls.size(); ++i) {
       try {
-        NodeBatch& batch = batches[&ownerOf(slotOf(calls[i]))];
+        NodeBatch& batch = batches[&ownerOf(slotOf(calls[i]), deadline)];
         batch.indices.push_back(i);
         batch.calls.push_back(calls[i]);
       } catch (const Error&) {
@@ -113,6 +118,7 @@ class ClusterConnection : public RedisClient {
     }
     for (auto& [node, batch] : batches) {
       try {
+        detail::breakerOf(node->pool)->refuseWhileOpen(node->endpoint);
         batch.lease.emplace(node->pool.borrow());
         detail::linkOf(**batch.lease).sendMany(batch.calls);
       } catch (const ConnectionError&) {  // no answer will come; a part written out may have run
@@ -130,10 +136,10 @@ class ClusterConnection : public RedisClient {
     for (auto& [node, batch] : batches) {
       for (std::size_t index : batch.indices) {
         ScriptReply& result = results[index];
-        if (result.error) refreshSoon();
+        if (result.error && !isRefusedByBreaker(result.error)) refreshAfterFailure(*node, deadline);
         if (!result.reply || !result.reply->isError()) continue;
         try {
-          result.reply = answerOrFollow(calls[index], *node, std::move(result.reply));
+          result.reply = answerOrFollow(calls[index], *node, std::move(result.reply), deadline);
         } catch (const Error&) {
           result.error = std::current_exception();
         }
@@ -144,12 +150,12 @@ class ClusterConnection : public RedisClient {
 
   // Reads the slot map now. Throws ConnectionError when no known node answers CLUSTER SLOTS.
   void refresh() {
-    std::lock_guard<std::mutex> lock(refresh_mutex_);
-    refreshLocked();
+    std::lock_guard<std::timed_mutex> lock(refresh_mutex_);
+    refreshLocked(nullptr, deadlineOfCall());
   }
 
   // "host:port" of the master that serves `redis_key` (reading the slot map first if need be).
-  std::string masterOf(std::string_view redis_key) { return ownerOf(hashSlot(redis_key)).endpoint; }
+  std::string masterOf(std::string_view redis_key) { return ownerOf(hashSlot(redis_key), deadlineOfCall()).endpoint; }
 
   // The masters the slot map names, each once, in slot order.
   std::vector<std::string> masters() const {
@@ -178,6 +184,7 @@ class ClusterConnection : public RedisClient {
   };
 
   using SlotTable = std::array<std::atomic<Node*>, kClusterSlots>;
+  using Clock = std::chrono::steady_clock;
 
   // The calls of a batch that one master serves, and the connection they travel on.
   struct NodeBatch {
@@ -198,36 +205,42 @@ class ClusterConnection : public RedisClient {
     return slot;
   }
 
-  Node& ownerOf(std::uint16_t slot) {
+  // The time a call has: its command timeout (or, with none set, a second to find its way).
+  Clock::time_point deadlineOfCall() const {
+    const std::chrono::milliseconds timeout = options_.connection.command_timeout;
+    return Clock::now() + (timeout.count() > 0 ? timeout : std::chrono::milliseconds(1000));
+  }
+
+  Node& ownerOf(std::uint16_t slot, Clock::time_point deadline) {
     if (Node* owner = (*slots_)[slot].load(std::memory_order_acquire)) return *owner;
     {
-      std::lock_guard<std::mutex> lock(refresh_mutex_);
-      if ((*slots_)[slot].load(std::memory_order_acquire) == nullptr) {
-        refreshes_.check(description_);
-        refreshLocked();
+      std::unique_lock<std::timed_mutex> lock(refresh_mutex_, std::defer_lock);
+      if (lock.try_lock_until(deadline) && (*slots_)[slot].load(std::memory_order_acquire) == nullptr) {
+        refreshLocked(nullptr, deadline);
       }
     }
     if (Node* owner = (*slots_)[slot].load(std::memory_order_acquire)) return *owner;
     throw ConnectionError(description_ + ": no master serves hash slot " + std::to_string(slot));
   }
 
-  Reply follow(const ScriptCall& call, Node& first) {
+  Reply follow(const ScriptCall& call, Node& first, Clock::time_point deadline) {
     Reply reply;
     try {
       reply = evaluateOn(first, call, false);
-    } catch (const ConnectionError&) {
-      refreshSoon();  // a master may have died: its replica may be serving the slot by the next call
+    } catch (const ConnectionError& error) {
+      // A master may have died: its replica may be serving the slot by the next call.
+      if (!isRefusedByBreaker(std::current_exception())) refreshAfterFailure(first, deadline);
       throw;
     }
-    return answerOrFollow(call, first, std::move(reply));
+    return answerOrFollow(call, first, std::move(reply), deadline);
   }
 
   // `reply` came from `node`: a result, the script's error, or a reason to ask again elsewhere.
-  Reply answerOrFollow(const ScriptCall& call, Node& node, Reply reply) {
+  Reply answerOrFollow(const ScriptCall& call, Node& node, Reply reply, Clock::time_point deadline) {
     Node* asked = &node;
     bool asking = false;
     int redirects = 0;
-    detail::RetryPacing pacing(std::chrono::steady_clock::now() + options_.connection.command_timeout);
+    detail::RetryPacing pacing(deadline);
     // False, without waiting, when the pause would outlast the command timeout.
     const auto pause_before_asking_again = [&] {
       const auto pause = pacing.next(std::chrono::steady_clock::now());
@@ -247,7 +260,7 @@ class ClusterConnection : public RedisClient {
         asking = redirection->kind == detail::Redirection::Kind::ask;
         if (!asking) {
           (*slots_)[redirection->slot].store(&target, std::memory_order_release);
-          refreshSoon();
+          refreshSoon(nullptr, deadline);
         }
         asked = &target;
       } else if (detail::isRetryLater(*reply)) {
@@ -255,14 +268,14 @@ class ClusterConnection : public RedisClient {
           throw ReplyError(description_ + ": " + asked->endpoint + " still answers '" + std::string(reply->text()) +
                            "' after " + std::to_string(options_.connection.command_timeout.count()) + " ms");
         }
-        if (!asking) asked = &ownerOf(slotOf(call));
+        if (!asking) asked = &ownerOf(slotOf(call), deadline);
       } else {
         throw detail::scriptError(asked->endpoint, call.script(), *reply);
       }
       try {
         reply = evaluateOn(*asked, call, asking);
       } catch (const ConnectionError&) {
-        refreshSoon();
+        if (!isRefusedByBreaker(std::current_exception())) refreshAfterFailure(*asked, deadline);
         throw;
       }
     }
@@ -270,8 +283,19 @@ class ClusterConnection : public RedisClient {
   }
 
   static Reply evaluateOn(Node& node, const ScriptCall& call, bool asking) {
+    detail::breakerOf(node.pool)->refuseWhileOpen(node.endpoint);
     ConnectionPool::Lease lease = node.pool.borrow();
     return detail::linkOf(*lease).evaluate(call, asking);
+  }
+
+  static bool isRefusedByBreaker(const std::exception_ptr& error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const CircuitOpenError&) {
+      return true;
+    } catch (...) {
+      return false;
+    }
   }
 
   Node& nodeAt(const Address& address) {
@@ -281,41 +305,58 @@ class ClusterConnection : public RedisClient {
     return *node;
   }
 
-  // Reads the map again unless another thread is at it or it was read less than refresh_interval ago.
-  void refreshSoon() noexcept {
-    std::unique_lock<std::mutex> lock(refresh_mutex_, std::try_to_lock);
-    if (!lock.owns_lock() || std::chrono::steady_clock::now() < last_refresh_ + options_.refresh_interval) return;
+  // After a call failed on `failed`: the map is read again, within a quarter of a command timeout past
+  // the call's own deadline, so that the call's caller waits little longer than the call itself.
+  void refreshAfterFailure(Node& failed, Clock::time_point deadline) noexcept {
+    refreshSoon(&failed, std::max(deadline, Clock::now() + options_.connection.command_timeout / 4));
+  }
+
+  // Reads the map again unless it was read less than refresh_interval ago. A read under way on another
+  // thread is waited for only briefly: that thread will have the map right for the next calls.
+  void refreshSoon(Node* failed, Clock::time_point until) noexcept {
+    std::unique_lock<std::timed_mutex> lock(refresh_mutex_, std::defer_lock);
+    if (!lock.try_lock_for(std::chrono::milliseconds(2))) return;
+    if (Clock::now() < last_refresh_ + options_.refresh_interval) return;
     try {
-      refreshLocked();
+      refreshLocked(failed, until);
     } catch (const Error&) {
       // The calls that need the map will say why it cannot be read.
     }
   }
 
-  // Asks the masters it knows, then the seeds, until one answers CLUSTER SLOTS.
-  void refreshLocked() {
-    last_refresh_ = std::chrono::steady_clock::now();
-    std::vector<Address> candidates;
+  // Asks the masters it knows, then the seeds, and `failed` (the node a call just failed on) last, until
+  // one answers CLUSTER SLOTS. Nodes whose circuit is open are passed by, and each node gets only the
+  // time left until `until`.
+  void refreshLocked(Node* failed, Clock::time_point until) {
+    last_refresh_ = Clock::now();
+    std::vector<Node*> candidates;
+    const auto add = [&](Node* node) {
+      if (node != failed && std::find(candidates.begin(), candidates.end(), node) == candidates.end()) {
+        candidates.push_back(node);
+      }
+    };
     for (const std::string& master : masters()) {
       std::lock_guard<std::mutex> lock(nodes_mutex_);
-      candidates.push_back(nodes_.at(master)->address);
+      add(nodes_.at(master).get());
     }
-    candidates.insert(candidates.end(), seeds_.begin(), seeds_.end());
+    for (const Address& seed : seeds_) add(&nodeAt(seed));
+    if (failed != nullptr) candidates.push_back(failed);
 
     std::string errors;
-    for (const Address& candidate : candidates) {
+    for (Node* node : candidates) {
       try {
-        Node& node = nodeAt(candidate);
-        const Reply reply = node.pool.borrow()->command({"CLUSTER", "SLOTS"});
-        apply(detail::parseClusterSlots(*reply, node.address));
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now());
+        if (left.count() <= 0) throw TimeoutError("no time left to ask " + node->endpoint);
+        detail::breakerOf(node->pool)->refuseWhileOpen(node->endpoint);
+        ConnectionPool::Lease lease = node->pool.borrow(left);
+        const Reply reply = detail::linkOf(*lease).command({"CLUSTER", "SLOTS"}, left);
+        apply(detail::parseClusterSlots(*reply, node->address));
         return;
       } catch (const Error& error) {
         errors += errors.empty() ? "" : "; ";
         errors += error.what();
       }
     }
-    // The throttle names the cluster itself: "redis at cluster seeds ... is unreachable (<this>)".
-    refreshes_.failed("no node answered CLUSTER SLOTS: " + errors);
     throw ConnectionError(description_ + ": no node answered CLUSTER SLOTS: " + errors);
   }
 
@@ -337,9 +378,8 @@ class ClusterConnection : public RedisClient {
   std::mutex nodes_mutex_;
   std::map<std::string, std::unique_ptr<Node>> nodes_;  // by "host:port"
 
-  std::mutex refresh_mutex_;  // one map reader at a time
-  std::chrono::steady_clock::time_point last_refresh_{};
-  detail::ReconnectThrottle refreshes_;
+  std::timed_mutex refresh_mutex_;  // one map reader at a time
+  Clock::time_point last_refresh_{};
   std::string description_;
 };
 

@@ -6,8 +6,9 @@
 //
 // A Connection connects lazily (the first command), so a service can start while Redis is down and
 // let its limiters' failure policy answer. After any I/O error or timeout hiredis leaves the context
-// unusable, so the Connection drops it and reports the error; the next command opens a new one
-// (after `reconnect_interval`, so a dead Redis is not dialled on every request).
+// unusable, so the Connection drops it and reports the error; the next command opens a new one. After a
+// timeout or a failed connect its circuit breaker (detail/circuit_breaker.hpp) answers every call at
+// once for `breaker_cooldown`, so a dead or frozen Redis is neither dialled nor waited for per request.
 //
 // Not thread-safe: use one Connection per thread, or a ConnectionPool for many threads. Limiters keep
 // a reference, so the Connection must outlive them; one Connection may serve any number of limiters.
@@ -15,8 +16,8 @@
 // detail::Link below is the connection itself, with the I/O that the pool, the cluster and Sentinel
 // build on (pipelines, replies left unjudged, ASKING); Connection is its face for users.
 
+#include <swl/detail/circuit_breaker.hpp>
 #include <swl/detail/hiredis.hpp>
-#include <swl/detail/reconnect_throttle.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 #include <swl/redis/connection_options.hpp>
@@ -47,25 +48,27 @@ class Link {
       : open_(std::move(open)),
         endpoint_(std::move(endpoint)),
         options_(checkedOptions(options)),
-        reconnects_(options_.reconnect_interval) {}
+        breaker_(breakerFor(options_)) {}
 
   Link(Link&&) noexcept = default;
   Link& operator=(Link&&) noexcept = default;
 
   // Sends one command and returns its reply, error replies included (they are answers, not failures).
   // Arguments are binary-safe. Throws ConnectionError (TimeoutError, AuthError) when there is no answer.
-  Reply command(const std::string_view* argv, std::size_t argc) {
-    redisContext& context = connected();
-    redisReply* reply = send(context, argv, argc);
-    if (reply == nullptr) {
-      // hiredis cannot use a context again once it reported an error: drop it so the next command reconnects.
-      const ContextPtr broken = std::move(context_);
-      throwContextError(*broken, endpoint_, "waiting for a reply");
-    }
-    return Reply(reply);
-  }
+  Reply command(const std::string_view* argv, std::size_t argc) { return commandOn(connected(), argv, argc); }
 
   Reply command(std::initializer_list<std::string_view> argv) { return command(argv.begin(), argv.size()); }
+
+  // command() with a shorter wait than the command timeout, for a caller whose own time is running out
+  // (a cluster reading its slot map after a failed call).
+  Reply command(std::initializer_list<std::string_view> argv, std::chrono::milliseconds within) {
+    redisContext& context = connected();
+    const bool shorter = options_.command_timeout.count() == 0 || within < options_.command_timeout;
+    if (shorter) redisSetTimeout(&context, toTimeval(std::max(within, std::chrono::milliseconds(1))));
+    Reply reply = commandOn(context, argv.begin(), argv.size());
+    if (shorter && context_) redisSetTimeout(context_.get(), toTimeval(options_.command_timeout));
+    return reply;
+  }
 
   // Sends `count` commands in one write, then reads their replies in order, handing each to
   // `on_reply(index, Reply)`. `argv_of(index)` gives a command as {const std::string_view*, argc}.
@@ -164,6 +167,10 @@ class Link {
 
   bool isConnected() const noexcept { return context_ != nullptr; }
 
+  // Connections to one server share one breaker (a pool's, a cluster node's).
+  const std::shared_ptr<CircuitBreaker>& breaker() const noexcept { return breaker_; }
+  void shareBreaker(std::shared_ptr<CircuitBreaker> breaker) noexcept { breaker_ = std::move(breaker); }
+
   // For a client that learns the server behind an open connection is the wrong one (a master demoted to
   // a replica): the next command connects again, through `open`, which may lead elsewhere.
   void disconnect() noexcept { context_.reset(); }
@@ -172,15 +179,37 @@ class Link {
   const std::string& endpoint() const noexcept { return endpoint_; }
 
  private:
+  // The live context, connecting first when there is none; throws CircuitOpenError while the server's
+  // circuit is open.
   redisContext& connected() {
+    breaker_->admit(endpoint_);
     if (context_ && !closedByServer(*context_)) return *context_;
     context_.reset();
-    reconnects_.check(endpoint_);
     try {
       context_ = handshake(open_());
       return *context_;
     } catch (const Error& error) {
-      reconnects_.failed(error.what());
+      breaker_->failed(error.what());
+      throw;
+    }
+  }
+
+  Reply commandOn(redisContext& context, const std::string_view* argv, std::size_t argc) {
+    redisReply* reply = send(context, argv, argc);
+    if (reply == nullptr) broke("waiting for a reply");
+    breaker_->succeeded();
+    return Reply(reply);
+  }
+
+  // hiredis cannot use a context again once it reported an error: it is dropped, so the next command
+  // reconnects, and a timeout opens the circuit.
+  [[noreturn]] void broke(std::string_view doing) {
+    const ContextPtr broken = std::move(context_);
+    if (!broken) throw ConnectionError("redis at " + endpoint_ + ": no connection " + std::string(doing));
+    try {
+      throwContextError(*broken, endpoint_, doing);
+    } catch (const TimeoutError& timeout) {
+      breaker_->failed(timeout.what());
       throw;
     }
   }
@@ -191,7 +220,16 @@ class Link {
       if (reply == nullptr) throwContextError(*context, endpoint_, "during the handshake");
       return Reply(reply);
     };
-    if (!options_.password.empty()) {
+    if (options_.password.empty()) {
+      // A server that wants a password answers a client without one NOAUTH, or, for a command as long as
+      // a script call, closes the connection on it with a protocol error. A PING asks first, so that is
+      // an AuthError that says so, at connect, instead.
+      const Reply reply = run({"PING"});
+      if (reply->isError("NOAUTH")) {
+        throw AuthError("redis at " + endpoint_ + " requires a password, and ConnectionOptions::password is empty (" +
+                        std::string(reply->text()) + ")");
+      }
+    } else {
       const Reply reply =
           options_.user.empty() ? run({"AUTH", options_.password}) : run({"AUTH", options_.user, options_.password});
       if (reply->isError()) {
@@ -251,9 +289,7 @@ class Link {
       hiredis_argv.assign(argv, argc);
       if (redisAppendCommandArgv(&context, static_cast<int>(argc), hiredis_argv.pointers(), hiredis_argv.lengths()) !=
           REDIS_OK) {
-        // Nothing was written yet; dropping the context drops the half-built batch with it.
-        const ContextPtr broken = std::move(context_);
-        throwContextError(*broken, endpoint_, "queueing a pipelined command");
+        broke("queueing a pipelined command");  // nothing was written yet: the half-built batch goes with it
       }
     }
   }
@@ -262,10 +298,7 @@ class Link {
   void flush() {
     int done = 0;
     while (done == 0) {
-      if (redisBufferWrite(context_.get(), &done) != REDIS_OK) {
-        const ContextPtr broken = std::move(context_);
-        throwContextError(*broken, endpoint_, "sending pipelined commands");
-      }
+      if (redisBufferWrite(context_.get(), &done) != REDIS_OK) broke("sending pipelined commands");
     }
   }
 
@@ -274,10 +307,9 @@ class Link {
     for (std::size_t i = 0; i < count; ++i) {
       void* reply = nullptr;
       if (!context_ || redisGetReply(context_.get(), &reply) != REDIS_OK || reply == nullptr) {
-        const ContextPtr broken = std::move(context_);
-        if (!broken) throw ConnectionError("redis at " + endpoint_ + ": no connection to read pipelined replies from");
-        throwContextError(*broken, endpoint_, "waiting for pipelined replies");
+        broke("waiting for pipelined replies");
       }
+      breaker_->succeeded();
       try {
         on_reply(i, Reply(static_cast<redisReply*>(reply)));
       } catch (...) {
@@ -291,7 +323,7 @@ class Link {
   std::string endpoint_;
   ConnectionOptions options_;
   ContextPtr context_;
-  ReconnectThrottle reconnects_;
+  std::shared_ptr<CircuitBreaker> breaker_;
 };
 
 // A script call's reply judged: an error reply becomes the ReplyError it stands for.

@@ -3,9 +3,11 @@
 // (ConnectionOptions): blocking, pooled, cluster nodes, Sentinel's and async connections all take these,
 // and all dial through one function (redis/dial.hpp).
 
+#include <swl/detail/circuit_breaker.hpp>
 #include <swl/error.hpp>
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,14 +30,19 @@ struct Address {
   std::string endpoint() const { return unix_path.empty() ? host + ':' + std::to_string(port) : "unix:" + unix_path; }
 };
 
+// The defaults are a rate limiter's, not a database client's: a limiter sits in front of every request,
+// so a Redis that does not answer must cost a request milliseconds, and then nothing at all while it
+// stays silent (the circuit breaker), never a second per call.
 struct ConnectionOptions {
-  // How long opening a connection may take; 0 waits as long as the operating system does.
-  std::chrono::milliseconds connect_timeout{1000};
+  // How long opening a connection may take (TCP, AUTH, SELECT); 0 waits as long as the OS does.
+  std::chrono::milliseconds connect_timeout{200};
   // How long a command may wait for its reply; 0 waits forever. A command that times out may still
   // have run on the server, so it is reported (TimeoutError), never sent again.
-  std::chrono::milliseconds command_timeout{1000};
-  // After a failed connect, commands fail at once with the last error until this much time has passed.
-  std::chrono::milliseconds reconnect_interval{100};
+  std::chrono::milliseconds command_timeout{50};
+  // After a timeout or a failed connect, every connection to that server fails at once
+  // (CircuitOpenError, which the failure policy answers) for this long; then one call at a time probes
+  // it, and the first answer closes the circuit. 0 turns the breaker off: every call may try.
+  std::chrono::milliseconds breaker_cooldown{250};
   std::string user;      // ACL user (Redis 6+); empty for the default user
   std::string password;  // empty: no AUTH
   int db = 0;            // SELECTed after every (re)connect when not 0
@@ -45,8 +52,8 @@ namespace detail {
 
 inline const ConnectionOptions& checkedOptions(const ConnectionOptions& options) {
   if (options.connect_timeout.count() < 0 || options.command_timeout.count() < 0 ||
-      options.reconnect_interval.count() < 0) {
-    throw InvalidArgument("swl::ConnectionOptions: timeouts and reconnect_interval must not be negative");
+      options.breaker_cooldown.count() < 0) {
+    throw InvalidArgument("swl::ConnectionOptions: timeouts and breaker_cooldown must not be negative");
   }
   if (options.db < 0)
     throw InvalidArgument("swl::ConnectionOptions: db " + std::to_string(options.db) + " is negative");
@@ -64,6 +71,12 @@ inline const Address& checkedAddress(std::string_view who, const Address& addres
     throw InvalidArgument(std::string(who) + ": port " + std::to_string(address.port) + " is not in 1..65535");
   }
   return address;
+}
+
+// A breaker for one server, as `options` want it; connections to one server share it.
+inline std::shared_ptr<CircuitBreaker> breakerFor(const ConnectionOptions& options) {
+  return std::make_shared<CircuitBreaker>(options.breaker_cooldown,
+                                          options.connect_timeout + options.command_timeout + options.command_timeout);
 }
 
 }  // namespace detail

@@ -9,16 +9,20 @@
 // holds only as many open connections as calls were ever in flight at once. A connection whose context
 // broke (error, timeout, closed by the server) never sends on it again: its next use opens a new one.
 // When every connection is lent, borrowing waits up to `borrow_timeout`, then throws TimeoutError,
-// which a limiter hands to its failure policy like any other "Redis could not answer".
+// which a limiter hands to its failure policy like any other "Redis could not answer". All connections
+// share one circuit breaker: once one times out, calls on every connection fail at once for the cool-down.
 
+#include <swl/detail/circuit_breaker.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 #include <swl/redis/connection.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -30,6 +34,12 @@ struct PoolOptions {
   std::size_t size = 8;
   std::chrono::milliseconds borrow_timeout{100};
 };
+
+class ConnectionPool;
+namespace detail {
+// For the clients built on pools (cluster, Sentinel): the breaker its connections share.
+inline const std::shared_ptr<CircuitBreaker>& breakerOf(ConnectionPool& pool) noexcept;
+}  // namespace detail
 
 class ConnectionPool : public RedisClient {
  public:
@@ -64,6 +74,8 @@ class ConnectionPool : public RedisClient {
     for (std::size_t i = 0; i < options_.size; ++i) {
       connections_.push_back(make_connection());
       idle_.push_back(options_.size - 1 - i);  // lend connection 0 first
+      // One server, one circuit: a timeout on one connection answers the calls on all of them at once.
+      detail::linkOf(connections_.back()).shareBreaker(detail::linkOf(connections_.front()).breaker());
     }
   }
 
@@ -79,9 +91,12 @@ class ConnectionPool : public RedisClient {
   ConnectionPool& operator=(const ConnectionPool&) = delete;
 
   // Waits up to borrow_timeout for a free connection.
-  Lease borrow() {
+  Lease borrow() { return borrow(options_.borrow_timeout); }
+
+  // Waits up to `within`, or borrow_timeout if that is shorter: for a caller whose own time is running out.
+  Lease borrow(std::chrono::milliseconds within) {
     std::unique_lock<std::mutex> lock(mutex_);
-    if (!returned_.wait_for(lock, options_.borrow_timeout, [&] { return !idle_.empty(); })) {
+    if (!returned_.wait_for(lock, std::min(within, options_.borrow_timeout), [&] { return !idle_.empty(); })) {
       throw TimeoutError("swl::ConnectionPool to " + connections_.front().endpoint() + ": all " +
                          std::to_string(connections_.size()) + " connections stayed in use for " +
                          std::to_string(options_.borrow_timeout.count()) + " ms");
@@ -92,9 +107,11 @@ class ConnectionPool : public RedisClient {
   }
 
   using RedisClient::run;
-  Reply run(const ScriptCall& call) override { return borrow()->run(call); }
+  Reply run(const ScriptCall& call) override { return borrowUnlessOpen()->run(call); }
 
-  std::vector<ScriptReply> runMany(const std::vector<ScriptCall>& calls) override { return borrow()->runMany(calls); }
+  std::vector<ScriptReply> runMany(const std::vector<ScriptCall>& calls) override {
+    return borrowUnlessOpen()->runMany(calls);
+  }
 
   std::size_t size() const noexcept { return connections_.size(); }
 
@@ -105,6 +122,14 @@ class ConnectionPool : public RedisClient {
   }
 
  private:
+  friend const std::shared_ptr<detail::CircuitBreaker>& detail::breakerOf(ConnectionPool& pool) noexcept;
+
+  // While the server's circuit is open a call is refused before it waits for a connection.
+  Lease borrowUnlessOpen() {
+    detail::breakerOf(*this)->refuseWhileOpen(connections_.front().endpoint());
+    return borrow();
+  }
+
   void giveBack(std::size_t index) noexcept {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -119,5 +144,9 @@ class ConnectionPool : public RedisClient {
   std::condition_variable returned_;
   std::vector<std::size_t> idle_;  // a stack: the connection returned last is lent next, already open
 };
+
+inline const std::shared_ptr<detail::CircuitBreaker>& detail::breakerOf(ConnectionPool& pool) noexcept {
+  return detail::linkOf(pool.connections_.front()).breaker();
+}
 
 }  // namespace swl

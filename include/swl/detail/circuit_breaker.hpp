@@ -1,0 +1,88 @@
+#pragma once
+// CircuitBreaker: one per server, shared by every connection to it, so that a server that does not
+// answer holds no request hostage. After a timeout or a failed connect the circuit opens: every call
+// fails at once with CircuitOpenError (a ConnectionError, so the limiter's failure policy answers in
+// microseconds, without dialling) until the cool-down has passed. Then one call at a time goes through
+// as a probe; the first answer closes the circuit, a failed probe opens it for another cool-down.
+//
+// A cool-down of 0 turns it off: every call may try. Thread-safe; a closed circuit costs one atomic load.
+
+#include <swl/error.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+namespace swl::detail {
+
+class CircuitBreaker {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `probe_patience`: how long a probe may take (a connect and a command) before another may go, so a
+  // probe whose thread never reports cannot keep the circuit half open.
+  CircuitBreaker(std::chrono::milliseconds cooldown, std::chrono::milliseconds probe_patience)
+      : cooldown_(cooldown), probe_patience_(probe_patience) {}
+
+  // Before a call: throws CircuitOpenError while the circuit is open or another call is probing; once
+  // the cool-down has passed, this call becomes the probe.
+  // `now` is the caller's time, for tests that move it by hand.
+  void admit(const std::string& endpoint, Clock::time_point now = Clock::now()) {
+    if (state_.load(std::memory_order_acquire) == kClosed) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state_ == kClosed) return;
+    // Open and cooled down, or a probe that never reported: this call probes.
+    if (now >= reopen_at_) {
+      state_ = kProbing;
+      reopen_at_ = now + probe_patience_;
+      return;
+    }
+    throw refusal(endpoint, now);
+  }
+
+  // admit() without becoming the probe: for a client that would rather not wait for a connection (a
+  // pool's borrow) when the call would be refused anyway.
+  void refuseWhileOpen(const std::string& endpoint, Clock::time_point now = Clock::now()) {
+    if (state_.load(std::memory_order_acquire) == kClosed) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state_ != kClosed && now < reopen_at_) throw refusal(endpoint, now);
+  }
+
+  // The server answered (an error reply is an answer too): the circuit closes.
+  void succeeded() noexcept {
+    if (state_.load(std::memory_order_acquire) == kClosed) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    state_ = kClosed;
+  }
+
+  // A timeout or a failed connect: the circuit opens for a cool-down.
+  void failed(const std::string& why, Clock::time_point now = Clock::now()) {
+    if (cooldown_.count() == 0) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    state_ = kOpen;
+    reopen_at_ = now + cooldown_;
+    last_failure_ = why;
+  }
+
+  bool isOpen() const noexcept { return state_.load(std::memory_order_acquire) != kClosed; }
+
+ private:
+  static constexpr int kClosed = 0, kOpen = 1, kProbing = 2;
+
+  CircuitOpenError refusal(const std::string& endpoint, Clock::time_point now) const {
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(reopen_at_ - now).count();
+    return CircuitOpenError("redis at " + endpoint + " is not asked for another " + std::to_string(wait) +
+                            " ms (its circuit opened after: " + last_failure_ + ")");
+  }
+
+  std::chrono::milliseconds cooldown_;
+  std::chrono::milliseconds probe_patience_;
+  std::atomic<int> state_{kClosed};
+  std::mutex mutex_;
+  Clock::time_point reopen_at_{};
+  std::string last_failure_;
+};
+
+}  // namespace swl::detail

@@ -1,0 +1,125 @@
+// The circuit breaker every connection to one server shares (detail/circuit_breaker.hpp): its states on
+// a clock moved by hand, then end to end with a frozen redis-server, on one connection and on a pool.
+
+#include <swl/swl.hpp>
+
+#include "support/redis_server.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using swl::test::RedisServer;
+using Breaker = swl::detail::CircuitBreaker;
+
+TEST_CASE("the limiter's defaults hold no request hostage: 200 ms to connect, 50 ms to answer, 250 ms of cool-down") {
+  const swl::ConnectionOptions defaults;
+  CHECK(defaults.connect_timeout == 200ms);
+  CHECK(defaults.command_timeout == 50ms);
+  CHECK(defaults.breaker_cooldown == 250ms);
+}
+
+TEST_CASE("a breaker opens on a failure, refuses for the cool-down, lets one probe through, and closes on an answer") {
+  Breaker breaker(250ms, 1000ms);
+  const auto start = Breaker::Clock::now();
+  breaker.admit("r:1", start);  // closed: everyone may go
+  CHECK_FALSE(breaker.isOpen());
+
+  breaker.failed("redis at r:1 timed out", start);
+  CHECK(breaker.isOpen());
+  CHECK_THROWS_AS(breaker.admit("r:1", start + 249ms), swl::CircuitOpenError);
+  CHECK_THROWS_WITH(breaker.admit("r:1", start + 100ms),
+                    Catch::Contains("redis at r:1 is not asked for another 150 ms") && Catch::Contains("timed out"));
+  CHECK_THROWS_AS(breaker.refuseWhileOpen("r:1", start + 249ms), swl::CircuitOpenError);
+  CHECK_NOTHROW(breaker.refuseWhileOpen("r:1", start + 250ms));  // cooled down; asking does not take the probe
+
+  breaker.admit("r:1", start + 250ms);                                          // the probe
+  CHECK_THROWS_AS(breaker.admit("r:1", start + 251ms), swl::CircuitOpenError);  // one probe at a time
+  breaker.failed("redis at r:1 timed out again", start + 300ms);                // the probe failed: another cool-down
+  CHECK_THROWS_AS(breaker.admit("r:1", start + 549ms), swl::CircuitOpenError);
+  breaker.admit("r:1", start + 550ms);
+  breaker.succeeded();
+  CHECK_FALSE(breaker.isOpen());
+  breaker.admit("r:1", start + 551ms);
+  breaker.admit("r:1", start + 551ms);
+}
+
+TEST_CASE("a probe that never reports holds the circuit half open only for its patience") {
+  Breaker breaker(100ms, 500ms);
+  const auto start = Breaker::Clock::now();
+  breaker.failed("refused", start);
+  breaker.admit("r:1", start + 100ms);  // a probe whose thread never comes back
+  CHECK_THROWS_AS(breaker.admit("r:1", start + 599ms), swl::CircuitOpenError);
+  CHECK_NOTHROW(breaker.admit("r:1", start + 600ms));  // another probe may go
+}
+
+TEST_CASE("a breaker with no cool-down never opens") {
+  Breaker breaker(0ms, 0ms);
+  breaker.failed("refused");
+  CHECK_FALSE(breaker.isOpen());
+  CHECK_NOTHROW(breaker.admit("r:1"));
+}
+
+TEST_CASE("a frozen Redis costs one call its timeout, then every call fails at once until a probe finds it back") {
+  RedisServer server;
+  swl::ConnectionOptions options;
+  options.command_timeout = 100ms;
+  options.breaker_cooldown = 300ms;
+  auto connection = server.connect(options);
+  swl::LimiterOptions fail_open;
+  fail_open.on_failure = swl::FailurePolicy::allow;
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{1000, 60s}, fail_open);
+  REQUIRE(limiter.tryAcquire("k").tier == swl::Tier::redis);
+
+  server.pause();
+  auto started = std::chrono::steady_clock::now();
+  CHECK(limiter.tryAcquire("k").tier == swl::Tier::fail_open);  // this one waits for the timeout
+  CHECK(std::chrono::steady_clock::now() - started >= 100ms);
+  std::chrono::nanoseconds slowest{0};
+  for (int i = 0; i < 1000; ++i) {
+    started = std::chrono::steady_clock::now();
+    CHECK(limiter.tryAcquire("k").tier == swl::Tier::fail_open);
+    slowest = std::max<std::chrono::nanoseconds>(slowest, std::chrono::steady_clock::now() - started);
+  }
+  CHECK(slowest < 5ms);  // answered by the policy, without a dial or a wait
+  server.resume();
+
+  std::this_thread::sleep_for(350ms);  // the cool-down passes: the next call probes, finds Redis, closes it
+  CHECK(limiter.tryAcquire("k").tier == swl::Tier::redis);
+  CHECK(limiter.tryAcquire("k").tier == swl::Tier::redis);
+}
+
+TEST_CASE("one pooled connection's timeout opens the circuit for all of them, so only the calls in flight wait") {
+  RedisServer server;
+  swl::ConnectionOptions options;
+  options.command_timeout = 100ms;
+  options.breaker_cooldown = 1000ms;
+  auto pool = swl::ConnectionPool::tcp("127.0.0.1", server.port(), swl::PoolOptions{4, 1000ms}, options);
+  swl::LimiterOptions fail_closed;
+  fail_closed.on_failure = swl::FailurePolicy::deny;
+  swl::SlidingWindowLimiter<> limiter(pool, swl::Limit{1000, 60s}, fail_closed);
+  REQUIRE(limiter.tryAcquire("k").tier == swl::Tier::redis);
+
+  server.pause();
+  std::atomic<int> slow_calls{0}, calls{0};
+  std::vector<std::thread> threads;
+  for (int thread = 0; thread < 8; ++thread) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 50; ++i) {
+        const auto started = std::chrono::steady_clock::now();
+        limiter.tryAcquire("k");
+        if (std::chrono::steady_clock::now() - started >= 50ms) ++slow_calls;
+        ++calls;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  server.resume();
+  CHECK(calls == 400);
+  CHECK(slow_calls <= 8);  // the first calls of each thread at most; the rest met the open circuit
+}
