@@ -192,3 +192,45 @@ TEST_CASE("acquire waits for a permit by sleeping, admits exactly, and gives up 
   CHECK(waited.allowed);
   CHECK(std::chrono::steady_clock::now() - asked >= 150ms);
 }
+
+TEMPLATE_TEST_CASE("with counted rejections, a client that waits exactly retry_after is admitted, for every algorithm",
+                   "", swl::SlidingWindowLimiter<>, swl::SlidingCounterLimiter<>, swl::FixedWindowLimiter<>,
+                   swl::GcraLimiter<>) {
+  ManualTime time;
+  time.options.rejected = swl::RejectedRequests::counted;
+  TestType limiter(time.connection, swl::Limit{1, 60s}, time.options);
+  REQUIRE(limiter.tryAcquire("k").allowed);
+  const swl::Decision refused = limiter.tryAcquire("k");  // refused, and recorded as the penalty
+  REQUIRE_FALSE(refused.allowed);
+  // Waiting a microsecond less is too soon (and is counted too); the client that waits the whole
+  // retry_after of its last refusal gets in, and is never locked out.
+  time.clock.advance(refused.retry_after);
+  CHECK(limiter.tryAcquire("k").allowed);
+}
+
+TEST_CASE("GCRA with counted rejections: each refusal moves the wait, and waiting it out admits (L=1, W=60 s)") {
+  ManualTime time;
+  time.options.rejected = swl::RejectedRequests::counted;
+  swl::GcraLimiter<> limiter(time.connection, swl::Limit{1, 60s}, time.options);
+  CHECK(limiter.tryAcquire("k").allowed);
+  const swl::Decision refused = limiter.tryAcquire("k");
+  CHECK_FALSE(refused.allowed);
+  CHECK(refused.retry_after == 120s);  // the refusal itself took the next 60 s
+  time.clock.advance(120s - 1us);
+  CHECK_FALSE(limiter.tryAcquire("k").allowed);  // too soon, and counted: the wait moves again
+  const swl::Decision again = limiter.tryAcquire("k");
+  time.clock.advance(again.retry_after);
+  CHECK(limiter.tryAcquire("k").allowed);
+}
+
+TEMPLATE_TEST_CASE("peek reports what a window holds past its limit when refusals are counted", "",
+                   swl::SlidingWindowLimiter<>, swl::FixedWindowLimiter<>, swl::GcraLimiter<>) {
+  ManualTime time;
+  time.options.rejected = swl::RejectedRequests::counted;
+  TestType limiter(time.connection, swl::Limit{2, 60s}, time.options);
+  for (int i = 0; i < 5; ++i) limiter.tryAcquire("k");
+  const swl::Usage usage = limiter.peek("k");
+  CHECK(usage.used == 5);
+  CHECK(usage.remaining == 0);
+  CHECK(limiter.tryAcquire("k").remaining == 0);  // a Decision's room is never below 0
+}

@@ -79,7 +79,18 @@ TEST_CASE("a script reply no correct script could send is a ProtocolError") {
   CHECK_THROWS_AS(swl::detail::decodeDecision(FakeReply{1, 5, 7, 0}.view(), 10), swl::ProtocolError);
   CHECK_THROWS_AS(swl::detail::decodeDecision(FakeReply{0, 0, 0, 0}.view(), 10), swl::ProtocolError);
   CHECK_THROWS_AS(swl::detail::decodeDecision(FakeReply{1, 5, 0, -1}.view(), 10), swl::ProtocolError);
+  CHECK_THROWS_AS(swl::detail::decodeDecision(FakeReply{0, -(1LL << 53) - 1, 5, 5}.view(), 10), swl::ProtocolError);
   redisReply text{};
   text.type = REDIS_REPLY_STRING;
   CHECK_THROWS_WITH(swl::detail::decodeDecision(swl::ReplyView(&text), 10), Catch::Contains("array of 4 integers"));
+}
+
+TEST_CASE("a window counted past its limit: the decision's room is 0, the usage says what the window holds") {
+  const FakeReply overfull{0, -3, 1234, 5678};  // limit 10, the window holds 13 (counted refusals)
+  const swl::Decision decision = swl::detail::decodeDecision(overfull.view(), 10);
+  CHECK(decision.remaining == 0);
+  const swl::Usage usage = swl::detail::decodeUsage(overfull.view(), 10);
+  CHECK(usage.used == 13);
+  CHECK(usage.remaining == 0);
+  CHECK(usage.reset_after == 5678us);
 }

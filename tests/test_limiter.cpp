@@ -265,3 +265,20 @@ TEST_CASE("acquire takes a deadline as a time or as a duration, and gives up wit
   CHECK(refused.retry_after == 60s);
   CHECK(std::chrono::steady_clock::now() - before < 500ms);
 }
+
+TEST_CASE("a message names a caller's key bounded and escaped: a 1 MB binary key makes a short, printable what()") {
+  std::string key(1 << 20, 'x');
+  for (std::size_t i = 0; i < key.size(); ++i) key[i] = static_cast<char>(i % 256);
+  swl::LocalLimiter limiter(swl::Limit{10, 60s});
+  try {
+    limiter.tryAcquire(key, 0);
+    FAIL("cost 0 was accepted");
+  } catch (const swl::InvalidArgument& error) {
+    const std::string message = error.what();
+    CHECK(message.size() < 400);
+    CHECK_THAT(message, Catch::Contains("cost 0 is not positive") && Catch::Contains("(1048576 bytes)"));
+    CHECK_THAT(message, Catch::Contains("'\\x00\\x01\\x02"));
+    for (const char c : message) CHECK((c >= 0x20 && c <= 0x7e));
+  }
+  CHECK_THROWS_WITH(swl::HashTagKey().key("}" + key), Catch::Contains("(1048577 bytes)"));
+}

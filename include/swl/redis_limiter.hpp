@@ -30,6 +30,7 @@
 #include <swl/policies/ttl.hpp>
 #include <swl/redis/client.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -56,7 +57,8 @@ inline constexpr std::string_view kScriptPrelude = R"lua(
 -- ARGV[6]  expiry in milliseconds for algorithms that take one, set on every write; absent: the window
 -- ARGV[7]  '1' to record rejected requests too (an opt-in penalty); otherwise a refusal changes nothing
 -- Returns {allowed 1|0, remaining, retry_after_us, reset_after_us}, integers only: Redis truncates a
--- Lua number on its way to the client, so durations travel as whole microseconds.
+-- Lua number on its way to the client, so durations travel as whole microseconds. `remaining` is
+-- limit minus what the window holds, below 0 when counted refusals filled it past the limit.
 -- The first three arguments alone make a call, so other tools (redis-benchmark, ../shared/bench) can
 -- run the same script.
 local key = KEYS[1]
@@ -134,11 +136,12 @@ inline void readIntegers(ReplyView reply, std::int64_t* values, std::size_t coun
 }
 
 // One decision from {allowed, remaining, retry_after_us, reset_after_us} under `limit`, trusting nothing:
-// values no correct script could produce are a ProtocolError, never a guess.
+// values no correct script could produce are a ProtocolError, never a guess. A window holds at most
+// 2^53 units, so `remaining` (limit minus that) lies in -2^53..limit; the Decision's is at least 0.
 inline Decision checkedDecision(std::int64_t allowed, std::int64_t remaining, std::int64_t retry_after_us,
                                 std::int64_t reset_after_us, std::int64_t limit) {
   if (allowed != 0 && allowed != 1) throw badReply("allowed = " + std::to_string(allowed));
-  if (remaining < 0 || remaining > limit) throw badReply("remaining = " + std::to_string(remaining));
+  if (remaining < -kLargestExact || remaining > limit) throw badReply("remaining = " + std::to_string(remaining));
   if (retry_after_us < 0 || (allowed == 1 && retry_after_us != 0) || (allowed == 0 && retry_after_us == 0)) {
     throw badReply("retry_after = " + std::to_string(retry_after_us) + " us for allowed = " + std::to_string(allowed));
   }
@@ -147,7 +150,7 @@ inline Decision checkedDecision(std::int64_t allowed, std::int64_t remaining, st
   Decision decision;
   decision.allowed = allowed == 1;
   decision.limit = limit;
-  decision.remaining = remaining;
+  decision.remaining = std::max<std::int64_t>(0, remaining);
   decision.retry_after = std::chrono::microseconds(retry_after_us);
   decision.reset_after = std::chrono::microseconds(reset_after_us);
   decision.tier = Tier::redis;
@@ -158,6 +161,14 @@ inline Decision decodeDecision(ReplyView reply, std::int64_t limit) {
   std::int64_t values[4];
   readIntegers(reply, values, 4);
   return checkedDecision(values[0], values[1], values[2], values[3], limit);
+}
+
+// A peek's reply as Usage: what the window holds, past the limit too (counted refusals).
+inline Usage decodeUsage(ReplyView reply, std::int64_t limit) {
+  std::int64_t values[4];
+  readIntegers(reply, values, 4);
+  const Decision seen = checkedDecision(values[0], values[1], values[2], values[3], limit);
+  return {limit, limit - values[1], seen.remaining, seen.reset_after};
 }
 
 // What one limiter's calls send and what their answers mean, without I/O: shared by the blocking
@@ -221,6 +232,7 @@ class LimiterCalls {
   }
 
   Decision decide(ReplyView reply) const { return decodeDecision(reply, limit_.max_requests); }
+  Usage usage(ReplyView reply) const { return decodeUsage(reply, limit_.max_requests); }
 
   void validate(std::string_view key, std::int64_t cost) const {
     checkRequest(Algorithm::kName, "tryAcquire", key, cost, limit_.max_requests);
@@ -307,10 +319,7 @@ class RedisLimiter {
     return detail::acquireUntil(*this, key, cost, deadline);
   }
 
-  Usage peek(std::string_view key) {
-    const Decision seen = calls_.decide(*redis_->run(calls_.preparePeek(key).call()));
-    return {seen.limit, seen.limit - seen.remaining, seen.remaining, seen.reset_after};
-  }
+  Usage peek(std::string_view key) { return calls_.usage(*redis_->run(calls_.preparePeek(key).call())); }
 
   bool reset(std::string_view key) {
     if (key.empty()) throw InvalidArgument(std::string(Algorithm::kName) + "::reset: the key is empty");

@@ -42,8 +42,7 @@ if record and (allowed or count_rejected) then
   redis.call('PEXPIRE', key, math.ceil(window / 1000))
 end
 
-local remaining = limit - count
-if remaining < 0 then remaining = 0 end
+local remaining = limit - count  -- below 0 when counted refusals filled the window past the limit
 local ends_in = start + window - now
 local reset_after = 0
 if count > 0 then reset_after = ends_in end

@@ -55,12 +55,19 @@ local function ceiling(at, fraction)
   if fraction > 0 then return at + 1 end
   return at
 end
+-- Below 0 when counted refusals pushed the arrival time past a window ahead.
 local remaining = idiv((now + window - tat) * limit - frac, window)
-if remaining < 0 then remaining = 0 elseif remaining > limit then remaining = limit end
+if remaining > limit then remaining = limit end
 local reset_after = ceiling(tat, frac) - now
 if reset_after < 0 then reset_after = 0 end
 if allowed then return {1, remaining, 0, reset_after} end
-return {0, remaining, ceiling(new_tat, new_frac) - window - now, reset_after}
+-- The same cost fits once its arrival stays within a window of now, counted from the arrival time as it
+-- stands now: a counted refusal has just moved it, and a wait measured from before that would end in
+-- another refusal, forever.
+local next_moved = frac + cost * window
+local next_tat = tat + idiv(next_moved, limit)
+local next_frac = next_moved - idiv(next_moved, limit) * limit
+return {0, remaining, ceiling(next_tat, next_frac) - window - now, reset_after}
 )lua";
 };
 

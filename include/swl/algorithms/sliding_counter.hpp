@@ -56,8 +56,8 @@ if record and (allowed or count_rejected) then
   redis.call('PEXPIRE', key, math.ceil(2 * window / 1000))
 end
 
+-- Below 0 when counted refusals pushed the estimate past the limit.
 local remaining = idiv(limit * window - scaled(previous, current, elapsed), window)
-if remaining < 0 then remaining = 0 end
 local reset_after = 0
 if current > 0 then reset_after = start + 2 * window - now elseif previous > 0 then reset_after = start + window - now end
 if allowed then return {1, remaining, 0, reset_after} end

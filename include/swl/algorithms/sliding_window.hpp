@@ -66,8 +66,7 @@ end
 -- later write of a script that has written through. Trimming first would have let the ZADD in.
 redis.call('ZREMRANGEBYSCORE', key, '-inf', window_start)
 
-local remaining = limit - count
-if remaining < 0 then remaining = 0 end
+local remaining = limit - count  -- below 0 when counted refusals filled the window past the limit
 
 -- The window is empty once its newest entry leaves. On Redis's clock an admitted request is that
 -- newest entry (no score lies ahead of Redis's own now), which saves a lookup on the busiest path;

@@ -98,8 +98,7 @@ end
 
 local result = {allowed and 1 or 0}
 for i, key in ipairs(KEYS) do
-  local remaining = limits[i] - counts[i]
-  if remaining < 0 then remaining = 0 end
+  local remaining = limits[i] - counts[i]  -- below 0 when counted refusals filled it past the limit
   local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
   local reset_after = 0
   if newest[2] then reset_after = tonumber(newest[2]) + windows[i] - now end

@@ -79,10 +79,10 @@ class ShardedLimiter {
     usage.limit = limit_.max_requests;
     for (Shard& shard : shards_) {
       const Usage seen = shard.peek(key);
+      usage.used += seen.used;
       usage.remaining += seen.remaining;
       usage.reset_after = std::max(usage.reset_after, seen.reset_after);
     }
-    usage.used = usage.limit - usage.remaining;
     return usage;
   }
 
