@@ -7,6 +7,7 @@
 
 #include <swl/composites/multi_limiter.hpp>
 #include <swl/decision.hpp>
+#include <swl/detail/hiredis.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 #include <swl/redis/hash_slot.hpp>
@@ -63,16 +64,18 @@ void checkDecision(const swl::Decision& decision, std::int64_t limit) {
   check(decision.tier == swl::Tier::redis, "a decoded decision comes from redis");
 }
 
-// hiredis 0.14 allocates a multi-bulk's element array as soon as it reads the count ("*2000000000\r\n"
-// asks it for 16 GB), which libFuzzer reports as out of memory. That is hiredis's limit, not swl's:
-// such inputs are skipped. No reply swl reads has more elements than CLUSTER SLOTS' 16384 ranges.
-bool announcesHugeArray(std::string_view input) {
-  constexpr std::uint64_t kMaxElements = 1 << 16;
-  for (std::size_t at = input.find('*'); at != std::string_view::npos; at = input.find('*', at + 1)) {
+// hiredis allocates an aggregate's element array as soon as it reads the count ("*2000000000\r\n" asks
+// for 16 GB), which libFuzzer reports as out of memory. swl limits that for its own connections on
+// hiredis 1.x (detail::limitAggregates, set here too); hiredis 0.14 has no such limit, so inputs that
+// announce a larger aggregate of any kind (RESP2's array, RESP3's map, set, push and attribute) are
+// skipped. No reply swl reads has more elements than CLUSTER SLOTS' 16384 ranges.
+bool announcesHugeAggregate(std::string_view input) {
+  for (std::size_t at = input.find_first_of("*%~>|"); at != std::string_view::npos;
+       at = input.find_first_of("*%~>|", at + 1)) {
     std::uint64_t count = 0;
     for (std::size_t digit = at + 1; digit < input.size() && input[digit] >= '0' && input[digit] <= '9'; ++digit) {
       count = count * 10 + static_cast<std::uint64_t>(input[digit] - '0');
-      if (count > kMaxElements) return true;
+      if (count > static_cast<std::uint64_t>(swl::detail::kMaxReplyElements) / 2) return true;  // a map: 2 each
     }
   }
   return false;
@@ -162,9 +165,10 @@ void parseAsTopologyReply(swl::ReplyView reply) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
-  if (announcesHugeArray(input)) return 0;
+  if (announcesHugeAggregate(input)) return 0;
   const ReaderPtr reader(redisReaderCreate());
   if (!reader) fail("redisReaderCreate failed");
+  swl::detail::limitAggregates(*reader);
   if (redisReaderFeed(reader.get(), input.data(), input.size()) != REDIS_OK) return 0;
   for (int replies = 0; replies < 64; ++replies) {
     void* parsed = nullptr;

@@ -27,6 +27,17 @@ struct ReplyDeleter {
 };
 using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
 
+// The most elements swl accepts in one reply aggregate. No reply swl reads has more than CLUSTER SLOTS'
+// 16384 ranges, and hiredis 1.x would otherwise allocate an array as large as a server announces
+// (4 billion elements: tens of GB) before reading one of them. hiredis 0.14 has no such setting.
+inline constexpr long long kMaxReplyElements = 1 << 16;
+
+inline void limitAggregates([[maybe_unused]] redisReader& reader) noexcept {
+#if HIREDIS_MAJOR >= 1
+  reader.maxelements = kMaxReplyElements;
+#endif
+}
+
 // hiredis and libevent take durations as timeval.
 inline timeval toTimeval(std::chrono::microseconds duration) {
   timeval result{};

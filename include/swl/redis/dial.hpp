@@ -20,6 +20,7 @@ namespace swl::detail {
 inline ContextPtr ready(ContextPtr context, const std::string& endpoint, const ConnectionOptions& options) {
   if (!context) throw ConnectionError("redis at " + endpoint + " failed connecting (out of memory)");
   if (context->err != 0) throwContextError(*context, endpoint, "connecting");
+  if (context->reader != nullptr) limitAggregates(*context->reader);
   if (options.command_timeout.count() > 0 &&
       redisSetTimeout(context.get(), toTimeval(options.command_timeout)) != REDIS_OK) {
     throw ConnectionError("redis at " + endpoint + ": cannot set the command timeout");
@@ -51,6 +52,7 @@ inline redisAsyncContext* dialAsync(const Address& address, const ConnectionOpti
                                                          : redisAsyncConnectUnix(address.unix_path.c_str());
   if (context == nullptr)
     throw ConnectionError("redis at " + address.endpoint() + " failed connecting (out of memory)");
+  if (context->c.reader != nullptr) limitAggregates(*context->c.reader);
   return context;
 }
 
