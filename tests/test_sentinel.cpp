@@ -1,6 +1,7 @@
 #include <swl/algorithms/sliding_window.hpp>
 #include <swl/redis/sentinel_connection.hpp>
 
+#include "support/planned_failover.hpp"
 #include "support/redis_sentinel.hpp"
 #include "support/replies.hpp"
 
@@ -285,6 +286,7 @@ TEST_CASE("a killed master: the failure policy answers until the sentinels promo
                          << after_failover << " by the promoted replica, which took over after "
                          << std::chrono::duration_cast<std::chrono::milliseconds>(resumed_at - killed_at).count()
                          << " ms");
+  deployment.waitUntilMasterIs(replica, 15s);  // the leader announced it first; the others follow
   CHECK(redis.masterAddress() == endpoint(replica));
   // Entries admitted before the kill reached the replica or were lost with the master; every one
   // admitted since is on the promoted replica.
@@ -298,8 +300,11 @@ TEST_CASE(
     "a graceful sentinel failover: the demoted master answers READONLY, and the call goes once to the new master") {
   RedisSentinel deployment;
   const int old_master = deployment.firstMasterPort(), replica = deployment.firstReplicaPort();
-  auto redis = sentinelClient(deployment);
-  auto batch_redis = sentinelClient(deployment);
+  // Not listening to the announcements, which would keep the calls off the old master altogether.
+  swl::SentinelOptions deaf = deployment.options();
+  deaf.follow_announcements = false;
+  auto redis = sentinelClient(deployment, deaf);
+  auto batch_redis = sentinelClient(deployment, deaf);
   swl::SlidingWindowLimiter<> limiter(redis, swl::Limit{5, 3600s});
   swl::SlidingWindowLimiter<> batch_limiter(batch_redis, swl::Limit{5, 3600s});
   for (int i = 0; i < 3; ++i) REQUIRE(limiter.tryAcquire("single").allowed);
@@ -333,4 +338,32 @@ TEST_CASE(
   auto promoted = deployment.connectToNode(replica);
   CHECK(integerReply(promoted, {"ZCARD", limiter.redisKey("single")}) == 5);
   CHECK(integerReply(promoted, {"ZCARD", batch_limiter.redisKey("batch")}) == 4);
+}
+
+TEST_CASE(
+    "a planned failover under load: the announcements keep every call off the old master, so the window "
+    "stays within 10% of its limit and almost nothing is lost") {
+  RedisSentinel deployment;
+  const swl::test::FailoverResult result = swl::test::runPlannedFailover(deployment, deployment.options());
+  WARN("planned failover, announcements followed: "
+       << result.admitted << " admitted, at most " << result.most_in_a_window << " in one window of limit "
+       << result.limit << "; " << result.lost << " of " << result.checked << " recent admissions lost; "
+       << result.refused_by_policy << " answered by the policy");
+  CHECK(result.checked > 100);
+  CHECK(result.overAdmitted() <= result.limit / 10);
+  CHECK(result.lost <= result.limit / 10);
+}
+
+TEST_CASE("with replica_acks, a planned failover under load loses nothing that was acknowledged") {
+  RedisSentinel deployment;
+  swl::SentinelOptions options = deployment.options();
+  options.master.replica_acks = 1;
+  const swl::test::FailoverResult result = swl::test::runPlannedFailover(deployment, options);
+  WARN("planned failover, replica_acks 1: " << result.admitted << " admitted, at most " << result.most_in_a_window
+                                            << " in one window of limit " << result.limit << "; " << result.lost
+                                            << " of " << result.checked << " recent admissions lost; "
+                                            << result.refused_by_policy << " answered by the policy");
+  CHECK(result.checked > 0);
+  CHECK(result.lost == 0);
+  CHECK(result.overAdmitted() == 0);
 }

@@ -128,6 +128,11 @@ class AsyncConnection {
         options_(detail::checkedOptions(options)),
         breaker_(detail::breakerFor(options_)) {
     if (loop_ == nullptr) throw InvalidArgument("swl::AsyncConnection: the event_base is null");
+    if (options_.replica_acks > 0) {
+      throw InvalidArgument(
+          "swl::AsyncConnection: replica_acks (WAIT) is not supported on the event loop; "
+          "use a blocking Connection, ConnectionPool or SentinelConnection for it");
+    }
     if (options_.command_timeout.count() == 0) {
       throw InvalidArgument("swl::AsyncConnection: command_timeout must be positive; it bounds every call");
     }

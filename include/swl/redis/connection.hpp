@@ -27,7 +27,9 @@
 #include <sys/types.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
+#include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -48,7 +50,9 @@ class Link {
       : open_(std::move(open)),
         endpoint_(std::move(endpoint)),
         options_(checkedOptions(options)),
-        breaker_(breakerFor(options_)) {}
+        breaker_(breakerFor(options_)),
+        replica_acks_(std::to_string(options_.replica_acks)),
+        replica_ack_timeout_(std::to_string(replicaAckTimeout(options_).count())) {}
 
   Link(Link&&) noexcept = default;
   Link& operator=(Link&&) noexcept = default;
@@ -110,14 +114,19 @@ class Link {
   // may use the link in between. sendMany() throws ConnectionError when the calls could not all be
   // written; none is waiting for an answer then.
   void sendMany(const std::vector<ScriptCall>& calls) {
-    queue(calls.size(), [&](std::size_t i) { return std::pair(calls[i].argv(), calls[i].argc()); });
+    queue(calls.size() + waits(),
+          [&](std::size_t i) { return i < calls.size() ? std::pair(calls[i].argv(), calls[i].argc()) : waitArgv(); });
     flush();
   }
 
   std::vector<ScriptReply> collectMany(const std::vector<ScriptCall>& calls) {
     std::vector<ScriptReply> results(calls.size());
+    Reply acknowledged;
     try {
-      receive(calls.size(), [&](std::size_t i, Reply reply) { results[i].reply = std::move(reply); });
+      receive(calls.size() + waits(), [&](std::size_t i, Reply reply) {
+        (i < calls.size() ? results[i].reply : acknowledged) = std::move(reply);
+      });
+      if (waits() != 0) unacknowledgedFail(results, acknowledged);
     } catch (const Error&) {
       for (ScriptReply& result : results) {
         if (!result.reply) result.error = std::current_exception();
@@ -142,8 +151,14 @@ class Link {
     if (again.empty()) return results;
     try {
       pipeline(
-          again.size(), [&](std::size_t i) { return std::pair(calls[again[i]].argv(), calls[again[i]].argc()); },
-          [&](std::size_t i, Reply reply) { results[again[i]].reply = std::move(reply); });
+          again.size() + waits(),
+          [&](std::size_t i) {
+            return i < again.size() ? std::pair(calls[again[i]].argv(), calls[again[i]].argc()) : waitArgv();
+          },
+          [&](std::size_t i, Reply reply) {
+            (i < again.size() ? results[again[i]].reply : acknowledged) = std::move(reply);
+          });
+      if (waits() != 0) unacknowledgedFail(results, acknowledged);
     } catch (const Error&) {
       for (std::size_t index : again) {
         if (!results[index].reply) results[index].error = std::current_exception();
@@ -167,6 +182,18 @@ class Link {
 
   bool isConnected() const noexcept { return context_ != nullptr; }
 
+  // For a client that learns where its server is from elsewhere (Sentinel): whenever `epoch()` moves on
+  // from what it was when this link connected, the open connection is dropped before the next command,
+  // which then connects again, through `open`, wherever that leads now.
+  void followEpoch(std::function<std::uint64_t()> epoch) { epoch_ = std::move(epoch); }
+
+  // Connects (with AUTH and SELECT) and hands the context over, for a client that reads it itself (a
+  // subscriber); the link connects again for its own next command.
+  ContextPtr handOver() {
+    connected();
+    return std::move(context_);
+  }
+
   // Connections to one server share one breaker (a pool's, a cluster node's).
   const std::shared_ptr<CircuitBreaker>& breaker() const noexcept { return breaker_; }
   void shareBreaker(std::shared_ptr<CircuitBreaker> breaker) noexcept { breaker_ = std::move(breaker); }
@@ -183,9 +210,10 @@ class Link {
   // circuit is open.
   redisContext& connected() {
     breaker_->admit(endpoint_);
-    if (context_ && !closedByServer(*context_)) return *context_;
+    if (context_ && !closedByServer(*context_) && (!epoch_ || epoch_() == connected_epoch_)) return *context_;
     context_.reset();
     try {
+      connected_epoch_ = epoch_ ? epoch_() : 0;
       context_ = handshake(open_());
       return *context_;
     } catch (const Error& error) {
@@ -257,19 +285,57 @@ class Link {
     return peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
   }
 
+  // One call, preceded by ASKING when `asking`, and followed by WAIT when replicas must acknowledge it.
   Reply send(const ScriptCall& call, bool asking) {
-    if (!asking) return command(call.argv(), call.argc());
+    if (!asking && waits() == 0) return command(call.argv(), call.argc());
     static constexpr std::string_view kAsking[] = {"ASKING"};
-    Reply reply;
+    const std::size_t first = asking ? 1 : 0;
+    Reply reply, acknowledged;
     pipeline(
-        2,
+        first + 1 + waits(),
         [&](std::size_t i) {
-          return i == 0 ? std::pair(kAsking, std::size_t{1}) : std::pair(call.argv(), call.argc());
+          if (i < first) return std::pair(kAsking, std::size_t{1});
+          return i == first ? std::pair(call.argv(), call.argc()) : waitArgv();
         },
         [&](std::size_t i, Reply answer) {
-          if (i == 1) reply = std::move(answer);
+          if (i == first) reply = std::move(answer);
+          if (i > first) acknowledged = std::move(answer);
         });
+    if (waits() != 0 && !reply->isError()) requireAcknowledged(*acknowledged);
     return reply;
+  }
+
+  // WAIT after a call, when ConnectionOptions::replica_acks asks for it: how many of those commands go.
+  std::size_t waits() const noexcept { return options_.replica_acks > 0 ? 1 : 0; }
+
+  std::pair<const std::string_view*, std::size_t> waitArgv() {
+    wait_argv_ = {"WAIT", replica_acks_, replica_ack_timeout_};
+    return {wait_argv_.data(), wait_argv_.size()};
+  }
+
+  static std::chrono::milliseconds replicaAckTimeout(const ConnectionOptions& options) {
+    if (options.command_timeout.count() == 0) return std::chrono::milliseconds(1000);
+    return std::max(std::chrono::milliseconds(1), options.command_timeout / 2);
+  }
+
+  // The answer to WAIT: the writes before it are on enough replicas, or the call fails: it ran, and a
+  // failover now could lose it, so no one may take its answer for a durable one.
+  void requireAcknowledged(ReplyView acknowledged) const {
+    if (acknowledged.isInteger() && acknowledged.integer() >= options_.replica_acks) return;
+    throw TimeoutError("redis at " + endpoint_ + ": " +
+                       (acknowledged.isInteger() ? std::to_string(acknowledged.integer()) : std::string("no")) +
+                       " of " + std::to_string(options_.replica_acks) + " replicas acknowledged the write within " +
+                       replica_ack_timeout_ + " ms (WAIT), so a failover could lose it");
+  }
+
+  void unacknowledgedFail(std::vector<ScriptReply>& results, const Reply& acknowledged) const {
+    try {
+      requireAcknowledged(*acknowledged);
+    } catch (const TimeoutError&) {
+      for (ScriptReply& result : results) {
+        if (result.reply && !result.reply->isError()) result.reply = Reply(), result.error = std::current_exception();
+      }
+    }
   }
 
   // One command on `context`, arguments binary-safe; null when hiredis reports an error on the context.
@@ -324,6 +390,11 @@ class Link {
   ConnectionOptions options_;
   ContextPtr context_;
   std::shared_ptr<CircuitBreaker> breaker_;
+  std::string replica_acks_;
+  std::string replica_ack_timeout_;
+  std::array<std::string_view, 3> wait_argv_;
+  std::function<std::uint64_t()> epoch_;
+  std::uint64_t connected_epoch_ = 0;
 };
 
 // A script call's reply judged: an error reply becomes the ReplyError it stands for.

@@ -43,6 +43,10 @@ struct ConnectionOptions {
   // (CircuitOpenError, which the failure policy answers) for this long; then one call at a time probes
   // it, and the first answer closes the circuit. 0 turns the breaker off: every call may try.
   std::chrono::milliseconds breaker_cooldown{250};
+  // Replicas that must acknowledge each call's writes (WAIT) before its answer is trusted; 0 (the default)
+  // does not wait. With 1, a decision Redis admitted survives a failover to that replica; a call whose
+  // write no replica acknowledged within half the command timeout fails with TimeoutError.
+  int replica_acks = 0;
   std::string user;      // ACL user (Redis 6+); empty for the default user
   std::string password;  // empty: no AUTH
   int db = 0;            // SELECTed after every (re)connect when not 0
@@ -57,6 +61,10 @@ inline const ConnectionOptions& checkedOptions(const ConnectionOptions& options)
   }
   if (options.db < 0)
     throw InvalidArgument("swl::ConnectionOptions: db " + std::to_string(options.db) + " is negative");
+  if (options.replica_acks < 0) {
+    throw InvalidArgument("swl::ConnectionOptions: replica_acks " + std::to_string(options.replica_acks) +
+                          " is negative");
+  }
   if (!options.user.empty() && options.password.empty()) {
     throw InvalidArgument("swl::ConnectionOptions: user " + quoted(options.user) + " is given without a password");
   }

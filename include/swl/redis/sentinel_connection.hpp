@@ -8,22 +8,28 @@
 //   swl::SlidingWindowLimiter<> limiter(redis, swl::Limit{100, std::chrono::seconds(10)});
 //
 // Calls travel on a pool of connections to the master (see ConnectionPool), so any number of threads may
-// share one SentinelConnection. Each of those connections asks the sentinels where the master is whenever
-// it (re)connects (SENTINEL get-master-addr-by-name), one sentinel after another until one answers; the
+// share one SentinelConnection. A connection asks the sentinels where the master is whenever it
+// (re)connects (SENTINEL get-master-addr-by-name), one sentinel after another until one answers; the
 // sentinel that answered is asked first next time. Nothing is dialled before the first call, so a service
 // may start while Redis is down and let its failure policy answer.
 //
 // How a failover reaches the calls:
-// - the master died: the calls in flight fail with ConnectionError and are not repeated (they may have
-//   run); later calls reconnect, each time to whatever the sentinels name, so they reach the promoted
-//   replica as soon as the sentinels have chosen it, and meet the failure policy until then;
-// - the master was demoted while our connection stayed open: it answers READONLY. A replica records
-//   nothing, so that connection is dropped, the sentinels are asked again, and the call is repeated once.
-//   Sentinel itself closes every client of an instance it demotes, which the first case covers.
-// After a planned switch (SENTINEL FAILOVER) the old master stays a writable master for some seconds
-// (about ten in our tests) until Sentinel demotes it and closes its clients: a connection that stayed
-// open to it keeps counting there meanwhile, and those entries vanish when it resyncs from the new
-// master, so a limiter may admit them again.
+// - Announcements (SentinelOptions::follow_announcements, on by default). A thread subscribes to every
+//   sentinel's failover channels. The leader announces the replica it will promote (+selected-slave)
+//   before it promotes it; from that moment no call goes to the old master, which Redis leaves writable
+//   for about ten seconds after a planned switch (SENTINEL FAILOVER), and whose entries would be lost
+//   when it resyncs. Calls go to the chosen replica instead, which answers READONLY until it is
+//   promoted, moments later: a replica refuses a write before recording anything, so the call is simply
+//   asked again, within its command timeout. +promoted-slave and +switch-master confirm the new master,
+//   and a -failover-abort-* sends the calls back to the old one. Every open connection to the old master
+//   is dropped before its next command. What can still be lost is what the old master took and had not
+//   yet replicated when the replica was promoted: milliseconds of writes. ConnectionOptions::replica_acks
+//   (WAIT) loses none of what it acknowledged, at the price of a replication round trip per call.
+// - The master died: the calls in flight fail with ConnectionError and are not repeated (they may have
+//   run); later calls reach the promoted replica as soon as it is announced (or, without
+//   announcements, as soon as the sentinels name it), and meet the failure policy until then.
+// - A connection still open to a demoted master answers READONLY: the connection is dropped, the
+//   sentinels are asked again, and the call goes again, within its command timeout.
 
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
@@ -33,12 +39,18 @@
 #include <swl/redis/dial.hpp>
 #include <swl/redis/topology.hpp>
 
+#include <poll.h>
+
+#include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -46,51 +58,276 @@ namespace swl {
 
 struct SentinelOptions {
   ConnectionOptions sentinel;  // for the sentinels: timeouts, their requirepass; db must stay 0
-  ConnectionOptions master;    // for the master: timeouts, user/password, db
+  ConnectionOptions master;    // for the master: timeouts, user/password, db, replica_acks
   PoolOptions pool;            // connections to the master
+  // Subscribe to the sentinels' failover announcements (one thread), so that no call goes to a master
+  // the sentinels are replacing. Off: the master is found only by asking, on (re)connects and READONLY.
+  bool follow_announcements = true;
 };
+
+namespace detail {
+
+// Where the master is, as the sentinels say: asked on demand, and told by their announcements. Shared by
+// the pool's connections (which ask it on every reconnect) and the thread that listens to the sentinels.
+class SentinelState {
+ public:
+  SentinelState(const std::vector<Address>& sentinels, std::string master_name, const ConnectionOptions& options)
+      : master_name_(std::move(master_name)) {
+    static constexpr std::string_view kWho = "swl::SentinelConnection";
+    if (sentinels.empty()) throw InvalidArgument(std::string(kWho) + ": no sentinel given");
+    if (master_name_.empty()) throw InvalidArgument(std::string(kWho) + ": the master name is empty");
+    if (options.db != 0) {
+      throw InvalidArgument("swl::SentinelOptions: sentinel.db is " + std::to_string(options.db) +
+                            "; sentinels have no databases, set master.db instead");
+    }
+    for (const Address& sentinel : sentinels) {
+      endpoints_ += (endpoints_.empty() ? "" : ", ") + checkedAddress(kWho, sentinel).endpoint();
+      addresses_.push_back(sentinel);
+      connections_.push_back(Connection::to(sentinel, options));
+    }
+  }
+
+  // Where writes go now: the master a failover announced, or else the one the sentinels name.
+  Address master() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (announced_) return *announced_;
+    return askLocked();
+  }
+
+  // "host:port" of the master, asked of the sentinels now.
+  Address askForMaster() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return askLocked();
+  }
+
+  void heard(const FailoverNews& news) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (news.kind == FailoverNews::Kind::aborted) {
+      announced_.reset();
+    } else {
+      if (announced_ && announced_->endpoint() == news.master.endpoint()) {
+        confirmed_ = confirmed_ || news.kind != FailoverNews::Kind::selected;
+        return;
+      }
+      announced_ = news.master;
+      confirmed_ = news.kind != FailoverNews::Kind::selected;
+    }
+    epoch_.fetch_add(1, std::memory_order_release);
+  }
+
+  // A connection met READONLY. While a chosen replica awaits its promotion that is expected: the call
+  // asks again. Otherwise whatever was announced is out of date, and the sentinels are asked instead.
+  void refusedWrites() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!announced_ || !confirmed_) return;
+    announced_.reset();
+    epoch_.fetch_add(1, std::memory_order_release);
+  }
+
+  // Moves on whenever the master may have changed: connections opened before reconnect.
+  std::uint64_t epoch() const noexcept { return epoch_.load(std::memory_order_acquire); }
+
+  const std::string& masterName() const noexcept { return master_name_; }
+  const std::vector<Address>& sentinels() const noexcept { return addresses_; }
+
+  // Names the master in the messages of its connections, whose address changes with every failover.
+  std::string description() const { return "master '" + master_name_ + "' of sentinels " + endpoints_; }
+
+ private:
+  // Throws AuthError when a sentinel refused our credentials (and none answered), ProtocolError when one
+  // answered nonsense, ConnectionError otherwise; the message names every sentinel's trouble.
+  Address askLocked() {
+    std::string troubles;
+    bool refused_credentials = false, answered_nonsense = false;
+    for (std::size_t tried = 0; tried < connections_.size(); ++tried) {
+      const std::size_t index = (first_ + tried) % connections_.size();
+      Connection& sentinel = connections_[index];
+      try {
+        const Reply reply = sentinel.command({"SENTINEL", "get-master-addr-by-name", master_name_});
+        if (auto master = parseMasterAddress(*reply, sentinel.endpoint(), master_name_)) {
+          first_ = index;
+          return *std::move(master);
+        }
+        troubles += (troubles.empty() ? "" : "; ") + ("sentinel " + sentinel.endpoint() + " does not know it");
+      } catch (const AuthError& error) {
+        refused_credentials = true;
+        troubles += (troubles.empty() ? "" : "; ") + std::string(error.what());
+      } catch (const ProtocolError& error) {
+        answered_nonsense = true;
+        troubles += (troubles.empty() ? "" : "; ") + std::string(error.what());
+      } catch (const Error& error) {
+        troubles += (troubles.empty() ? "" : "; ") + std::string(error.what());
+      }
+    }
+    const std::string message = "swl::SentinelConnection: none of the sentinels " + endpoints_ + " named the master '" +
+                                master_name_ + "': " + troubles;
+    if (refused_credentials) throw AuthError(message);
+    if (answered_nonsense) throw ProtocolError(message);
+    throw ConnectionError(message);
+  }
+
+  std::string master_name_;
+  std::string endpoints_;
+  std::vector<Address> addresses_;
+  std::mutex mutex_;  // one asker at a time: an answer is needed only when a connection (re)connects
+  std::vector<Connection> connections_;
+  std::size_t first_ = 0;             // the sentinel that answered last
+  std::optional<Address> announced_;  // the master a failover announced, until READONLY says otherwise
+  bool confirmed_ = false;            // promoted or switched, not only chosen
+  std::atomic<std::uint64_t> epoch_{0};
+};
+
+// A thread subscribed to every sentinel's failover channels, telling the SentinelState what it hears.
+// A sentinel it cannot reach is tried again every second; it stops (and joins) when destroyed.
+class FailoverListener {
+ public:
+  FailoverListener(std::shared_ptr<SentinelState> state, const ConnectionOptions& options)
+      : state_(std::move(state)), options_(options), thread_([this] { listen(); }) {}
+
+  FailoverListener(const FailoverListener&) = delete;
+  FailoverListener& operator=(const FailoverListener&) = delete;
+
+  ~FailoverListener() {
+    stop_.store(true);
+    thread_.join();
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  struct Subscription {
+    Address sentinel;
+    ContextPtr context;
+    Clock::time_point next_attempt{};
+  };
+
+  void listen() {
+    std::vector<Subscription> subscriptions;
+    for (const Address& sentinel : state_->sentinels()) subscriptions.push_back({sentinel, nullptr, {}});
+    while (!stop_.load()) {
+      for (Subscription& subscription : subscriptions) {
+        if (!subscription.context && Clock::now() >= subscription.next_attempt) subscribe(subscription);
+      }
+      std::vector<pollfd> watched;
+      std::vector<Subscription*> of;
+      for (Subscription& subscription : subscriptions) {
+        if (subscription.context) watched.push_back({subscription.context->fd, POLLIN, 0}), of.push_back(&subscription);
+      }
+      // Wakes at least every 100 ms to see whether it should stop or retry a sentinel.
+      if (watched.empty()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        continue;
+      }
+      if (::poll(watched.data(), watched.size(), 100) <= 0) continue;
+      for (std::size_t i = 0; i < watched.size(); ++i) {
+        if (watched[i].revents != 0) read(*of[i]);
+      }
+    }
+  }
+
+  void subscribe(Subscription& subscription) {
+    try {
+      Link link([&] { return dial(subscription.sentinel, options_); }, subscription.sentinel.endpoint(), options_);
+      ContextPtr context = link.handOver();
+      for (const char* command :
+           {"SUBSCRIBE +selected-slave +promoted-slave +switch-master", "PSUBSCRIBE -failover-abort-*"}) {
+        if (redisAppendCommand(context.get(), command) != REDIS_OK) throw ConnectionError("cannot subscribe");
+      }
+      int done = 0;
+      while (done == 0) {
+        if (redisBufferWrite(context.get(), &done) != REDIS_OK) throw ConnectionError("cannot subscribe");
+      }
+      subscription.context = std::move(context);
+    } catch (const Error&) {
+      subscription.next_attempt = Clock::now() + std::chrono::seconds(1);
+    }
+  }
+
+  // Reads what arrived; a message about our master goes to the state. A broken or nonsensical
+  // subscription is dropped and made again later.
+  void read(Subscription& subscription) {
+    redisContext& context = *subscription.context;
+    try {
+      if (redisBufferRead(&context) != REDIS_OK) throw ConnectionError("the subscription broke");
+      for (;;) {
+        void* raw = nullptr;
+        if (redisGetReplyFromReader(&context, &raw) != REDIS_OK) throw ProtocolError("unreadable");
+        if (raw == nullptr) return;
+        const Reply message(static_cast<redisReply*>(raw));
+        // ["message", channel, payload] or ["pmessage", pattern, channel, payload]
+        const bool pattern = (*message)[0].text() == "pmessage";
+        if (!pattern && (*message)[0].text() != "message") continue;  // a subscription's confirmation
+        const ReplyView channel = (*message)[pattern ? 2 : 1];
+        const ReplyView payload = (*message)[pattern ? 3 : 2];
+        if (const auto news = parseFailoverNews(channel.text(), payload.text(), state_->masterName(),
+                                                subscription.sentinel.endpoint())) {
+          state_->heard(*news);
+        }
+      }
+    } catch (const Error&) {
+      subscription.context.reset();
+      subscription.next_attempt = Clock::now() + std::chrono::seconds(1);
+    }
+  }
+
+  std::shared_ptr<SentinelState> state_;
+  ConnectionOptions options_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;  // last: it starts once everything it reads is ready
+};
+
+}  // namespace detail
 
 class SentinelConnection : public RedisClient {
  public:
   SentinelConnection(const std::vector<Address>& sentinels, std::string master_name, SentinelOptions options = {})
-      : sentinels_(std::make_shared<Sentinels>(sentinels, std::move(master_name), options.sentinel)),
+      : state_(std::make_shared<detail::SentinelState>(sentinels, std::move(master_name), options.sentinel)),
         pool_(
             [&] {
-              return Connection::adopt(
-                  [sentinels = sentinels_, master = options.master] {
-                    return detail::dial(sentinels->askForMaster(), master).release();
+              Connection master = Connection::adopt(
+                  [state = state_, options = options.master] {
+                    return detail::dial(state->master(), options).release();
                   },
-                  sentinels_->description(), options.master);
+                  state_->description(), options.master);
+              detail::linkOf(master).followEpoch([state = state_] { return state->epoch(); });
+              return master;
             },
-            options.pool) {}
+            options.pool),
+        command_timeout_(options.master.command_timeout) {
+    if (options.follow_announcements) listener_ = std::make_unique<detail::FailoverListener>(state_, options.sentinel);
+  }
 
   SentinelConnection(const SentinelConnection&) = delete;
   SentinelConnection& operator=(const SentinelConnection&) = delete;
 
   using RedisClient::run;
   Reply run(const ScriptCall& call) override {
+    detail::breakerOf(pool_)->refuseWhileOpen(state_->description());
     ConnectionPool::Lease lease = pool_.borrow();
     detail::Link& master = detail::linkOf(*lease);
-    Reply reply = master.evaluate(call);
-    if (demoted(*reply)) {
-      master.disconnect();
-      reply = master.evaluate(call);
+    detail::RetryPacing pacing(deadline());
+    for (;;) {
+      Reply reply = master.evaluate(call);
+      if (!demoted(*reply) || !askAgainAfter(master, pacing)) {
+        return detail::judged(std::move(reply), master.endpoint(), call.script());
+      }
     }
-    return detail::judged(std::move(reply), master.endpoint(), call.script());
   }
 
   std::vector<ScriptReply> runMany(const std::vector<ScriptCall>& calls) override {
+    detail::breakerOf(pool_)->refuseWhileOpen(state_->description());
     ConnectionPool::Lease lease = pool_.borrow();
     detail::Link& master = detail::linkOf(*lease);
+    detail::RetryPacing pacing(deadline());
     std::vector<ScriptReply> results = master.evaluateMany(calls);
     // A demotion may land mid-batch: the calls answered before it ran on the master and stay answered.
-    std::vector<std::size_t> refused;
-    std::vector<ScriptCall> again;
-    for (std::size_t i = 0; i < calls.size(); ++i) {
-      if (results[i].reply && demoted(*results[i].reply)) refused.push_back(i), again.push_back(calls[i]);
-    }
-    if (!again.empty()) {
-      master.disconnect();
+    for (;;) {
+      std::vector<std::size_t> refused;
+      std::vector<ScriptCall> again;
+      for (std::size_t i = 0; i < calls.size(); ++i) {
+        if (results[i].reply && demoted(*results[i].reply)) refused.push_back(i), again.push_back(calls[i]);
+      }
+      if (again.empty() || !askAgainAfter(master, pacing)) break;
       std::vector<ScriptReply> retried = master.evaluateMany(again);
       for (std::size_t i = 0; i < refused.size(); ++i) results[refused[i]] = std::move(retried[i]);
     }
@@ -98,78 +335,32 @@ class SentinelConnection : public RedisClient {
   }
 
   // "host:port" of the master, asked of the sentinels now. Throws like a call that could not connect.
-  std::string masterAddress() { return sentinels_->askForMaster().endpoint(); }
+  std::string masterAddress() { return state_->askForMaster().endpoint(); }
 
  private:
-  // The sentinels and one connection to each, shared by the pool's connection factories; one thread
-  // asks at a time, since an answer is needed only when a connection to the master (re)connects.
-  class Sentinels {
-   public:
-    Sentinels(const std::vector<Address>& sentinels, std::string master_name, const ConnectionOptions& options)
-        : master_name_(std::move(master_name)) {
-      static constexpr std::string_view kWho = "swl::SentinelConnection";
-      if (sentinels.empty()) throw InvalidArgument(std::string(kWho) + ": no sentinel given");
-      if (master_name_.empty()) throw InvalidArgument(std::string(kWho) + ": the master name is empty");
-      if (options.db != 0) {
-        throw InvalidArgument("swl::SentinelOptions: sentinel.db is " + std::to_string(options.db) +
-                              "; sentinels have no databases, set master.db instead");
-      }
-      for (const Address& sentinel : sentinels) {
-        endpoints_ += (endpoints_.empty() ? "" : ", ") + detail::checkedAddress(kWho, sentinel).endpoint();
-        connections_.push_back(Connection::to(sentinel, options));
-      }
-    }
-
-    // Throws AuthError when a sentinel refused our credentials (and none answered), ProtocolError when
-    // one answered nonsense, ConnectionError otherwise; the message names every sentinel's trouble.
-    Address askForMaster() {
-      std::lock_guard<std::mutex> lock(mutex_);
-      std::string troubles;
-      bool refused_credentials = false, answered_nonsense = false;
-      for (std::size_t tried = 0; tried < connections_.size(); ++tried) {
-        const std::size_t index = (first_ + tried) % connections_.size();
-        Connection& sentinel = connections_[index];
-        try {
-          const Reply reply = sentinel.command({"SENTINEL", "get-master-addr-by-name", master_name_});
-          if (auto master = detail::parseMasterAddress(*reply, sentinel.endpoint(), master_name_)) {
-            first_ = index;
-            return *std::move(master);
-          }
-          troubles += (troubles.empty() ? "" : "; ") + ("sentinel " + sentinel.endpoint() + " does not know it");
-        } catch (const AuthError& error) {
-          refused_credentials = true;
-          troubles += (troubles.empty() ? "" : "; ") + std::string(error.what());
-        } catch (const ProtocolError& error) {
-          answered_nonsense = true;
-          troubles += (troubles.empty() ? "" : "; ") + std::string(error.what());
-        } catch (const Error& error) {
-          troubles += (troubles.empty() ? "" : "; ") + std::string(error.what());
-        }
-      }
-      const std::string message = "swl::SentinelConnection: none of the sentinels " + endpoints_ +
-                                  " named the master '" + master_name_ + "': " + troubles;
-      if (refused_credentials) throw AuthError(message);
-      if (answered_nonsense) throw ProtocolError(message);
-      throw ConnectionError(message);
-    }
-
-    // Names the master in the messages of its connections, whose address changes with every failover.
-    std::string description() const { return "master '" + master_name_ + "' of sentinels " + endpoints_; }
-
-   private:
-    std::string master_name_;
-    std::string endpoints_;
-    std::mutex mutex_;
-    std::vector<Connection> connections_;
-    std::size_t first_ = 0;  // the sentinel that answered last
-  };
+  using Clock = std::chrono::steady_clock;
 
   // A replica refuses a write before recording anything (a script without flags runs until its first
-  // write and stops there), so the call may go again to the master the sentinels name now.
+  // write and stops there), so the call may go again, to wherever the master is now.
   static bool demoted(ReplyView reply) noexcept { return reply.isError("READONLY"); }
 
-  std::shared_ptr<Sentinels> sentinels_;  // before pool_: its connections' factories hold it
+  // After READONLY: drops the connection and pauses, so the call can go again; false when its time is up.
+  bool askAgainAfter(detail::Link& master, detail::RetryPacing& pacing) {
+    state_->refusedWrites();
+    master.disconnect();
+    const auto pause = pacing.next(Clock::now());
+    if (pause) std::this_thread::sleep_for(*pause);
+    return pause.has_value();
+  }
+
+  Clock::time_point deadline() const {
+    return Clock::now() + (command_timeout_.count() > 0 ? command_timeout_ : std::chrono::milliseconds(1000));
+  }
+
+  std::shared_ptr<detail::SentinelState> state_;  // before pool_: its connections' factories hold it
   ConnectionPool pool_;
+  std::chrono::milliseconds command_timeout_;
+  std::unique_ptr<detail::FailoverListener> listener_;  // last: it stops first
 };
 
 }  // namespace swl

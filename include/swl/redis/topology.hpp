@@ -138,6 +138,58 @@ inline std::optional<Address> parseMasterAddress(ReplyView reply, const std::str
   return Address{std::string(host.text()), *port_number};
 }
 
+// What a sentinel announces about a failover of one master, on its pub/sub channels:
+//   +selected-slave    "slave <ip>:<port> <ip> <port> @ <master> <master-ip> <master-port>": the leader chose
+//                      this replica and is about to promote it; the old master must not be written to
+//   +promoted-slave    the same shape: the replica is a master now
+//   +switch-master     "<master> <old-ip> <old-port> <new-ip> <new-port>": every sentinel's new configuration
+//   -failover-abort-*  "master <master> <ip> <port>": the failover stopped; the old master stays
+struct FailoverNews {
+  enum class Kind { selected, promoted, switched, aborted } kind;
+  Address master;  // where writes go now (the old master for an aborted failover)
+};
+
+// The news in one message of `channel`, if it is about `master_name`; anything else is no news. A
+// message of the wrong shape is a ProtocolError naming the sentinel.
+inline std::optional<FailoverNews> parseFailoverNews(std::string_view channel, std::string_view payload,
+                                                     const std::string& master_name, const std::string& sentinel) {
+  std::vector<std::string_view> words;
+  for (std::size_t at = 0; at < payload.size();) {
+    const std::size_t end = std::min(payload.find(' ', at), payload.size());
+    if (end > at) words.push_back(payload.substr(at, end - at));
+    at = end + 1;
+  }
+  const auto malformed = [&] {
+    return ProtocolError("sentinel " + sentinel + " announced " + std::string(channel) + " as '" +
+                         std::string(payload) + "', which swl cannot read");
+  };
+  const auto address = [&](std::string_view host, std::string_view port) {
+    const std::optional<int> number = parsePort(port);
+    if (host.empty() || !number) throw malformed();
+    return Address{std::string(host), *number};
+  };
+  FailoverNews news{};
+  if (channel == "+selected-slave" || channel == "+promoted-slave") {
+    if (words.size() != 8 || words[0] != "slave" || words[4] != "@") throw malformed();
+    if (words[5] != master_name) return std::nullopt;
+    news.kind = channel == "+selected-slave" ? FailoverNews::Kind::selected : FailoverNews::Kind::promoted;
+    news.master = address(words[2], words[3]);
+  } else if (channel == "+switch-master") {
+    if (words.size() != 5) throw malformed();
+    if (words[0] != master_name) return std::nullopt;
+    news.kind = FailoverNews::Kind::switched;
+    news.master = address(words[3], words[4]);
+  } else if (channel.substr(0, 16) == "-failover-abort-") {
+    if (words.size() < 4 || words[0] != "master") throw malformed();
+    if (words[1] != master_name) return std::nullopt;
+    news.kind = FailoverNews::Kind::aborted;
+    news.master = address(words[2], words[3]);
+  } else {
+    return std::nullopt;
+  }
+  return news;
+}
+
 // The pauses of a call asked to come back (TRYAGAIN, CLUSTERDOWN, a redirection bounced back and forth):
 // 2 ms, doubling up to 100 ms, for as long as they end before `give_up_at`.
 class RetryPacing {
