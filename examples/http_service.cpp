@@ -3,6 +3,7 @@
 // carries the IETF RateLimit-Policy and RateLimit fields (and, with --x-headers, X-RateLimit-*).
 //
 //   http_service --redis-port 6379 --port 8080 [--client-limit 5] [--route-limit 8] [--window-s 10] [--x-headers]
+//                [--command-timeout-ms 50] [--breaker-cooldown-ms 250]   (swl's defaults; bench/stall.sh varies them)
 //
 // Routes: GET /hello and GET /search. It prints "listening on 127.0.0.1:PORT" once it serves, and runs
 // until it is stopped (SIGINT or SIGTERM).
@@ -29,6 +30,7 @@ struct Settings {
   long route_limit = 8;
   long window_seconds = 10;
   bool x_headers = false;
+  swl::ConnectionOptions redis;  // swl's defaults unless the flags say otherwise
 };
 
 Settings parse(int argc, char** argv) {
@@ -51,6 +53,10 @@ Settings parse(int argc, char** argv) {
       settings.route_limit = value;
     else if (flag == "--window-s")
       settings.window_seconds = value;
+    else if (flag == "--command-timeout-ms")
+      settings.redis.command_timeout = std::chrono::milliseconds(value);
+    else if (flag == "--breaker-cooldown-ms")
+      settings.redis.breaker_cooldown = std::chrono::milliseconds(value);
     else
       throw swl::InvalidArgument("http_service: unknown flag " + std::string(flag));
   }
@@ -114,10 +120,11 @@ httplib::Server* running = nullptr;
 int main(int argc, char** argv) try {
   const Settings settings = parse(argc, argv);
   // httplib serves from a thread pool: a ConnectionPool lets those threads share the limiter.
-  auto redis = swl::ConnectionPool::tcp("127.0.0.1", settings.redis_port);
+  auto redis = swl::ConnectionPool::tcp("127.0.0.1", settings.redis_port, swl::PoolOptions{}, settings.redis);
   RateLimitMiddleware middleware(redis, settings);
 
   httplib::Server server;
+  server.set_tcp_nodelay(true);  // cpp-httplib leaves Nagle on: keep-alive clients would wait ~40 ms a response
   server.set_pre_routing_handler([&middleware](const httplib::Request& request, httplib::Response& response) {
     return middleware(request, response);
   });

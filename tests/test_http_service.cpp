@@ -120,4 +120,9 @@ TEST_CASE("the header values: delays in whole seconds rounded up, names as quote
   CHECK(swl::rateLimitPolicyValue(policies) == R"("per \"user\"";q=100;w=2, "day";q=1000;w=86400)");
   CHECK(swl::rateLimitValue(policies) == R"("per \"user\"";r=0;t=3, "day";r=0;t=0)");
   CHECK_THROWS_AS(swl::rateLimitValue({{"caf\xc3\xa9", swl::Limit{1, 1s}, refused}}), swl::InvalidArgument);
+
+  // One policy needs no vector.
+  const swl::PolicyReport api{"api", swl::Limit{100, 60s}, refused};
+  CHECK(swl::rateLimitPolicyValue(api) == R"("api";q=100;w=60)");
+  CHECK(swl::rateLimitValue(api) == R"("api";r=0;t=3)");
 }

@@ -81,4 +81,13 @@ inline std::string rateLimitValue(const std::vector<PolicyReport>& policies) {
   });
 }
 
+// The same for a response under one policy, the common case: rateLimitValue({"api", limit, decision}).
+inline std::string rateLimitPolicyValue(const PolicyReport& policy) {
+  return rateLimitPolicyValue(std::vector<PolicyReport>{policy});
+}
+
+inline std::string rateLimitValue(const PolicyReport& policy) {
+  return rateLimitValue(std::vector<PolicyReport>{policy});
+}
+
 }  // namespace swl
