@@ -47,6 +47,7 @@ struct Settings {
   std::int64_t requests = 100000;
   int pipeline = 1;
   bool cluster = false;
+  swl::ConnectionOptions connection;  // swl's defaults, but for --replica-acks and --command-timeout-ms
 };
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -54,6 +55,7 @@ struct Settings {
             << "usage: swl_bench [--host H] [--port P] [--mode raw|sync|pool|batch|async] [--threads T]\n"
             << "                 [--keys K] [--limit L] [--window-ms W] [--requests N] [--pipeline D]\n"
             << "                 [--cluster]   (--host/--port is a cluster node; modes pool and batch)\n"
+            << "                 [--replica-acks N] [--command-timeout-ms T]   (ConnectionOptions; sync, pool, batch)\n"
             << "       swl_bench --print-script   (the Lua script swl runs, for redis-benchmark)\n";
   std::exit(2);
 }
@@ -70,6 +72,9 @@ Settings parse(int argc, char** argv) {
       {"--window-ms", [&](const std::string& v) { settings.window_ms = std::stoll(v); }},
       {"--requests", [&](const std::string& v) { settings.requests = std::stoll(v); }},
       {"--pipeline", [&](const std::string& v) { settings.pipeline = std::stoi(v); }},
+      {"--replica-acks", [&](const std::string& v) { settings.connection.replica_acks = std::stoi(v); }},
+      {"--command-timeout-ms",
+       [&](const std::string& v) { settings.connection.command_timeout = std::chrono::milliseconds(std::stoll(v)); }},
   };
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
@@ -193,7 +198,7 @@ void decideOneByOne(const Settings& settings, int thread, Tally& tally, swl::Sli
 }
 
 void runSync(const Settings& settings, int thread, Tally& tally) {
-  auto connection = swl::Connection::tcp(settings.host, settings.port);
+  auto connection = swl::Connection::tcp(settings.host, settings.port, settings.connection);
   swl::SlidingWindowLimiter<> limiter(connection, limitOf(settings), {}, kBenchKeys);
   decideOneByOne(settings, thread, tally, limiter);
 }
@@ -201,7 +206,7 @@ void runSync(const Settings& settings, int thread, Tally& tally) {
 // tryAcquireMany over `shared` (a cluster), or over a connection of this thread's own.
 void runBatch(const Settings& settings, int thread, Tally& tally, swl::RedisClient* shared) {
   std::optional<swl::Connection> own;
-  if (shared == nullptr) own.emplace(swl::Connection::tcp(settings.host, settings.port));
+  if (shared == nullptr) own.emplace(swl::Connection::tcp(settings.host, settings.port, settings.connection));
   swl::SlidingWindowLimiter<> limiter(shared != nullptr ? *shared : *own, limitOf(settings), {}, kBenchKeys);
   KeyPicker keys(settings.keys, thread);
   std::vector<std::string> names(settings.pipeline);
@@ -221,7 +226,7 @@ void runBatch(const Settings& settings, int thread, Tally& tally, swl::RedisClie
 void runAsync(const Settings& settings, int thread, Tally& tally) {
   std::unique_ptr<event_base, void (*)(event_base*)> loop(event_base_new(), event_base_free);
   {
-    auto redis = swl::AsyncConnection::tcp(loop.get(), settings.host, settings.port);
+    auto redis = swl::AsyncConnection::tcp(loop.get(), settings.host, settings.port, settings.connection);
     swl::AsyncSlidingWindowLimiter<> limiter(redis, limitOf(settings), {}, kBenchKeys);
     KeyPicker keys(settings.keys, thread);
     std::int64_t to_send = share(settings, thread), to_answer = to_send;
@@ -257,14 +262,15 @@ int main(int argc, char** argv) {
   if (settings.cluster) {
     swl::ClusterOptions options;
     options.pool = pool_options;
+    options.connection = settings.connection;
     auto cluster =
         std::make_unique<swl::ClusterConnection>(std::vector<swl::Address>{{settings.host, settings.port}}, options);
     cluster->refresh();
     std::cerr << "swl_bench: cluster of " << cluster->masters().size() << " masters\n";
     shared = std::move(cluster);
   } else if (settings.mode == "pool") {
-    shared = std::make_unique<swl::ConnectionPool>([&] { return swl::Connection::tcp(settings.host, settings.port); },
-                                                   pool_options);
+    shared = std::make_unique<swl::ConnectionPool>(
+        [&] { return swl::Connection::tcp(settings.host, settings.port, settings.connection); }, pool_options);
   }
   std::unique_ptr<swl::SlidingWindowLimiter<>> pooled;
   if (shared)
@@ -277,7 +283,7 @@ int main(int argc, char** argv) {
     KeyPicker warm(settings.keys, settings.threads);
     for (int i = 0; i < std::min(settings.keys, 1000); ++i) pooled->tryAcquire(warm.next());
   } else {
-    auto connection = swl::Connection::tcp(settings.host, settings.port);
+    auto connection = swl::Connection::tcp(settings.host, settings.port, settings.connection);
     swl::detail::linkOf(connection).load(swl::SlidingWindowLimiter<>::script());
   }
 

@@ -315,3 +315,27 @@ TEST_CASE("the async limiter reports every decision and error to its observer, o
   REQUIRE(seen.size() == 4);
   CHECK(seen[3] == std::pair(swl::Verdict::rejected, swl::Tier::fail_closed));
 }
+
+TEST_CASE("closing an async connection answers its calls in flight and leaves nothing that keeps the loop running") {
+  RedisServer server;
+  Loop loop(event_base_new());
+  Answers warm_up(1), in_flight(3), later(1);
+  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port(), swl::test::patient());
+  swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{10, 60s});
+  limiter.tryAcquire("k", warm_up.of(0));
+  REQUIRE(runUntil(loop.get(), [&] { return warm_up.answered == 1; }));
+
+  server.pause();  // so that these three are still in flight when the connection closes
+  for (std::size_t i = 0; i < 3; ++i) limiter.tryAcquire("k", in_flight.of(i));
+  redis.close();
+  server.resume();
+  CHECK(in_flight.answered == 3);
+  for (const swl::Outcome& outcome : in_flight.outcomes) CHECK_THROWS_WITH(outcome.value(), Catch::Contains("closed"));
+
+  limiter.tryAcquire("k", later.of(0));
+  CHECK(later.answered == 0);  // never inside tryAcquire, even now
+  // With nothing of the connection left on it, the loop runs the last callback and returns by itself.
+  CHECK(event_base_dispatch(loop.get()) == 1);  // 1: no events left
+  CHECK(later.answered == 1);
+  CHECK_THROWS_AS(later.outcomes[0].value(), swl::ConnectionError);
+}
