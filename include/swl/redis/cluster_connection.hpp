@@ -150,7 +150,7 @@ class ClusterConnection : public RedisClient {
 
   // Reads the slot map now. Throws ConnectionError when no known node answers CLUSTER SLOTS.
   void refresh() {
-    std::lock_guard<std::timed_mutex> lock(refresh_mutex_);
+    std::lock_guard<std::mutex> lock(refresh_mutex_);
     refreshLocked(nullptr, deadlineOfCall());
   }
 
@@ -211,11 +211,21 @@ class ClusterConnection : public RedisClient {
     return Clock::now() + (timeout.count() > 0 ? timeout : std::chrono::milliseconds(1000));
   }
 
+  // Takes the lock if it comes free before `deadline`, trying every millisecond: the waits are short, and
+  // a timed mutex's try_lock_until is invisible to ThreadSanitizer on this toolchain (pthread_mutex_clocklock).
+  static bool lockBefore(std::unique_lock<std::mutex>& lock, Clock::time_point deadline) {
+    while (!lock.try_lock()) {
+      if (Clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+  }
+
   Node& ownerOf(std::uint16_t slot, Clock::time_point deadline) {
     if (Node* owner = (*slots_)[slot].load(std::memory_order_acquire)) return *owner;
     {
-      std::unique_lock<std::timed_mutex> lock(refresh_mutex_, std::defer_lock);
-      if (lock.try_lock_until(deadline) && (*slots_)[slot].load(std::memory_order_acquire) == nullptr) {
+      std::unique_lock<std::mutex> lock(refresh_mutex_, std::defer_lock);
+      if (lockBefore(lock, deadline) && (*slots_)[slot].load(std::memory_order_acquire) == nullptr) {
         refreshLocked(nullptr, deadline);
       }
     }
@@ -314,8 +324,8 @@ class ClusterConnection : public RedisClient {
   // Reads the map again unless it was read less than refresh_interval ago. A read under way on another
   // thread is waited for only briefly: that thread will have the map right for the next calls.
   void refreshSoon(Node* failed, Clock::time_point until) noexcept {
-    std::unique_lock<std::timed_mutex> lock(refresh_mutex_, std::defer_lock);
-    if (!lock.try_lock_for(std::chrono::milliseconds(2))) return;
+    std::unique_lock<std::mutex> lock(refresh_mutex_, std::defer_lock);
+    if (!lockBefore(lock, Clock::now() + std::chrono::milliseconds(2))) return;
     if (Clock::now() < last_refresh_ + options_.refresh_interval) return;
     try {
       refreshLocked(failed, until);
@@ -378,7 +388,7 @@ class ClusterConnection : public RedisClient {
   std::mutex nodes_mutex_;
   std::map<std::string, std::unique_ptr<Node>> nodes_;  // by "host:port"
 
-  std::timed_mutex refresh_mutex_;  // one map reader at a time
+  std::mutex refresh_mutex_;  // one map reader at a time
   Clock::time_point last_refresh_{};
   std::string description_;
 };
