@@ -16,6 +16,7 @@
 
 using namespace std::chrono_literals;
 using swl::test::integerReply;
+using swl::test::logEntries;
 using swl::test::ManualTime;
 using swl::test::RedisServer;
 
@@ -38,8 +39,8 @@ TEST_CASE("several limits under 8 threads: all or nothing, so the tightest binds
 
   auto connection = server.connect();
   CHECK(admitted == 30);
-  CHECK(integerReply(connection, {"ZCARD", "swl:user:user:1"}) == 30);  // not one entry for a refusal
-  CHECK(integerReply(connection, {"ZCARD", "swl:endpoint:GET /search"}) == 30);
+  CHECK(logEntries(connection, "swl:user:user:1") == 30);  // not one entry for a refusal
+  CHECK(logEntries(connection, "swl:endpoint:GET /search") == 30);
   CHECK(limiter.redisKey(0, "user:1") == "swl:user:user:1");
 
   // Another user meets the exhausted endpoint: refused, and their own log stays empty.
@@ -98,12 +99,12 @@ TEST_CASE("a multi-decision of cost above one is recorded whole in every rule, o
   swl::MultiLimiter<> limiter(connection, {{"a", swl::Limit{10, 60s}}, {"b", swl::Limit{6, 60s}}});
   CHECK(limiter.tryAcquire({"k", "k"}, 4));
   CHECK_FALSE(limiter.tryAcquire({"k", "k"}, 3));  // b has 2 left
-  CHECK(integerReply(connection, {"ZCARD", "swl:a:k"}) == 4);
+  CHECK(logEntries(connection, "swl:a:k") == 1);  // one entry of four units
   const swl::MultiDecision last = limiter.tryAcquire({"k", "k"}, 2);
   CHECK(last);
   CHECK(last.rules[0].remaining == 4);
   CHECK(last.rules[1].remaining == 0);
-  CHECK(integerReply(connection, {"ZCARD", "swl:b:k"}) == 6);
+  CHECK(logEntries(connection, "swl:b:k") == 2);  // 4 + 2 units in two entries
 }
 
 TEST_CASE("bad multi-limits are refused with a named reason, and Redis down meets the failure policy") {

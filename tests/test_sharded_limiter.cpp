@@ -14,12 +14,13 @@
 
 using namespace std::chrono_literals;
 using swl::test::integerReply;
+using swl::test::logEntries;
 using swl::test::RedisServer;
 
 namespace {
 
 long long entries(swl::Connection& connection, const std::string& redis_key) {
-  return integerReply(connection, {"ZCARD", redis_key});
+  return logEntries(connection, redis_key);
 }
 
 }  // namespace

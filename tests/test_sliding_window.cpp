@@ -15,6 +15,7 @@
 using namespace std::chrono_literals;
 using swl::test::commandCalls;
 using swl::test::integerReply;
+using swl::test::logEntries;
 using swl::test::ManualTime;
 using swl::test::RedisServer;
 using swl::test::textReply;
@@ -22,7 +23,7 @@ using swl::test::textReply;
 namespace {
 
 long long entries(swl::Connection& connection, const std::string& redis_key) {
-  return integerReply(connection, {"ZCARD", redis_key});
+  return logEntries(connection, redis_key);
 }
 
 }  // namespace
@@ -209,21 +210,21 @@ TEST_CASE_METHOD(ManualTime, "a request of cost above one takes that many units,
   CHECK_FALSE(too_much.allowed);
   CHECK(too_much.remaining == 2);
   CHECK(too_much.retry_after == 800ms);  // two of the first request's units must leave, at start + 1 s
-  CHECK(entries(connection, "swl:k") == 8);
+  CHECK(entries(connection, "swl:k") == 2);  // one entry per request, whatever its cost
 
   swl::Decision fits = limiter.tryAcquire("k", 2);
   CHECK(fits.allowed);
   CHECK(fits.remaining == 0);
-  CHECK(entries(connection, "swl:k") == 10);
+  CHECK(entries(connection, "swl:k") == 3);
 
   clock.set(start + 1s);  // the first request's 4 units leave together
   CHECK(limiter.tryAcquire("k", 4).allowed);
   CHECK_FALSE(limiter.tryAcquire("k", 1).allowed);
 
-  // A cost beyond what one ZADD takes at once.
+  // A large cost is still one entry.
   swl::SlidingWindowLimiter<> big(connection, swl::Limit{5000, 1s}, options);
   CHECK(big.tryAcquire("big", 4321).remaining == 679);
-  CHECK(entries(connection, "swl:big") == 4321);
+  CHECK(entries(connection, "swl:big") == 1);
 }
 
 TEST_CASE("every key carries the expiry its TTL policy asks for") {
@@ -416,7 +417,7 @@ TEST_CASE("by default the window runs on Redis's clock, not the caller's") {
   swl::Reply time = connection.command({"TIME"});
   const long long redis_now_us =
       std::stoll(std::string((*time)[0].text())) * 1'000'000 + std::stoll(std::string((*time)[1].text()));
-  swl::Reply entry = connection.command({"ZRANGE", "swl:k", "0", "0", "WITHSCORES"});
+  swl::Reply entry = connection.command({"ZRANGE", "swl:k", "-1", "-1", "WITHSCORES"});
   REQUIRE(entry->size() == 2);
   const long long score = std::stoll(std::string((*entry)[1].text()));
   CHECK(score <= redis_now_us);
@@ -435,7 +436,7 @@ TEST_CASE("the system clock policy scores entries with this host's time, to the 
   CHECK(commandCalls(connection, "time") == 0);  // the script took the time it was given
   const auto after =
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch());
-  swl::Reply entry = connection.command({"ZRANGE", "swl:k", "0", "0", "WITHSCORES"});
+  swl::Reply entry = connection.command({"ZRANGE", "swl:k", "-1", "-1", "WITHSCORES"});
   REQUIRE(entry->size() == 2);
   const long long score = std::stoll(std::string((*entry)[1].text()));
   CHECK(score >= before.count());
@@ -446,7 +447,7 @@ TEST_CASE_METHOD(ManualTime, "sixteen-digit microsecond times survive the script
   clock.set(std::chrono::microseconds(1'700'000'000'123'457));
   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{5, 1s}, options);
   limiter.tryAcquire("k");
-  swl::Reply entry = connection.command({"ZRANGE", "swl:k", "0", "0", "WITHSCORES"});
+  swl::Reply entry = connection.command({"ZRANGE", "swl:k", "-1", "-1", "WITHSCORES"});
   REQUIRE(entry->size() == 2);
   CHECK((*entry)[1].text() == "1700000000123457");
 }
@@ -463,11 +464,11 @@ TEST_CASE_METHOD(ManualTime,
     admitted_by_compact += compact.tryAcquire("k").allowed ? 1 : 0;
     clock.advance(50us);
   }
-  CHECK(entries(connection, "ts:k") == 1);  // each ZADD overwrote the one member
-  CHECK(admitted_by_timestamps == 10);      // so the limit of 3 never bit
+  CHECK(entries(connection, "ts:k") == 1);  // each ZADD moved the one member
+  CHECK(admitted_by_timestamps == 10);      // so the window held one entry, and the limit of 3 never bit
   CHECK(entries(connection, "cm:k") == 3);
   CHECK(admitted_by_compact == 3);
-  swl::Reply member = connection.command({"ZRANGE", "ts:k", "0", "0"});
+  swl::Reply member = connection.command({"ZRANGE", "ts:k", "-1", "-1"});
   REQUIRE(member->size() == 1);
   CHECK((*member)[0].text() == std::to_string(clock.now().count() / 1000));
 }

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <string>
 #include <string_view>
 
 namespace swl {
@@ -83,6 +84,24 @@ struct Outcome {
     if (error) std::rethrow_exception(error);
     return decision;
   }
+};
+
+// What settle() needs to find a reservation again: the entry reserve() recorded and its units. Empty
+// (units 0) when nothing was recorded: the reservation was refused, or a failure policy answered.
+struct Receipt {
+  std::string redis_key;
+  std::string member;
+  std::int64_t units = 0;
+
+  explicit operator bool() const noexcept { return units > 0; }
+};
+
+// reserve()'s answer: the decision, and the receipt to settle the real cost with once it is known.
+struct Reservation {
+  Decision decision;
+  Receipt receipt;
+
+  explicit operator bool() const noexcept { return decision.allowed; }
 };
 
 // What a key has used of its limit, read without consuming anything (peek).

@@ -17,6 +17,12 @@
 //     static constexpr std::string_view kScript;      // its Lua, run after kScriptPrelude below
 //     static constexpr bool kRecordsMembers;          // whether it records a member per request (the log)
 //     static void check(const Limit&);                // throws InvalidArgument for limits it cannot keep exactly
+// and, optionally,
+//     static constexpr std::string_view kFastPath;    // Lua run first: its busiest path, which may answer
+//                                                     // before kFunctions defines anything
+//     static constexpr std::string_view kFunctions;   // Lua run before kScript, shared with other scripts
+//     static constexpr std::string_view kArgument;    // its own parameter, sent as ARGV[8] (bucketed: buckets)
+//     static constexpr std::string_view kSettleScriptName, kSettleScript;  // it can settle reservations
 // Every script takes the arguments the prelude reads, treats cost 0 as a peek that records nothing, and
 // answers {allowed, remaining, retry_after_us, reset_after_us}.
 
@@ -104,10 +110,41 @@ inline constexpr bool isAlgorithm = IsAlgorithm<T>::value;
 
 namespace detail {
 
+template <class T, class = void>
+struct HasFunctions : std::false_type {};
+template <class T>
+struct HasFunctions<T, std::void_t<decltype(T::kFunctions)>> : std::true_type {};
+
+template <class T, class = void>
+struct HasFastPath : std::false_type {};
+template <class T>
+struct HasFastPath<T, std::void_t<decltype(T::kFastPath)>> : std::true_type {};
+
+template <class T, class = void>
+struct HasArgument : std::false_type {};
+template <class T>
+struct HasArgument<T, std::void_t<decltype(T::kArgument)>> : std::true_type {};
+
+template <class T, class = void>
+struct Settles : std::false_type {};
+template <class T>
+struct Settles<T, std::void_t<decltype(T::kSettleScript), decltype(T::kSettleScriptName)>> : std::true_type {};
+
+template <class Algorithm>
+const Script& settleScriptOf() {
+  static const Script script(Algorithm::kSettleScriptName, Algorithm::kSettleScript);
+  return script;
+}
+
 // The prelude and an algorithm's part, as the one Script its limiters run.
 template <class Algorithm>
 const Script& scriptOf() {
-  static const std::string text = std::string(kScriptPrelude).append(Algorithm::kScript);
+  static const std::string text = [] {
+    std::string whole(kScriptPrelude);
+    if constexpr (HasFastPath<Algorithm>::value) whole.append(Algorithm::kFastPath);
+    if constexpr (HasFunctions<Algorithm>::value) whole.append(Algorithm::kFunctions);
+    return whole.append(Algorithm::kScript);
+  }();
   static const Script script(Algorithm::kScriptName, text);
   return script;
 }
@@ -183,11 +220,20 @@ class LimiterCalls {
     ScriptCall call() const {
       const LimiterCalls& calls = *calls_;
       const std::string_view now = calls.options_.clock.isRedisTime() ? std::string_view() : now_.view();
-      return ScriptCall(
-          scriptOf<Algorithm>(), {redis_key_},
-          {calls.window_text_, calls.limit_text_, cost_text_, now, member_, calls.ttl_text_, calls.count_rejected_});
+      if constexpr (HasArgument<Algorithm>::value) {
+        return ScriptCall(scriptOf<Algorithm>(), {redis_key_},
+                          {calls.window_text_, calls.limit_text_, cost_text_, now, member_, calls.ttl_text_,
+                           calls.count_rejected_, Algorithm::kArgument});
+      } else {
+        return ScriptCall(
+            scriptOf<Algorithm>(), {redis_key_},
+            {calls.window_text_, calls.limit_text_, cost_text_, now, member_, calls.ttl_text_, calls.count_rejected_});
+      }
     }
     std::int64_t cost() const noexcept { return cost_; }
+
+    // Where this request's entry is, for settling it later.
+    Receipt receipt() const { return {redis_key_, member_, cost_}; }
 
    private:
     friend class LimiterCalls;
@@ -221,8 +267,24 @@ class LimiterCalls {
   Request prepare(std::string_view key, std::int64_t cost) {
     validate(key, cost);
     std::string member;
-    if constexpr (Algorithm::kRecordsMembers) member = members_.next();
+    if constexpr (Algorithm::kRecordsMembers) {
+      member = members_.next();
+      if (member.find_first_of("*=#") != std::string::npos) {
+        throw InvalidArgument(std::string(Algorithm::kName) + ": the member policy made the member " +
+                              quoted(member) + ", which holds '*', '=' or '#': those mark an entry's units");
+      }
+    }
     return Request(*this, redisKey(key), std::move(member), cost, now());
+  }
+
+  // settle()'s call for `receipt` now holding `actual` units. The texts it views live in `texts`.
+  struct SettleTexts {
+    IntegerText reserved, actual, now;
+  };
+  ScriptCall settleCall(const Receipt& receipt, const SettleTexts& texts) const {
+    const std::string_view now = options_.clock.isRedisTime() ? std::string_view() : texts.now.view();
+    return ScriptCall(settleScriptOf<Algorithm>(), {receipt.redis_key},
+                      {window_text_, receipt.member, texts.reserved, texts.actual, now});
   }
 
   // A cost-0 request: the scripts read such a request's window and record nothing.
@@ -257,6 +319,7 @@ class LimiterCalls {
   }
 
   // Client-clock time in microseconds, or 0 when the script reads Redis's clock.
+ public:
   std::int64_t now() const {
     if (options_.clock.isRedisTime()) return 0;
     const std::int64_t now = options_.clock.now().count();
@@ -267,6 +330,7 @@ class LimiterCalls {
     return now;
   }
 
+ private:
   Limit limit_;
   LimiterOptions options_;
   KeyPolicy keys_;
@@ -317,6 +381,43 @@ class RedisLimiter {
 
   Decision acquire(std::string_view key, std::int64_t cost, Deadline deadline) {
     return detail::acquireUntil(*this, key, cost, deadline);
+  }
+
+  // tryAcquire for a cost known only afterwards (an LLM call's tokens): `estimate` units are decided
+  // and, when admitted, recorded as one entry whose receipt settle() takes once the real cost is known.
+  // A reservation never settled simply ages out with the window.
+  Reservation reserve(std::string_view key, std::int64_t estimate) {
+    static_assert(detail::Settles<Algorithm>::value,
+                  "swl::RedisLimiter::reserve: only an algorithm that records one entry per request can settle "
+                  "one (the sliding window log: swl::SlidingWindowLimiter)");
+    Reservation reservation;
+    reservation.decision =
+        detail::reportedDecision(reporting(), limit(), key, estimate, [&](std::exception_ptr&) {
+          const auto request = calls_.prepare(key, estimate);
+          const Decision decision = calls_.decide(*redis_->run(request.call()));
+          if (decision.allowed) reservation.receipt = request.receipt();
+          return decision;
+        });
+    return reservation;
+  }
+
+  // The reservation now holds `actual` units: the difference is refunded (actual below the estimate; 0
+  // takes it all back) or charged (above it: recorded even past the limit, since the units were spent),
+  // exactly, at the reservation's own time. Settling twice changes nothing the second time, and a
+  // reservation that has left the window (or whose receipt is empty) is left alone. Returns whether
+  // this call settled it. Errors are thrown, whatever the failure policy (there is no decision to make).
+  bool settle(const Receipt& receipt, std::int64_t actual) {
+    static_assert(detail::Settles<Algorithm>::value,
+                  "swl::RedisLimiter::settle: only an algorithm that records one entry per request can settle "
+                  "one (the sliding window log: swl::SlidingWindowLimiter)");
+    if (!receipt) return false;
+    if (actual < 0 || actual >= detail::kLargestExact) {
+      throw InvalidArgument(std::string(Algorithm::kName) + "::settle: " + std::to_string(actual) +
+                            " units are not in 0..2^53-1 (key " + detail::quoted(receipt.redis_key) + ")");
+    }
+    const typename Calls::SettleTexts texts{detail::IntegerText(receipt.units), detail::IntegerText(actual),
+                                            detail::IntegerText(calls_.now())};
+    return redis_->run(calls_.settleCall(receipt, texts))->integer() == 1;
   }
 
   Usage peek(std::string_view key) { return calls_.usage(*redis_->run(calls_.preparePeek(key).call())); }

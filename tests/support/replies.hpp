@@ -19,6 +19,11 @@ inline long long integerReply(swl::Connection& connection, std::initializer_list
   return reply->integer();
 }
 
+// The entries of a sliding window log (one per recorded request): its members but the running sum '#'.
+inline long long logEntries(swl::Connection& connection, const std::string& redis_key) {
+  return integerReply(connection, {"ZCOUNT", redis_key, "(0", "+inf"});
+}
+
 inline std::string textReply(swl::Connection& connection, std::initializer_list<std::string_view> argv) {
   swl::Reply reply = connection.command(argv);
   if (reply->isError()) {

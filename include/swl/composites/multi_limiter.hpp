@@ -20,6 +20,7 @@
 // Thread safety: as safe as its RedisClient.
 
 #include <swl/decision.hpp>
+#include <swl/algorithms/sliding_window.hpp>
 #include <swl/detail/integer_text.hpp>
 #include <swl/error.hpp>
 #include <swl/limiter.hpp>
@@ -42,10 +43,10 @@
 
 namespace swl {
 
-// Several sliding window logs decided together, all or nothing, in one atomic Lua script: the same log
-// as algorithms/sliding_window.hpp, per key; read that one first.
-inline constexpr std::string_view kMultiWindowScript = R"lua(
--- KEYS[i]  rule i's sorted set: score = admission time in microseconds, one member per admitted unit
+// Several sliding window logs decided together, all or nothing, in one atomic Lua script: the log of
+// algorithms/sliding_window.hpp, whose steps (SlidingWindowLog::kFunctions) it runs for each rule's key.
+inline constexpr std::string_view kMultiWindowArguments = R"lua(
+-- KEYS[i]  rule i's sorted set: the sliding window log, one entry per request and '#' for the sum
 -- ARGV[1]  cost: units this request asks of every rule (1 <= cost <= each limit, checked by the client)
 -- ARGV[2]  now in microseconds since the epoch; '' reads Redis's own clock
 -- ARGV[3]  this request's unique member; '' uses its millisecond timestamp
@@ -53,7 +54,6 @@ inline constexpr std::string_view kMultiWindowScript = R"lua(
 -- ARGV[2 + 3i], ARGV[3 + 3i], ARGV[4 + 3i]  rule i's window (microseconds), limit and expiry (milliseconds)
 -- Returns {allowed 1|0, then for each rule: remaining, retry_after_us, reset_after_us}, integers only.
 -- The request is recorded in every log only if every rule admits it: no rule pays for a refusal.
-
 local cost = tonumber(ARGV[1])
 local now_text = ARGV[2]
 if now_text == '' then
@@ -61,57 +61,43 @@ if now_text == '' then
   now_text = time[1] .. string.format('%06d', tonumber(time[2]))
 end
 local now = tonumber(now_text)
+local function text(n) return string.format('%.0f', n) end
+)lua";
 
-local windows, limits, counts, refused = {}, {}, {}, {}
+inline constexpr std::string_view kMultiWindowScript = R"lua(
+local windows, limits, starts, counts, extras, stales, gones, refused = {}, {}, {}, {}, {}, {}, {}, {}
 local allowed = true
-for i, key in ipairs(KEYS) do
+for i, log in ipairs(KEYS) do
   windows[i] = tonumber(ARGV[2 + 3 * i])
   limits[i] = tonumber(ARGV[3 + 3 * i])
-  counts[i] = redis.call('ZCOUNT', key, '(' .. string.format('%.0f', now - windows[i]), '+inf')
+  starts[i] = text(now - windows[i])
+  counts[i], extras[i], stales[i], gones[i] = readWindow(log, starts[i],
+    redis.call('ZCOUNT', log, '(' .. starts[i], '+inf'), redis.call('ZSCORE', log, '#'))
   refused[i] = counts[i] + cost > limits[i]
   if refused[i] then allowed = false end
 end
 
-if allowed or ARGV[4] == '1' then
-  local member = ARGV[3]
-  if member == '' then member = string.format('%.0f', math.floor(now / 1000)) end
-  local entries = {}
-  for unit = 1, cost do
-    entries[#entries + 1] = now_text
-    entries[#entries + 1] = cost == 1 and member or member .. '#' .. unit
+-- The first rule's ZADD is the script's first write, so Redis over maxmemory refuses before any change.
+local recorded = allowed or ARGV[4] == '1'
+local member = ARGV[3]
+if member == '' then member = text(math.floor(now / 1000)) end
+for i, log in ipairs(KEYS) do
+  if recorded then
+    counts[i], extras[i] = recordEntry(log, member, cost, counts[i], extras[i], stales[i], gones[i],
+                                       ARGV[4 + 3 * i], starts[i])
+  else
+    extras[i] = trim(log, starts[i], extras[i], stales[i], gones[i])
   end
-  for i, key in ipairs(KEYS) do
-    -- In chunks of 1000 units, so that unpack() stays within Lua's stack limit.
-    for first = 1, #entries, 2000 do
-      redis.call('ZADD', key, unpack(entries, first, math.min(first + 1999, #entries)))
-    end
-    redis.call('PEXPIRE', key, ARGV[4 + 3 * i])
-    counts[i] = counts[i] + cost
-  end
-end
-
--- Slid-out entries go after the ZADDs, so that a ZADD is the first write and Redis over maxmemory
--- refuses the script before it changed anything (see sliding_window_script.hpp).
-for i, key in ipairs(KEYS) do
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%.0f', now - windows[i]))
 end
 
 local result = {allowed and 1 or 0}
-for i, key in ipairs(KEYS) do
-  local remaining = limits[i] - counts[i]  -- below 0 when counted refusals filled it past the limit
-  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  local reset_after = 0
-  if newest[2] then reset_after = tonumber(newest[2]) + windows[i] - now end
-  -- A rule that refused: the same cost fits once its (count + cost - limit) oldest entries are gone.
+for i, log in ipairs(KEYS) do
+  -- A rule that refused: the same cost fits once (count + cost - limit) of its units have left.
   local retry_after = 0
-  if refused[i] then
-    local blocking = counts[i] + cost - limits[i]
-    local entry = redis.call('ZRANGE', key, blocking - 1, blocking - 1, 'WITHSCORES')
-    retry_after = tonumber(entry[2]) + windows[i] - now
-  end
-  result[#result + 1] = remaining
+  if refused[i] then retry_after = freedIn(log, extras[i], counts[i] + cost - limits[i], windows[i]) end
+  result[#result + 1] = limits[i] - counts[i]  -- below 0 when counted refusals filled it past the limit
   result[#result + 1] = retry_after
-  result[#result + 1] = reset_after
+  result[#result + 1] = emptiesIn(log, windows[i])
 end
 return result
 )lua";
@@ -248,7 +234,10 @@ class MultiLimiter {
   std::string redisKey(std::size_t rule, std::string_view key) const { return rules_.at(rule).keys.key(key); }
 
   static const Script& script() {
-    static const Script multi_window("multi_window", kMultiWindowScript);
+    static const std::string text = std::string(kMultiWindowArguments)
+                                        .append(SlidingWindowLog::kFunctions)
+                                        .append(kMultiWindowScript);
+    static const Script multi_window("multi_window", text);
     return multi_window;
   }
 
