@@ -23,7 +23,7 @@ using swl::test::RedisServer;
 
 TEMPLATE_TEST_CASE("every algorithm admits a burst of exactly the limit, and a rejected request takes nothing", "",
                    swl::SlidingWindowLimiter<>, swl::SlidingCounterLimiter<>, swl::FixedWindowLimiter<>,
-                   swl::GcraLimiter<>) {
+                   swl::GcraLimiter<>, swl::BucketedWindowLimiter<>) {
   ManualTime time;
   TestType limiter(time.connection, swl::Limit{10, 1s}, time.options);
 
@@ -49,7 +49,8 @@ TEMPLATE_TEST_CASE("every algorithm admits a burst of exactly the limit, and a r
 }
 
 TEMPLATE_TEST_CASE("peek reports usage without consuming, and reset forgets the key", "", swl::SlidingWindowLimiter<>,
-                   swl::SlidingCounterLimiter<>, swl::FixedWindowLimiter<>, swl::GcraLimiter<>) {
+                   swl::SlidingCounterLimiter<>, swl::FixedWindowLimiter<>, swl::GcraLimiter<>,
+                   swl::BucketedWindowLimiter<>) {
   ManualTime time;
   TestType limiter(time.connection, swl::Limit{10, 1s}, time.options);
 
@@ -80,7 +81,7 @@ TEMPLATE_TEST_CASE("peek reports usage without consuming, and reset forgets the 
 }
 
 TEMPLATE_TEST_CASE("every algorithm runs on Redis's clock by default", "", swl::SlidingCounterLimiter<>,
-                   swl::FixedWindowLimiter<>, swl::GcraLimiter<>) {
+                   swl::FixedWindowLimiter<>, swl::GcraLimiter<>, swl::BucketedWindowLimiter<>) {
   RedisServer server;
   auto connection = server.connect();
   TestType limiter(connection, swl::Limit{5, 60s});
@@ -95,21 +96,26 @@ TEMPLATE_TEST_CASE("every algorithm runs on Redis's clock by default", "", swl::
   CHECK(swl::test::integerReply(connection, {"PTTL", limiter.redisKey("user:42")}) > 0);  // idle keys expire
 }
 
-TEST_CASE("the edge burst: the log never exceeds the limit, the others do, by as much as the README says") {
+TEST_CASE("the edge burst: the log and the bucketed window never exceed the limit, the others do, by as much as the "
+          "README says") {
   ManualTime time;
   const swl::Limit limit{100, 1s};
   swl::SlidingWindowLimiter<> log(time.connection, limit, time.options, swl::PrefixKey("log"));
   swl::SlidingCounterLimiter<> counter(time.connection, limit, time.options, swl::PrefixKey("counter"));
   swl::FixedWindowLimiter<> fixed(time.connection, limit, time.options, swl::PrefixKey("fixed"));
   swl::GcraLimiter<> gcra(time.connection, limit, time.options, swl::PrefixKey("gcra"));
+  swl::BucketedWindowLimiter<> bucketed(time.connection, limit, time.options, swl::PrefixKey("bucketed"));
 
   const std::int64_t worst_log = swl::test::worstWindowInEdgeBurst(log, time.clock, "k");
   const std::int64_t worst_counter = swl::test::worstWindowInEdgeBurst(counter, time.clock, "k");
   const std::int64_t worst_fixed = swl::test::worstWindowInEdgeBurst(fixed, time.clock, "k");
   const std::int64_t worst_gcra = swl::test::worstWindowInEdgeBurst(gcra, time.clock, "k");
+  const std::int64_t worst_bucketed = swl::test::worstWindowInEdgeBurst(bucketed, time.clock, "k");
   WARN("most admitted in one window, limit 100: log " << worst_log << ", counter " << worst_counter << ", fixed "
-                                                      << worst_fixed << ", gcra " << worst_gcra);
+                                                      << worst_fixed << ", gcra " << worst_gcra
+                                                      << ", bucketed " << worst_bucketed);
   CHECK(worst_log == 100);
+  CHECK(worst_bucketed == 100);
   CHECK(worst_fixed == 200);
   CHECK(worst_counter > 100);
   CHECK(worst_counter < 200);
@@ -195,7 +201,7 @@ TEST_CASE("acquire waits for a permit by sleeping, admits exactly, and gives up 
 
 TEMPLATE_TEST_CASE("with counted rejections, a client that waits exactly retry_after is admitted, for every algorithm",
                    "", swl::SlidingWindowLimiter<>, swl::SlidingCounterLimiter<>, swl::FixedWindowLimiter<>,
-                   swl::GcraLimiter<>) {
+                   swl::GcraLimiter<>, swl::BucketedWindowLimiter<>) {
   ManualTime time;
   time.options.rejected = swl::RejectedRequests::counted;
   TestType limiter(time.connection, swl::Limit{1, 60s}, time.options);
@@ -224,7 +230,8 @@ TEST_CASE("GCRA with counted rejections: each refusal moves the wait, and waitin
 }
 
 TEMPLATE_TEST_CASE("peek reports what a window holds past its limit when refusals are counted", "",
-                   swl::SlidingWindowLimiter<>, swl::FixedWindowLimiter<>, swl::GcraLimiter<>) {
+                   swl::SlidingWindowLimiter<>, swl::FixedWindowLimiter<>, swl::GcraLimiter<>,
+                   swl::BucketedWindowLimiter<>) {
   ManualTime time;
   time.options.rejected = swl::RejectedRequests::counted;
   TestType limiter(time.connection, swl::Limit{2, 60s}, time.options);

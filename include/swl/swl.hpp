@@ -6,13 +6,14 @@
 //   limiter                              the contract every limiter keeps, and what they all do alike
 //   policies/                            how keys, members and expiries are chosen
 //   redis/                               the clients: one connection, a pool, a cluster, Sentinel
-//   redis_limiter, algorithms/           the Redis engine, and the four algorithms it runs
+//   redis_limiter, algorithms/           the Redis engine, and the five algorithms it runs
 //   local_limiter                        the same window in this process's memory
 //   composites/                          limiters made of limiters: tiered, multi, sharded
 //   integrations/                        HTTP headers (here), Prometheus (swl::prometheus, not here)
 //   async/                               the event-loop connection and limiters (swl::async, not here)
 //   detail/                              what users never name
 
+#include <swl/algorithms/bucketed_window.hpp>
 #include <swl/algorithms/fixed_window.hpp>
 #include <swl/algorithms/gcra.hpp>
 #include <swl/algorithms/sliding_counter.hpp>

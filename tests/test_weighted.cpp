@@ -1,0 +1,459 @@
+// Weighted requests: one entry per request whatever its cost, reserve-then-settle, and the bucketed
+// window, each held to a plain in-memory oracle on random traces with a manual clock.
+
+#include <swl/swl.hpp>
+
+#include "support/manual_time.hpp"
+#include "support/replies.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace std::chrono_literals;
+using swl::test::integerReply;
+using swl::test::logEntries;
+using swl::test::ManualTime;
+
+namespace {
+
+using Micros = std::chrono::microseconds;
+
+// The oracle: per key, the recorded requests as (time, units). A request counts while now is before
+// the time it leaves: time + window for the exact window; its bucket's end + window for the bucketed one.
+class Oracle {
+ public:
+  struct Entry {
+    std::int64_t at;
+    std::int64_t units;
+    int receipt;  // -1: none
+  };
+  using LeavesAt = std::function<std::int64_t(std::int64_t at)>;
+
+  Oracle(swl::Limit limit, bool counted, LeavesAt leaves_at)
+      : limit_(limit.max_requests), counted_(counted), leaves_at_(std::move(leaves_at)) {}
+
+  struct Expected {
+    bool allowed;
+    std::int64_t used;  // after the decision, past the limit too
+    std::int64_t remaining;
+    Micros retry_after;
+    Micros reset_after;
+  };
+
+  Expected decide(const std::string& key, std::int64_t cost, std::int64_t now, int receipt = -1) {
+    return decideAs(key, cost, now, fits(key, cost, now) || counted_, receipt);
+  }
+
+  bool fits(const std::string& key, std::int64_t cost, std::int64_t now) const {
+    return unitsOf(liveEntries(key, now)) + cost <= limit_;
+  }
+
+  // A decision whose recording was settled elsewhere (MultiLimiter records in every rule or in none).
+  Expected decideAs(const std::string& key, std::int64_t cost, std::int64_t now, bool recorded, int receipt = -1) {
+    std::vector<Entry> live = liveEntries(key, now);
+    std::int64_t used = unitsOf(live);
+    const bool allowed = used + cost <= limit_;
+    if (recorded) {
+      entries_[key].push_back({now, cost, allowed ? receipt : -1});
+      live.push_back(entries_[key].back());
+      used += cost;
+    }
+    Expected expected{allowed, used, std::max<std::int64_t>(0, limit_ - used), 0us, resetAfter(live, now)};
+    if (!allowed) expected.retry_after = freedAfter(live, used + cost - limit_, now);
+    return expected;
+  }
+
+  Expected peek(const std::string& key, std::int64_t now) const {
+    const std::vector<Entry> live = liveEntries(key, now);
+    const std::int64_t used = unitsOf(live);
+    return {true, used, std::max<std::int64_t>(0, limit_ - used), 0us, resetAfter(live, now)};
+  }
+
+  // The units recorded for `key` that a window of `window` ending at `now` holds, for the bounds.
+  std::int64_t unitsWithin(const std::string& key, std::int64_t now, std::int64_t window) const {
+    std::int64_t units = 0;
+    for (const Entry& entry : entriesOf(key)) units += entry.at + window > now ? entry.units : 0;
+    return units;
+  }
+
+  bool settle(int receipt, std::int64_t actual, std::int64_t now) {
+    for (auto& [key, entries] : entries_) {
+      for (auto it = entries.begin(); it != entries.end(); ++it) {
+        if (it->receipt != receipt || leaves_at_(it->at) <= now) continue;
+        it->receipt = -1;  // settled: a second settle finds nothing
+        it->units = actual;
+        if (actual == 0) entries.erase(it);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void reset(const std::string& key) { entries_.erase(key); }
+
+ private:
+  const std::vector<Entry>& entriesOf(const std::string& key) const {
+    static const std::vector<Entry> none;
+    const auto found = entries_.find(key);
+    return found == entries_.end() ? none : found->second;
+  }
+
+  std::vector<Entry> liveEntries(const std::string& key, std::int64_t now) const {
+    std::vector<Entry> live;
+    for (const Entry& entry : entriesOf(key)) {
+      if (leaves_at_(entry.at) > now) live.push_back(entry);
+    }
+    std::stable_sort(live.begin(), live.end(),
+                     [&](const Entry& a, const Entry& b) { return leaves_at_(a.at) < leaves_at_(b.at); });
+    return live;
+  }
+
+  static std::int64_t unitsOf(const std::vector<Entry>& entries) {
+    std::int64_t units = 0;
+    for (const Entry& entry : entries) units += entry.units;
+    return units;
+  }
+
+  Micros resetAfter(const std::vector<Entry>& live, std::int64_t now) const {
+    std::int64_t last = now;
+    for (const Entry& entry : live) last = std::max(last, leaves_at_(entry.at));
+    return Micros(last - now);
+  }
+
+  Micros freedAfter(std::vector<Entry> live, std::int64_t needed, std::int64_t now) const {
+    std::stable_sort(live.begin(), live.end(),
+                     [&](const Entry& a, const Entry& b) { return leaves_at_(a.at) < leaves_at_(b.at); });
+    std::int64_t freed = 0;
+    for (const Entry& entry : live) {
+      freed += entry.units;
+      if (freed >= needed) return Micros(leaves_at_(entry.at) - now);
+    }
+    FAIL("the oracle's window does not hold the units it needs to free");
+    return 0us;
+  }
+
+  std::int64_t limit_;
+  bool counted_;
+  LeavesAt leaves_at_;
+  std::map<std::string, std::vector<Entry>> entries_;
+};
+
+// A cost from 1..limit, mostly small (the gateway's short prompts), sometimes up to the whole limit; or,
+// for traces of one-unit requests, 1 but now and then 2, so that sets go from one-unit entries to
+// weighted ones and back.
+std::int64_t randomCost(std::mt19937_64& random, std::int64_t limit, bool mostly_one = false) {
+  if (mostly_one) return std::uniform_int_distribution<int>(0, 19)(random) == 0 ? 2 : 1;
+  const int kind = std::uniform_int_distribution<int>(0, 9)(random);
+  const std::int64_t most = kind < 6 ? std::min<std::int64_t>(5, limit) : kind < 9 ? limit / 2 : limit;
+  return std::uniform_int_distribution<std::int64_t>(1, std::max<std::int64_t>(1, most))(random);
+}
+
+// The next moment of a trace: the same microsecond, the next, a random step, or one microsecond either
+// side of the time an entry leaves (where an off-by-one would show), now and then a jump past the window.
+std::int64_t nextNow(std::mt19937_64& random, std::int64_t now, std::int64_t window,
+                     const std::vector<std::int64_t>& leave_times) {
+  const int kind = std::uniform_int_distribution<int>(0, 19)(random);
+  if (kind < 2) return now;
+  if (kind < 4) return now + 1;
+  if (kind < 12 || leave_times.empty()) return now + std::uniform_int_distribution<std::int64_t>(1, window / 8)(random);
+  if (kind == 19) return now + window + std::uniform_int_distribution<std::int64_t>(0, window)(random);
+  const std::int64_t leaves = leave_times[std::uniform_int_distribution<std::size_t>(0, leave_times.size() - 1)(random)];
+  return std::max(now, leaves + std::uniform_int_distribution<std::int64_t>(-1, 1)(random));
+}
+
+void checkDecision(const swl::Decision& decision, const Oracle::Expected& expected) {
+  CHECK(decision.allowed == expected.allowed);
+  CHECK(decision.remaining == expected.remaining);
+  CHECK(decision.retry_after == expected.retry_after);
+  CHECK(decision.reset_after == expected.reset_after);
+}
+
+void checkUsage(const swl::Usage& usage, const Oracle::Expected& expected) {
+  CHECK(usage.used == expected.used);
+  CHECK(usage.remaining == expected.remaining);
+  CHECK(usage.reset_after == expected.reset_after);
+}
+
+const std::vector<std::string> kKeys = {"a", "b", "c"};
+
+}  // namespace
+
+TEST_CASE_METHOD(ManualTime,
+                 "random traces: the log agrees with an exact oracle on every decision, peek, reset and settle") {
+  const bool counted = GENERATE(false, true);
+  const bool mostly_one = GENERATE(false, true);
+  const std::uint64_t seed = GENERATE(1, 2, 3);
+  INFO("seed " << seed << (counted ? ", refusals counted" : ", refusals free")
+               << (mostly_one ? ", costs of one (now and then two)" : ", costs of 1..limit"));
+  std::mt19937_64 random(seed);
+
+  const swl::Limit limit{40, 60s};
+  const std::int64_t window = limit.window.count();
+  options.rejected = counted ? swl::RejectedRequests::counted : swl::RejectedRequests::not_counted;
+  swl::SlidingWindowLimiter<> limiter(connection, limit, options, swl::PrefixKey("log" + std::to_string(seed) + (mostly_one ? "one" : "any")));
+  Oracle oracle(limit, counted, [&](std::int64_t at) { return at + window; });
+
+  std::vector<swl::Receipt> receipts;
+  std::vector<std::int64_t> leave_times;
+  std::int64_t now = clock.now().count();
+  for (int step = 0; step < 1500; ++step) {
+    now = nextNow(random, now, window, leave_times);
+    clock.set(Micros(now));
+    const std::string& key = kKeys[std::uniform_int_distribution<std::size_t>(0, kKeys.size() - 1)(random)];
+    const int op = std::uniform_int_distribution<int>(0, 19)(random);
+    INFO("step " << step << ", op " << op << ", key " << key << ", now " << now);
+    if (op < 12) {
+      const std::int64_t cost = randomCost(random, limit.max_requests, mostly_one);
+      INFO("cost " << cost);
+      checkDecision(limiter.tryAcquire(key, cost), oracle.decide(key, cost, now));
+      leave_times.push_back(now + window);
+    } else if (op < 15) {
+      const std::int64_t estimate = randomCost(random, limit.max_requests, mostly_one);
+      const swl::Reservation reservation = limiter.reserve(key, estimate);
+      checkDecision(reservation.decision, oracle.decide(key, estimate, now, static_cast<int>(receipts.size())));
+      CHECK(static_cast<bool>(reservation.receipt) == reservation.decision.allowed);
+      receipts.push_back(reservation.receipt);
+      leave_times.push_back(now + window);
+    } else if (op < 18 && !receipts.empty()) {
+      const int receipt = std::uniform_int_distribution<int>(0, static_cast<int>(receipts.size()) - 1)(random);
+      const std::int64_t actual =
+          std::uniform_int_distribution<std::int64_t>(0, mostly_one ? 2 : 2 * limit.max_requests)(random);
+      INFO("settle receipt " << receipt << " at " << actual);
+      const bool settled = limiter.settle(receipts[receipt], actual);
+      CHECK(settled == (receipts[receipt] && oracle.settle(receipt, actual, now)));
+    } else if (op < 19) {
+      checkUsage(limiter.peek(key), oracle.peek(key, now));
+    } else {
+      limiter.reset(key);
+      oracle.reset(key);
+    }
+  }
+}
+
+TEST_CASE_METHOD(ManualTime,
+                 "random traces: the bucketed window never admits what the exact window refuses, and admits all "
+                 "that a window one bucket longer admits") {
+  const bool counted = GENERATE(false, true);
+  const std::uint64_t seed = GENERATE(1, 2, 3);
+  INFO("seed " << seed << (counted ? ", refusals counted" : ", refusals free"));
+  std::mt19937_64 random(seed);
+
+  constexpr unsigned kBuckets = 8;
+  const swl::Limit limit{40, 60s};
+  const std::int64_t window = limit.window.count();
+  const std::int64_t width = swl::BucketedWindow<kBuckets>::bucketWidth(limit.window).count();
+  REQUIRE(width == (window + kBuckets - 2) / (kBuckets - 1));
+  options.rejected = counted ? swl::RejectedRequests::counted : swl::RejectedRequests::not_counted;
+  swl::BucketedWindowLimiter<kBuckets> limiter(connection, limit, options, swl::PrefixKey("b" + std::to_string(seed)));
+
+  // The rule the script keeps: a request counts until its bucket's end plus the window.
+  const auto bucket_end = [&](std::int64_t at) { return (at / width + 1) * width; };
+  Oracle model(limit, counted, [&](std::int64_t at) { return bucket_end(at) + window; });
+
+  std::vector<std::int64_t> leave_times;
+  std::int64_t now = clock.now().count();
+  int refused_by_rounding = 0;
+  for (int step = 0; step < 1500; ++step) {
+    now = nextNow(random, now, window, leave_times);
+    clock.set(Micros(now));
+    const std::string& key = kKeys[std::uniform_int_distribution<std::size_t>(0, kKeys.size() - 1)(random)];
+    const int op = std::uniform_int_distribution<int>(0, 19)(random);
+    INFO("step " << step << ", op " << op << ", key " << key << ", now " << now);
+    if (op < 17) {
+      const std::int64_t cost = randomCost(random, limit.max_requests);
+      INFO("cost " << cost);
+      // The bounds, on the same recorded requests: the exact window and one a bucket longer.
+      const std::int64_t exact = model.unitsWithin(key, now, window);
+      const std::int64_t longer = model.unitsWithin(key, now, window + width);
+      const swl::Decision decision = limiter.tryAcquire(key, cost);
+      checkDecision(decision, model.decide(key, cost, now));
+      if (decision.allowed) CHECK(exact + cost <= limit.max_requests);  // never over-admits
+      if (longer + cost <= limit.max_requests) CHECK(decision.allowed);  // under-admits by a bucket at most
+      if (!decision.allowed && exact + cost <= limit.max_requests) ++refused_by_rounding;
+      leave_times.push_back(bucket_end(now) + window);
+    } else if (op < 19) {
+      checkUsage(limiter.peek(key), model.peek(key, now));
+    } else {
+      limiter.reset(key);
+      model.reset(key);
+    }
+  }
+  CHECK(refused_by_rounding > 0);  // the traces reach the bound's edge, where rounding refuses
+}
+
+TEST_CASE_METHOD(ManualTime, "random traces: a MultiLimiter agrees with an exact oracle per rule, all or nothing") {
+  const bool counted = GENERATE(false, true);
+  const std::uint64_t seed = GENERATE(1, 2);
+  INFO("seed " << seed << (counted ? ", refusals counted" : ", refusals free"));
+  std::mt19937_64 random(seed);
+
+  const std::vector<swl::Rule> rules = {{"short", {8, 10s}}, {"long", {20, 60s}}};
+  options.rejected = counted ? swl::RejectedRequests::counted : swl::RejectedRequests::not_counted;
+  swl::MultiLimiter<> limiter(connection, rules, options, "multi" + std::to_string(seed));
+  std::vector<Oracle> oracles;
+  for (const swl::Rule& rule : rules) {
+    const std::int64_t window = rule.limit.window.count();
+    oracles.emplace_back(rule.limit, counted, [window](std::int64_t at) { return at + window; });
+  }
+
+  std::vector<std::int64_t> leave_times;
+  std::int64_t now = clock.now().count();
+  for (int step = 0; step < 1000; ++step) {
+    now = nextNow(random, now, 10'000'000, leave_times);
+    clock.set(Micros(now));
+    const std::string& key = kKeys[std::uniform_int_distribution<std::size_t>(0, kKeys.size() - 1)(random)];
+    const std::int64_t cost = randomCost(random, 8, step % 2 == 0);
+    INFO("step " << step << ", key " << key << ", cost " << cost << ", now " << now);
+    bool every_rule_fits = true;
+    for (const Oracle& oracle : oracles) every_rule_fits = every_rule_fits && oracle.fits(key, cost, now);
+    const swl::MultiDecision decision = limiter.tryAcquire({key, key}, cost);
+    CHECK(decision.decision.allowed == every_rule_fits);
+    for (std::size_t rule = 0; rule < rules.size(); ++rule) {
+      INFO("rule " << rules[rule].name);
+      checkDecision(decision.rules[rule], oracles[rule].decideAs(key, cost, now, every_rule_fits || counted));
+      leave_times.push_back(now + rules[rule].limit.window.count());
+    }
+  }
+}
+
+TEST_CASE_METHOD(ManualTime, "settle refunds, charges past the limit, settles once, and leaves a slid-out reservation") {
+  const auto start = clock.now();
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{10'000, 60s}, options);
+
+  SECTION("a refund gives back the difference at once, and the rest leaves at the reservation's time") {
+    const swl::Reservation reservation = limiter.reserve("k", 4'000);
+    REQUIRE(reservation);
+    CHECK(reservation.decision.remaining == 6'000);
+    clock.advance(2s);
+    CHECK(limiter.settle(reservation.receipt, 1'200));
+    CHECK(limiter.peek("k").used == 1'200);
+    CHECK(limiter.tryAcquire("k", 8'800).allowed);
+    const swl::Decision full = limiter.tryAcquire("k", 1);
+    CHECK_FALSE(full.allowed);
+    CHECK(full.retry_after == 58s);  // the settled 1,200 leave with the reservation, at start + 60 s
+    CHECK(logEntries(connection, "swl:k") == 2);
+  }
+  SECTION("an excess is charged even past the limit: the units were spent") {
+    const swl::Reservation reservation = limiter.reserve("k", 9'000);
+    CHECK(limiter.settle(reservation.receipt, 12'500));
+    const swl::Usage usage = limiter.peek("k");
+    CHECK(usage.used == 12'500);
+    CHECK(usage.remaining == 0);
+    const swl::Decision refused = limiter.tryAcquire("k", 1);
+    CHECK_FALSE(refused.allowed);
+    CHECK(refused.retry_after == 60s);
+    clock.set(start + 60s);
+    CHECK(limiter.tryAcquire("k", 10'000).allowed);
+  }
+  SECTION("settling twice changes nothing the second time") {
+    const swl::Reservation reservation = limiter.reserve("k", 4'000);
+    CHECK(limiter.settle(reservation.receipt, 1'000));
+    CHECK_FALSE(limiter.settle(reservation.receipt, 1'000));
+    CHECK_FALSE(limiter.settle(reservation.receipt, 3'000));
+    CHECK(limiter.peek("k").used == 1'000);
+  }
+  SECTION("a reservation settled at 0 is taken back whole") {
+    const swl::Reservation reservation = limiter.reserve("k", 4'000);
+    CHECK(limiter.settle(reservation.receipt, 0));
+    CHECK(limiter.peek("k").used == 0);
+    CHECK(logEntries(connection, "swl:k") == 0);
+  }
+  SECTION("a reservation that left the window is left alone; one never settled ages out") {
+    const swl::Reservation settled_late = limiter.reserve("k", 4'000);
+    const swl::Reservation never_settled = limiter.reserve("k", 3'000);
+    clock.set(start + 60s - 1us);
+    CHECK(limiter.peek("k").used == 7'000);
+    clock.set(start + 60s);  // the entry is still in the set, but no longer in the window
+    CHECK_FALSE(limiter.settle(settled_late.receipt, 9'000));
+    CHECK(limiter.peek("k").used == 0);
+    CHECK(limiter.tryAcquire("k", 10'000).allowed);
+    CHECK(logEntries(connection, "swl:k") == 1);
+    CHECK(never_settled);
+  }
+  SECTION("a refused reservation carries no receipt, and settling it does nothing") {
+    limiter.tryAcquire("k", 10'000);
+    const swl::Reservation refused = limiter.reserve("k", 1);
+    CHECK_FALSE(refused);
+    CHECK_FALSE(refused.receipt);
+    CHECK_FALSE(limiter.settle(refused.receipt, 1));
+    CHECK(limiter.peek("k").used == 10'000);
+  }
+  SECTION("a negative or unrepresentable actual cost is refused with a named reason") {
+    const swl::Reservation reservation = limiter.reserve("k", 10);
+    CHECK_THROWS_MATCHES(limiter.settle(reservation.receipt, -1), swl::InvalidArgument,
+                         Catch::Matchers::Message(
+                             "swl::SlidingWindowLimiter::settle: -1 units are not in 0..2^53-1 (key 'swl:k')"));
+    CHECK(limiter.peek("k").used == 10);
+  }
+}
+
+TEST_CASE_METHOD(ManualTime, "a cost of 10^9 under a limit of 2^40 is one entry, decided like a cost of one") {
+  const std::int64_t limit = std::int64_t{1} << 40;
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{limit, 60s}, options);
+  for (int i = 1; i <= 3; ++i) {
+    const swl::Decision decision = limiter.tryAcquire("tokens", 1'000'000'000);
+    CHECK(decision.allowed);
+    CHECK(decision.remaining == limit - i * std::int64_t{1'000'000'000});
+    clock.advance(1ms);
+  }
+  CHECK(logEntries(connection, "swl:tokens") == 3);
+  const swl::Decision whole = limiter.tryAcquire("tokens", limit);
+  CHECK_FALSE(whole.allowed);
+  CHECK(whole.retry_after == 60s - 1ms);  // all three must leave: the last, 1 ms ago, at its time + 60 s
+}
+
+TEST_CASE_METHOD(ManualTime, "a key written one member per unit (before 0.2) is counted as it was, then kept as a sum") {
+  const std::int64_t now = clock.now().count();
+  for (int unit = 0; unit < 3; ++unit) {
+    integerReply(connection, {"ZADD", "swl:old", std::to_string(now - 1000), "unit" + std::to_string(unit)});
+  }
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{5, 1s}, options);
+  CHECK(limiter.peek("old").used == 3);
+  const swl::Decision decision = limiter.tryAcquire("old", 2);
+  CHECK(decision.allowed);
+  CHECK(decision.remaining == 0);
+  CHECK_FALSE(limiter.tryAcquire("old").allowed);
+  clock.advance(1s - 1000us);
+  CHECK(limiter.tryAcquire("old", 3).allowed);  // the three old units left together
+}
+
+TEST_CASE_METHOD(ManualTime, "a member policy that writes the marks of units is refused before anything is sent") {
+  struct Starred {
+    std::string next() { return "a*2"; }
+  };
+  swl::RedisLimiter<swl::SlidingWindowLog, swl::PrefixKey, Starred> limiter(connection, swl::Limit{5, 1s}, options);
+  CHECK_THROWS_AS(limiter.tryAcquire("k"), swl::InvalidArgument);
+  CHECK(integerReply(connection, {"EXISTS", "swl:k"}) == 0);
+}
+
+TEST_CASE_METHOD(ManualTime, "a day of 70,000 requests in the bucketed window is at most B + 3 fields, all admitted") {
+  swl::BucketedWindowLimiter<64> limiter(connection, swl::Limit{70'000, 24h}, options);
+  const Micros step = Micros(24h) / 70'000;
+  int admitted = 0;
+  for (int i = 0; i < 70'000; ++i) {
+    admitted += limiter.tryAcquire("daily").allowed;
+    clock.advance(step);
+  }
+  CHECK(admitted == 70'000);
+  CHECK(integerReply(connection, {"HLEN", "swl:daily"}) <= 64 + 3);
+  CHECK(limiter.peek("daily").used == 70'000);
+}
+
+TEST_CASE_METHOD(ManualTime, "the bucketed window keeps a key alive while its last bucket still counts") {
+  swl::BucketedWindowLimiter<4> limiter(connection, swl::Limit{3, 30s}, options);
+  const Micros width = swl::BucketedWindow<4>::bucketWidth(30s);
+  CHECK(width == 10s);
+  CHECK(limiter.tryAcquire("k").reset_after > 30s);  // its bucket's end plus the window
+  const long long ttl = integerReply(connection, {"PTTL", "swl:k"});
+  CHECK(ttl > 30'000);
+  CHECK(ttl <= 40'000);
+}
