@@ -94,6 +94,7 @@ int main(int argc, char** argv) try {
       measure<swl::SlidingCounterLimiter<>>(connection, "sliding counter", decisions),
       measure<swl::FixedWindowLimiter<>>(connection, "fixed window", decisions),
       measure<swl::GcraLimiter<>>(connection, "GCRA", decisions),
+      measure<swl::BucketedWindowLimiter<>>(connection, "bucketed window (B = 64)", decisions),
   };
   std::printf(
       "| algorithm | most admitted in one window (x limit) | bytes/key at 10 | at 1,000 | at 100,000 "

@@ -1,8 +1,10 @@
 // Redis's own CPU per decision (INFO commandstats usec_per_call of EVALSHA) for swl's script and the
 // seed articles' two scripts, admitted and rejected, on one private redis-server in one run.
 //
-//   build/bench/script_cost [path/to/shared/bench] [calls=100000]
+//   build/bench/script_cost [path/to/shared/bench] [calls=100000] [rounds=5]
 //
+// "before 0.2" is swl's log as it was before requests had weights (bench/unit_per_entry_log.hpp): the
+// baseline the cost-1 path must keep up with, measured in the same run.
 // The seed articles' scripts come from ../shared/bench (beside the project in its development setup,
 // not in a clone); without them, swl's script is measured alone and the table says so.
 //
@@ -15,7 +17,9 @@
 
 #include "support/redis_server.hpp"
 #include "support/replies.hpp"
+#include "unit_per_entry_log.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -84,6 +88,7 @@ double measure(swl::Connection& connection, const swl::Script& script, bool reje
 int main(int argc, char** argv) try {
   const std::string shared = argc > 1 ? argv[1] : "../shared/bench";
   const long calls = argc > 2 ? std::stol(argv[2]) : 100000;
+  const int rounds = argc > 3 ? std::stoi(argv[3]) : 5;
   // A Script views its text, which must outlive it.
   const std::optional<std::string> naive_text = readFile(shared + "/seed_naive.lua");
   const std::optional<std::string> optimized_text = readFile(shared + "/seed_optimized.lua");
@@ -94,9 +99,11 @@ int main(int argc, char** argv) try {
                  "project, not in a clone): measuring swl's script alone\n",
                  shared.c_str());
   }
-  const swl::Script seed_naive("seed_naive", naive_text.value_or(""));
-  const swl::Script seed_optimized("seed_optimized", optimized_text.value_or(""));
+  const std::string naive_lua = naive_text.value_or(""), optimized_lua = optimized_text.value_or("");
+  const swl::Script seed_naive("seed_naive", naive_lua);
+  const swl::Script seed_optimized("seed_optimized", optimized_lua);
   const swl::Script& swl_script = swl::SlidingWindowLimiter<>::script();
+  const swl::Script& before_weights = swl::RedisLimiter<swl::bench::UnitPerEntryLog>::script();
   swl::CompactMember members;
 
   const ArgsFor swl_args = [&](long, std::int64_t limit) {
@@ -116,22 +123,38 @@ int main(int argc, char** argv) try {
 
   swl::test::RedisServer server;
   auto connection = server.connect();
-  std::printf("| script | admitted: usec/call | rejected: usec/call |\n|---|---:|---:|\n");
   struct Contender {
     const char* name;
     const swl::Script* script;
     const ArgsFor* args;
+    std::vector<double> admitted, rejected;  // one figure per round
   };
-  std::vector<Contender> contenders{{"swl sliding_window", &swl_script, &swl_args}};
+  std::vector<Contender> contenders{{"swl sliding_window", &swl_script, &swl_args, {}, {}},
+                                    {"swl sliding_window before 0.2", &before_weights, &swl_args, {}, {}}};
   if (seeds) {
-    contenders.push_back({"seed 000 (naive)", &seed_naive, &naive_args});
-    contenders.push_back({"seed 003 (optimized)", &seed_optimized, &optimized_args});
+    contenders.push_back({"seed 000 (naive)", &seed_naive, &naive_args, {}, {}});
+    contenders.push_back({"seed 003 (optimized)", &seed_optimized, &optimized_args, {}, {}});
   }
+  // Rounds interleave the contenders, so that the machine's drift touches them all alike.
+  for (int round = 0; round < rounds; ++round) {
+    for (Contender& contender : contenders) {
+      contender.admitted.push_back(measure(connection, *contender.script, false, calls, *contender.args));
+      contender.rejected.push_back(measure(connection, *contender.script, true, calls, *contender.args));
+    }
+  }
+  const auto median = [](std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+  };
+  std::printf("medians of %d rounds of %ld calls\n\n| script | admitted: usec/call | rejected: usec/call |\n"
+              "|---|---:|---:|\n",
+              rounds, calls);
   for (const Contender& contender : contenders) {
-    const double admitted = measure(connection, *contender.script, false, calls, *contender.args);
-    const double rejected = measure(connection, *contender.script, true, calls, *contender.args);
-    std::printf("| %s | %.2f | %.2f |\n", contender.name, admitted, rejected);
+    std::printf("| %s | %.2f | %.2f |\n", contender.name, median(contender.admitted), median(contender.rejected));
   }
+  std::printf("\nnow / before 0.2: admitted %.3f, rejected %.3f\n",
+              median(contenders[0].admitted) / median(contenders[1].admitted),
+              median(contenders[0].rejected) / median(contenders[1].rejected));
 } catch (const std::exception& error) {
   std::fprintf(stderr, "script_cost: %s\n", error.what());
   return 1;

@@ -2,9 +2,27 @@
 # The main job: installs what is missing, builds examples/http_service, starts a private redis-server
 # and the service, fires a burst of real HTTP requests at it with curl, prints the status codes and
 # rate-limit headers it got, and stops both.
+#
+#   bash scripts/demo.sh                the HTTP service
+#   bash scripts/demo.sh token_budget   examples/token_budget: tokens per minute, reserved and settled
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
+
+if [ "${1:-}" = token_budget ]; then
+  install_missing g++ make cmake pkg-config libhiredis-dev redis-server redis-tools
+  cmake -S . -B build-demo -DCMAKE_BUILD_TYPE=Release -DSWL_BUILD_TESTS=OFF -DSWL_BUILD_EXAMPLES=ON >/dev/null
+  cmake --build build-demo -j"$(nproc)" --target token_budget
+  workdir=$(mktemp -d)
+  trap 'stop_private_redis; rm -rf "$workdir"' EXIT
+  start_private_redis "$workdir"
+  echo "private redis-server on 127.0.0.1:$REDIS_PORT (pid $REDIS_PID)"
+  build-demo/examples/token_budget 127.0.0.1 "$REDIS_PORT"
+  exit 0
+elif [ -n "${1:-}" ]; then
+  echo "usage: $0 [token_budget]" >&2
+  exit 2
+fi
 
 install_missing g++ make cmake pkg-config libhiredis-dev redis-server redis-tools libcpp-httplib-dev curl
 cmake -S . -B build-demo -DCMAKE_BUILD_TYPE=Release -DSWL_BUILD_TESTS=OFF -DSWL_BUILD_EXAMPLES=ON >/dev/null
