@@ -5,20 +5,59 @@
 #   bash scripts/test.sh          g++, -Wall -Wextra -Wpedantic -Werror
 #   bash scripts/test.sh asan     clang, AddressSanitizer + UndefinedBehaviorSanitizer
 #   bash scripts/test.sh tsan     clang, ThreadSanitizer
+#   bash scripts/test.sh hiredis1 g++, against hiredis 1.2.0 built from ../shared/deps (skipped, saying so,
+#                                 when that tarball is not there, as in a user's clone)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
 config=${1:-default}
+# Builds hiredis $1 with OpenSSL from ../shared/deps into build-hiredis1/hiredis-$1 (once).
+build_hiredis() {
+  local version=$1 prefix=$PWD/build-hiredis1/hiredis-$1
+  if [ ! -f "$prefix/lib/pkgconfig/hiredis_ssl.pc" ]; then
+    rm -rf "build-hiredis1/source-$version" && mkdir -p "build-hiredis1/source-$version"
+    tar -xzf "../shared/deps/hiredis-$version.tar.gz" -C "build-hiredis1/source-$version" --strip-components=1
+    # hiredis's Makefile takes LIBRARY_PATH from the environment as its install libdir.
+    make -C "build-hiredis1/source-$version" -j"$(nproc)" USE_SSL=1 PREFIX="$prefix" LIBRARY_PATH=lib >/dev/null
+    make -C "build-hiredis1/source-$version" USE_SSL=1 PREFIX="$prefix" LIBRARY_PATH=lib install >/dev/null
+  fi
+  echo "$prefix"
+}
+
+if [ "$config" = hiredis1 ]; then
+  if [ ! -f ../shared/deps/hiredis-1.2.0.tar.gz ]; then
+    echo "scripts/test.sh hiredis1: ../shared/deps/hiredis-1.2.0.tar.gz is not here; skipping the run against hiredis 1.x"
+    exit 0
+  fi
+  install_missing g++ make libssl-dev openssl
+  # hiredis 1.0.2: its hiredis.pc names only <prefix>/include/hiredis; swl must still see this hiredis's
+  # header, not Debian's 0.14 one. A build check: configure, then compile the TLS test and an example.
+  if [ -f ../shared/deps/hiredis-1.0.2.tar.gz ]; then
+    prefix=$(build_hiredis 1.0.2)
+    PKG_CONFIG_PATH=$prefix/lib/pkgconfig cmake -S . -B build-hiredis1/build-1.0.2 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DSWL_BUILD_TESTS=ON -DSWL_BUILD_EXAMPLES=ON | grep 'swl: hiredis'
+    cmake --build build-hiredis1/build-1.0.2 -j"$(nproc)" --target test_tls basic
+    echo "hiredis 1.0.2: swl and its TLS test build"
+  else
+    echo "scripts/test.sh hiredis1: ../shared/deps/hiredis-1.0.2.tar.gz is not here; skipping the 1.0.2 build check"
+  fi
+  prefix=$(build_hiredis 1.2.0)
+  export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+  export LD_LIBRARY_PATH=$prefix/lib
+  echo "building and testing against hiredis $(pkg-config --modversion hiredis) in $prefix"
+fi
 case "$config" in
   default) compiler=g++ packages=(g++) settings=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
   asan) compiler=clang++ packages=(clang libclang-rt-14-dev) settings=(-DCMAKE_BUILD_TYPE=Debug -DSWL_SANITIZE=address,undefined -DSWL_BUILD_FUZZERS=ON) ;;
   tsan) compiler=clang++ packages=(clang libclang-rt-14-dev) settings=(-DCMAKE_BUILD_TYPE=Debug -DSWL_SANITIZE=thread) ;;
-  *) echo "usage: $0 [default|asan|tsan]" >&2; exit 2 ;;
+  hiredis1) compiler=g++ packages=(g++) settings=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
+  *) echo "usage: $0 [default|asan|tsan|hiredis1]" >&2; exit 2 ;;
 esac
 install_missing "${packages[@]}" make cmake pkg-config libhiredis-dev libevent-dev libcpp-httplib-dev prometheus-cpp-dev catch2 redis-server redis-tools
 
 build=build-$config
+[ "$config" = hiredis1 ] && build=build-hiredis1/build
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER="$compiler" "${settings[@]}" \
   -DSWL_BUILD_TESTS=ON -DSWL_BUILD_EXAMPLES=ON -DSWL_BUILD_BENCHMARKS=ON
 cmake --build "$build" -j"$(nproc)"

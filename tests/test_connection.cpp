@@ -253,3 +253,15 @@ TEST_CASE("a moved-from connection's successor keeps working") {
   swl::SlidingWindowLimiter<> limiter(second, swl::Limit{5, 60s});
   CHECK(limiter.tryAcquire("k").allowed);
 }
+
+TEST_CASE("TLS asked of a build without swl::tls is an InvalidArgument that says what to link, for every client") {
+  // This test links swl::swl only, so TLS is not compiled in, whatever hiredis it is built against.
+  swl::ConnectionOptions options;
+  options.tls.enabled = true;
+  CHECK_THROWS_WITH(swl::Connection::tcp("127.0.0.1", 6380, options),
+                    Catch::Contains("swl::tls") && Catch::Contains("hiredis_ssl"));
+  CHECK_THROWS_AS(swl::ConnectionPool::tcp("127.0.0.1", 6380, swl::PoolOptions{2}, options), swl::InvalidArgument);
+  options.tls.enabled = false;
+  options.tls.cert_file = "client.crt";  // without its key
+  CHECK_THROWS_WITH(swl::Connection::tcp("127.0.0.1", 6380, options), Catch::Contains("key_file"));
+}

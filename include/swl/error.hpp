@@ -6,6 +6,7 @@
 //   ├── ConnectionError      Redis could not be reached or the connection broke (refused, reset, EOF)
 //   │   ├── TimeoutError     connecting or waiting for a reply took longer than the configured timeout
 //   │   ├── AuthError        Redis refused the credentials (the message never contains the password)
+//   │   ├── TlsError         the TLS handshake failed: the server's certificate was not accepted, or ours
 //   │   └── CircuitOpenError Redis failed moments ago and is not asked again until its cool-down passed
 //   └── ReplyError           Redis answered with an error (OOM, NOSCRIPT that persists, WRONGTYPE, ...)
 //       └── ProtocolError    Redis answered, but not in the shape swl expects
@@ -41,6 +42,11 @@ class TimeoutError : public ConnectionError {
 };
 
 class AuthError : public ConnectionError {
+ public:
+  using ConnectionError::ConnectionError;
+};
+
+class TlsError : public ConnectionError {
  public:
   using ConnectionError::ConnectionError;
 };

@@ -13,7 +13,8 @@ endfunction()
 
 set(consumer_args -S ${CMAKE_CURRENT_LIST_DIR}/consumer -B ${WORK_DIR}/consumer -DCMAKE_CXX_COMPILER=${CXX})
 if(MODE STREQUAL "find_package")
-  run(${CMAKE_COMMAND} -S ${SWL_SOURCE_DIR} -B ${WORK_DIR}/swl -DSWL_BUILD_TESTS=OFF -DSWL_BUILD_EXAMPLES=OFF
+  run(${CMAKE_COMMAND} -S ${SWL_SOURCE_DIR} -B ${WORK_DIR}/swl -DSWL_BUILD_EXAMPLES=OFF
+      -DCMAKE_DISABLE_FIND_PACKAGE_Catch2=TRUE  # as on a machine without Catch2: no flag needed
       -DCMAKE_INSTALL_PREFIX=${WORK_DIR}/prefix)
   run(${CMAKE_COMMAND} --install ${WORK_DIR}/swl)
   run(${CMAKE_COMMAND} ${consumer_args} -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)

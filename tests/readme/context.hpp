@@ -10,4 +10,4 @@
 int reply429(std::chrono::microseconds retry_after);
 void serve();
 void log(std::exception_ptr error);
-redisContext* makeMyTlsContext();
+redisContext* makeMyContext();

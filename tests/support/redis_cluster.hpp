@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -40,7 +41,12 @@ class RedisCluster {
   // failover tests take seconds, not the default 15 s.
   static constexpr int kNodeTimeoutMs = 1000;
 
-  RedisCluster() : directory_(makeDirectory()) {
+  // Arguments a node gets besides the cluster's own (a TLS cluster's ports and certificates), asked for
+  // each node as it starts.
+  using NodeArguments = std::function<std::vector<std::string>()>;
+
+  explicit RedisCluster(NodeArguments node_arguments = {})
+      : directory_(makeDirectory()), node_arguments_(std::move(node_arguments)) {
     try {
       for (int i = 0; i < kNodes; ++i) startNode();
       std::vector<std::string> create{"redis-cli", "--cluster", "create"};
@@ -94,12 +100,17 @@ class RedisCluster {
   }
 
   int replicaOf(int master_port) {
+    // A TLS cluster replicates over TLS: its replicas name the master's TLS port.
+    auto master = connect(master_port);
+    const swl::Reply tls_port = master.command({"CONFIG", "GET", "tls-port"});
+    const std::string tls_master_port = tls_port->size() == 2 ? std::string((*tls_port)[1].text()) : "0";
     for (auto& node : nodes_) {
       if (!node->running()) continue;
       auto connection = connect(node->port());
       const std::string info = textReply(connection, {"INFO", "replication"});
       if (info.find("role:slave") != std::string::npos &&
-          info.find("master_port:" + std::to_string(master_port) + "\r\n") != std::string::npos) {
+          (info.find("master_port:" + std::to_string(master_port) + "\r\n") != std::string::npos ||
+           info.find("master_port:" + tls_master_port + "\r\n") != std::string::npos)) {
         return node->port();
       }
     }
@@ -142,14 +153,17 @@ class RedisCluster {
       const int port = RedisServer::freeLoopbackPort();
       const int bus_port = RedisServer::freeLoopbackPort();
       if (bus_port == port) continue;
+      std::vector<std::string> arguments{"--cluster-enabled", "yes", "--cluster-port", std::to_string(bus_port),
+                                         "--cluster-config-file", "nodes-" + std::to_string(port) + ".conf",
+                                         "--cluster-node-timeout", std::to_string(kNodeTimeoutMs), "--dir",
+                                         directory_.string(),
+                                         // replicas sync at once, not after the default 5 s wait
+                                         "--repl-diskless-sync-delay", "0"};
+      if (node_arguments_) {
+        for (std::string& argument : node_arguments_()) arguments.push_back(std::move(argument));
+      }
       try {
-        nodes_.push_back(std::make_unique<RedisServer>(
-            port, std::vector<std::string>{"--cluster-enabled", "yes", "--cluster-port", std::to_string(bus_port),
-                                           "--cluster-config-file", "nodes-" + std::to_string(port) + ".conf",
-                                           "--cluster-node-timeout", std::to_string(kNodeTimeoutMs), "--dir",
-                                           directory_.string(),
-                                           // replicas sync at once, not after the default 5 s wait
-                                           "--repl-diskless-sync-delay", "0"}));
+        nodes_.push_back(std::make_unique<RedisServer>(port, std::move(arguments)));
         return;
       } catch (const std::runtime_error&) {
         if (attempt == 3) throw;  // another process took a port in between: try others
@@ -223,6 +237,7 @@ class RedisCluster {
   }
 
   std::filesystem::path directory_;
+  NodeArguments node_arguments_;
   std::vector<std::unique_ptr<RedisServer>> nodes_;
 };
 

@@ -126,6 +126,7 @@ class AsyncConnection {
         address_(detail::checkedAddress("swl::AsyncConnection", address)),
         endpoint_(address_.endpoint()),
         options_(detail::checkedOptions(options)),
+        dialer_(options_),
         breaker_(detail::breakerFor(options_)) {
     if (loop_ == nullptr) throw InvalidArgument("swl::AsyncConnection: the event_base is null");
     if (options_.replica_acks > 0) {
@@ -172,7 +173,7 @@ class AsyncConnection {
     if (closing_ || closed_) throw ConnectionError(closedMessage());
     breaker_->admit(endpoint_);
     if (context_ != nullptr) return context_;
-    redisAsyncContext* context = detail::dialAsync(address_, options_);
+    redisAsyncContext* context = dialer_.dialAsync(address_);
     if (context->err != 0) {
       const std::string why = "redis at " + endpoint_ + " failed connecting (" + context->errstr + ")";
       redisAsyncFree(context);
@@ -367,6 +368,7 @@ class AsyncConnection {
   Address address_;
   std::string endpoint_;
   ConnectionOptions options_;
+  detail::Dialer dialer_;
   redisAsyncContext* context_ = nullptr;  // freed by drop(), or by hiredis itself when the connection ends
   bool connected_ = false;
   bool closing_ = false;          // being destroyed: callbacks run at once, there is no next turn of the loop

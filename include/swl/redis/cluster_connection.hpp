@@ -75,7 +75,7 @@ class ClusterConnection : public RedisClient {
   explicit ClusterConnection(std::vector<Address> seeds, ClusterOptions options = {})
       : options_(std::move(options)), slots_(std::make_unique<SlotTable>()), description_("cluster seeds") {
     if (seeds.empty()) throw InvalidArgument("swl::ClusterConnection::tcp: no seed node given");
-    detail::checkedOptions(options_.connection);
+    detail::Dialer{options_.connection};  // checks the options and the TLS files now, not at the first call
     if (options_.connection.db != 0) {
       throw InvalidArgument("swl::ClusterOptions: db " + std::to_string(options_.connection.db) +
                             " is not 0; Redis Cluster has only database 0");

@@ -278,10 +278,12 @@ class Link {
   }
 
   // A server that restarted, or closed an idle client, has already sent EOF: a peek sees it, so the
-  // command goes out on a fresh connection instead of failing on a dead one. It costs one syscall.
+  // command goes out on a fresh connection instead of failing on a dead one. It costs one syscall. Over
+  // TLS the close-notify record comes before the EOF, so bytes waiting there are OpenSSL's to judge.
   static bool closedByServer(const redisContext& context) noexcept {
     char byte;
     const ssize_t peeked = ::recv(context.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (peeked > 0) return closedTls(context);
     return peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
   }
 
@@ -439,7 +441,8 @@ class Connection : public RedisClient {
   static Connection to(Address address, ConnectionOptions options = {}) {
     detail::checkedAddress("swl::Connection", address);
     std::string endpoint = address.endpoint();
-    return Connection([address = std::move(address), options] { return detail::dial(address, options); },
+    detail::Dialer dialer(options);  // before `options` is moved into the call below
+    return Connection([address = std::move(address), dialer = std::move(dialer)] { return dialer.dial(address); },
                       std::move(endpoint), std::move(options));
   }
 
@@ -448,9 +451,11 @@ class Connection : public RedisClient {
   // timeout; the connect timeout is the factory's business.
   static Connection adopt(ContextFactory connect, std::string description, ConnectionOptions options = {}) {
     if (!connect) throw InvalidArgument("swl::Connection::adopt: the context factory is empty");
-    return Connection([connect = std::move(connect), description,
-                       options] { return detail::ready(detail::ContextPtr(connect()), description, options); },
-                      std::move(description), std::move(options));
+    // The factory gets its own copies first: the arguments below are moved in an unspecified order.
+    auto open = [connect = std::move(connect), description, options] {
+      return detail::ready(detail::ContextPtr(connect()), description, options);
+    };
+    return Connection(std::move(open), std::move(description), std::move(options));
   }
 
   // A single context the caller made; swl owns it from here. Once it breaks it cannot be remade, so

@@ -30,6 +30,26 @@ struct Address {
   std::string endpoint() const { return unix_path.empty() ? host + ':' + std::to_string(port) : "unix:" + unix_path; }
 };
 
+// TLS to Redis, as managed Redis requires (ElastiCache, Azure Cache for Redis, Upstash, Memorystore: see
+// the README's "Connecting to managed Redis"). Needs swl built against hiredis >= 1.0 with hiredis_ssl
+// (the swl::tls CMake target); without it, enabling TLS is an InvalidArgument that says so. Every
+// connection of a client shares one OpenSSL context, loaded from these files when the client is made.
+struct TlsOptions {
+  bool enabled = false;
+  // The CAs that may vouch for the server (PEM), a file or a c_rehash'ed directory. Both empty: the
+  // system's trust store, as a public cloud's certificates want.
+  std::string ca_file;
+  std::string ca_dir;
+  // A client certificate and its key, for servers that require mutual TLS (tls-auth-clients yes).
+  std::string cert_file;
+  std::string key_file;
+  // The name sent as SNI and required in the server's certificate; empty: the address's host (an IP
+  // address is then matched against the certificate's IP addresses).
+  std::string server_name;
+  // false accepts any certificate from anyone: for a test bench, never for a network someone else shares.
+  bool verify_peer = true;
+};
+
 // The defaults are a rate limiter's, not a database client's: a limiter sits in front of every request,
 // so a Redis that does not answer must cost a request milliseconds, and then nothing at all while it
 // stays silent (the circuit breaker), never a second per call.
@@ -50,6 +70,7 @@ struct ConnectionOptions {
   std::string user;      // ACL user (Redis 6+); empty for the default user
   std::string password;  // empty: no AUTH
   int db = 0;            // SELECTed after every (re)connect when not 0
+  TlsOptions tls;        // off by default
 };
 
 namespace detail {
@@ -67,6 +88,10 @@ inline const ConnectionOptions& checkedOptions(const ConnectionOptions& options)
   }
   if (!options.user.empty() && options.password.empty()) {
     throw InvalidArgument("swl::ConnectionOptions: user " + quoted(options.user) + " is given without a password");
+  }
+  if (options.tls.cert_file.empty() != options.tls.key_file.empty()) {
+    throw InvalidArgument("swl::TlsOptions: cert_file and key_file go together; " +
+                          std::string(options.tls.cert_file.empty() ? "key_file" : "cert_file") + " is given alone");
   }
   return options;
 }

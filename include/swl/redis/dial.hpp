@@ -2,14 +2,19 @@
 // The one way swl opens a connection to Redis. Every client dials through here (Connection, the pool,
 // every cluster node, Sentinel's sentinels and master, the async connection), so a way of connecting
 // (TCP, a unix socket, TLS) and its options are written once.
+//
+//   detail::Dialer dialer(options);             // once per client: checks options, loads TLS files
+//   ContextPtr context = dialer.dial(address);  // per connection, to any server
 
 #include <swl/detail/hiredis.hpp>
+#include <swl/detail/tls.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/connection_options.hpp>
 
 #include <hiredis/async.h>
 
 #include <cerrno>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -28,32 +33,69 @@ inline ContextPtr ready(ContextPtr context, const std::string& endpoint, const C
   return context;
 }
 
-// A blocking context to `address`, connected within options.connect_timeout, with options.command_timeout
-// set on it. Throws ConnectionError (TimeoutError) naming the endpoint.
-inline ContextPtr dial(const Address& address, const ConnectionOptions& options) {
-  errno = 0;
-  const bool unix_socket = !address.unix_path.empty();
-  const timeval connect_timeout = toTimeval(options.connect_timeout);
-  ContextPtr context;
-  if (options.connect_timeout.count() == 0) {
-    context.reset(unix_socket ? redisConnectUnix(address.unix_path.c_str())
-                              : redisConnect(address.host.c_str(), address.port));
-  } else {
-    context.reset(unix_socket ? redisConnectUnixWithTimeout(address.unix_path.c_str(), connect_timeout)
-                              : redisConnectWithTimeout(address.host.c_str(), address.port, connect_timeout));
-  }
-  return ready(std::move(context), address.endpoint(), options);
-}
+// How a client reaches its servers, as its ConnectionOptions say: made once per client (checking the
+// options and loading the TLS files), then asked for every connection, to whichever server.
+class Dialer {
+ public:
+  explicit Dialer(const ConnectionOptions& options)
+      : options_(checkedOptions(options)), tls_(tlsContextFor(options.tls)) {}
 
-// An async context to `address`, connecting in the background; the caller owns it (redisAsyncFree) and
-// learns of a failed connect from context->err or its connect callback.
-inline redisAsyncContext* dialAsync(const Address& address, const ConnectionOptions&) {
-  redisAsyncContext* context = address.unix_path.empty() ? redisAsyncConnect(address.host.c_str(), address.port)
-                                                         : redisAsyncConnectUnix(address.unix_path.c_str());
-  if (context == nullptr)
-    throw ConnectionError("redis at " + address.endpoint() + " failed connecting (out of memory)");
-  if (context->c.reader != nullptr) limitAggregates(*context->c.reader);
-  return context;
-}
+  // A blocking context to `address`, connected (and its TLS handshake done) within the connect
+  // timeout, with the command timeout set on it. Throws ConnectionError (TimeoutError, TlsError)
+  // naming the endpoint.
+  ContextPtr dial(const Address& address) const {
+    errno = 0;
+    const bool unix_socket = !address.unix_path.empty();
+    requireTcpForTls(address);
+    const timeval connect_timeout = toTimeval(options_.connect_timeout);
+    ContextPtr context;
+    if (options_.connect_timeout.count() == 0) {
+      context.reset(unix_socket ? redisConnectUnix(address.unix_path.c_str())
+                                : redisConnect(address.host.c_str(), address.port));
+    } else {
+      context.reset(unix_socket ? redisConnectUnixWithTimeout(address.unix_path.c_str(), connect_timeout)
+                                : redisConnectWithTimeout(address.host.c_str(), address.port, connect_timeout));
+    }
+    if (tls_ && context && context->err == 0) {
+      // A server that accepts TCP and then says nothing (frozen) must not hold the handshake longer.
+      if (options_.connect_timeout.count() > 0) redisSetTimeout(context.get(), connect_timeout);
+      tls_->secure(*context, address);
+    }
+    return ready(std::move(context), address.endpoint(), options_);
+  }
+
+  // An async context to `address`, connecting in the background (TLS included); the caller owns it
+  // (redisAsyncFree) and learns of a failed connect from context->err or its connect callback.
+  redisAsyncContext* dialAsync(const Address& address) const {
+    requireTcpForTls(address);
+    redisAsyncContext* context = address.unix_path.empty() ? redisAsyncConnect(address.host.c_str(), address.port)
+                                                           : redisAsyncConnectUnix(address.unix_path.c_str());
+    if (context == nullptr)
+      throw ConnectionError("redis at " + address.endpoint() + " failed connecting (out of memory)");
+    if (context->c.reader != nullptr) limitAggregates(*context->c.reader);
+    if (tls_ && context->err == 0) {
+      try {
+        tls_->secure(context->c, address);
+      } catch (...) {
+        redisAsyncFree(context);
+        throw;
+      }
+    }
+    return context;
+  }
+
+  const ConnectionOptions& options() const noexcept { return options_; }
+
+ private:
+  void requireTcpForTls(const Address& address) const {
+    if (tls_ && !address.unix_path.empty()) {
+      throw InvalidArgument("swl::TlsOptions: TLS is enabled, but " + address.endpoint() +
+                            " is a unix socket; Redis serves TLS on TCP only");
+    }
+  }
+
+  ConnectionOptions options_;
+  std::shared_ptr<const TlsContext> tls_;
+};
 
 }  // namespace swl::detail

@@ -182,7 +182,7 @@ class SentinelState {
 class FailoverListener {
  public:
   FailoverListener(std::shared_ptr<SentinelState> state, const ConnectionOptions& options)
-      : state_(std::move(state)), options_(options), thread_([this] { listen(); }) {}
+      : state_(std::move(state)), options_(options), dialer_(options), thread_([this] { listen(); }) {}
 
   FailoverListener(const FailoverListener&) = delete;
   FailoverListener& operator=(const FailoverListener&) = delete;
@@ -227,7 +227,7 @@ class FailoverListener {
 
   void subscribe(Subscription& subscription) {
     try {
-      Link link([&] { return dial(subscription.sentinel, options_); }, subscription.sentinel.endpoint(), options_);
+      Link link([&] { return dialer_.dial(subscription.sentinel); }, subscription.sentinel.endpoint(), options_);
       ContextPtr context = link.handOver();
       for (const char* command :
            {"SUBSCRIBE +selected-slave +promoted-slave +switch-master", "PSUBSCRIBE -failover-abort-*"}) {
@@ -272,6 +272,7 @@ class FailoverListener {
 
   std::shared_ptr<SentinelState> state_;
   ConnectionOptions options_;
+  Dialer dialer_;
   std::atomic<bool> stop_{false};
   std::thread thread_;  // last: it starts once everything it reads is ready
 };
@@ -285,8 +286,8 @@ class SentinelConnection : public RedisClient {
         pool_(
             [&] {
               Connection master = Connection::adopt(
-                  [state = state_, options = options.master] {
-                    return detail::dial(state->master(), options).release();
+                  [state = state_, dialer = detail::Dialer(options.master)] {
+                    return dialer.dial(state->master()).release();
                   },
                   state_->description(), options.master);
               detail::linkOf(master).followEpoch([state = state_] { return state->epoch(); });
