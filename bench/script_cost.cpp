@@ -146,9 +146,10 @@ int main(int argc, char** argv) try {
     std::sort(values.begin(), values.end());
     return values[values.size() / 2];
   };
-  std::printf("medians of %d rounds of %ld calls\n\n| script | admitted: usec/call | rejected: usec/call |\n"
-              "|---|---:|---:|\n",
-              rounds, calls);
+  std::printf(
+      "medians of %d rounds of %ld calls\n\n| script | admitted: usec/call | rejected: usec/call |\n"
+      "|---|---:|---:|\n",
+      rounds, calls);
   for (const Contender& contender : contenders) {
     std::printf("| %s | %.2f | %.2f |\n", contender.name, median(contender.admitted), median(contender.rejected));
   }

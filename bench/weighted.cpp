@@ -21,8 +21,8 @@
 #include <swl/swl.hpp>
 
 #include "support/redis_server.hpp"
-#include "unit_per_entry_log.hpp"
 #include "support/replies.hpp"
+#include "unit_per_entry_log.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -119,8 +119,9 @@ int main() try {
   auto connection = server.connect();
 
   std::printf("1,000,000 tokens/min per key, requests of 4,000 tokens (a full window holds 250):\n\n");
-  std::printf("| window | admitted of 500 | Redis CPU per decision (usec_per_call) | key at a full window | "
-              "per admitted request |\n|---|---:|---:|---:|---:|\n");
+  std::printf(
+      "| window | admitted of 500 | Redis CPU per decision (usec_per_call) | key at a full window | "
+      "per admitted request |\n|---|---:|---:|---:|---:|\n");
   const auto row = [](const char* name, const TokensRow& measured) {
     std::printf("| %s | %d | %.2f us | %.1f KB | %.0f B |\n", name, measured.admitted, measured.usec_per_call,
                 measured.memory / 1024.0, measured.memory / 250.0);
@@ -146,17 +147,18 @@ int main() try {
   const long long log_daily = daily<PerRequest>(connection, log_admitted);
   const long long bucketed_daily = daily<Bucketed>(connection, bucketed_admitted);
   std::printf("\n70,000 per day, 70,000 requests over one day:\n");
-  std::printf("  per-request log: %d admitted, key %.1f KB (%.0f B per request)\n", log_admitted,
-              log_daily / 1024.0, log_daily / 70'000.0);
+  std::printf("  per-request log: %d admitted, key %.1f KB (%.0f B per request)\n", log_admitted, log_daily / 1024.0,
+              log_daily / 70'000.0);
   std::printf("  bucketed, B = 64: %d admitted, key %.2f KB; bucketed / log memory %.5f\n", bucketed_admitted,
               bucketed_daily / 1024.0, double(bucketed_daily) / double(log_daily));
 
   swl::test::textReply(connection, {"FLUSHALL"});
   const long exact = overload<PerRequest>(connection);
   const long rounded = overload<Bucketed>(connection);
-  std::printf("\n100 per second asked twice over for 100 seconds: exact log admits %ld, bucketed %ld: "
-              "under-admission %.4f (bound 1/64 = %.4f)\n",
-              exact, rounded, 1.0 - double(rounded) / double(exact), 1.0 / 64);
+  std::printf(
+      "\n100 per second asked twice over for 100 seconds: exact log admits %ld, bucketed %ld: "
+      "under-admission %.4f (bound 1/64 = %.4f)\n",
+      exact, rounded, 1.0 - double(rounded) / double(exact), 1.0 / 64);
 } catch (const std::exception& error) {
   std::fprintf(stderr, "weighted: %s\n", error.what());
   return 1;

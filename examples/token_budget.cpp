@@ -28,7 +28,7 @@ struct ModelCall {
 
 // What the model would report; in a gateway, the provider's usage field.
 constexpr ModelCall kCalls[] = {
-    {"team-a", 4'000, 1'200}, {"team-a", 4'000, 3'100}, {"team-a", 4'000, 900},  {"team-a", 4'000, 2'000},
+    {"team-a", 4'000, 1'200}, {"team-a", 4'000, 3'100}, {"team-a", 4'000, 900}, {"team-a", 4'000, 2'000},
     {"team-a", 2'000, 2'600}, {"team-b", 4'000, 2'000}, {"team-a", 4'000, 500}, {"team-a", 1'000, 400},
 };
 

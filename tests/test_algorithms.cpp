@@ -96,8 +96,9 @@ TEMPLATE_TEST_CASE("every algorithm runs on Redis's clock by default", "", swl::
   CHECK(swl::test::integerReply(connection, {"PTTL", limiter.redisKey("user:42")}) > 0);  // idle keys expire
 }
 
-TEST_CASE("the edge burst: the log and the bucketed window never exceed the limit, the others do, by as much as the "
-          "README says") {
+TEST_CASE(
+    "the edge burst: the log and the bucketed window never exceed the limit, the others do, by as much as the "
+    "README says") {
   ManualTime time;
   const swl::Limit limit{100, 1s};
   swl::SlidingWindowLimiter<> log(time.connection, limit, time.options, swl::PrefixKey("log"));
@@ -112,8 +113,8 @@ TEST_CASE("the edge burst: the log and the bucketed window never exceed the limi
   const std::int64_t worst_gcra = swl::test::worstWindowInEdgeBurst(gcra, time.clock, "k");
   const std::int64_t worst_bucketed = swl::test::worstWindowInEdgeBurst(bucketed, time.clock, "k");
   WARN("most admitted in one window, limit 100: log " << worst_log << ", counter " << worst_counter << ", fixed "
-                                                      << worst_fixed << ", gcra " << worst_gcra
-                                                      << ", bucketed " << worst_bucketed);
+                                                      << worst_fixed << ", gcra " << worst_gcra << ", bucketed "
+                                                      << worst_bucketed);
   CHECK(worst_log == 100);
   CHECK(worst_bucketed == 100);
   CHECK(worst_fixed == 200);

@@ -124,10 +124,12 @@ TEST_CASE("an ACL user allowed only the script's commands on the limiter's prefi
   RedisServer server;
   auto admin = server.connect();
   // The rule the README documents, word for word.
-  CHECK(textReply(admin, {"ACL", "SETUSER", "limiter", "on", ">limiter-pass", "resetkeys", "~swl:*", "resetchannels",
-                          "-@all", "+evalsha", "+script|load", "+time", "+zcount", "+zscore", "+zrangebyscore",
-                          "+zadd", "+zrem", "+zcard", "+pexpire", "+zremrangebyscore", "+zrange", "+hmget", "+hset",
-                          "+hdel", "+hkeys", "+get", "+set", "+del"}) == "OK");
+  CHECK(textReply(admin, {"ACL",          "SETUSER", "limiter",       "on",       ">limiter-pass",
+                          "resetkeys",    "~swl:*",  "resetchannels", "-@all",    "+evalsha",
+                          "+script|load", "+time",   "+zcount",       "+zscore",  "+zrangebyscore",
+                          "+zadd",        "+zrem",   "+zcard",        "+pexpire", "+zremrangebyscore",
+                          "+zrange",      "+hmget",  "+hset",         "+hdel",    "+hkeys",
+                          "+get",         "+set",    "+del"}) == "OK");
 
   swl::ConnectionOptions options;
   options.user = "limiter";

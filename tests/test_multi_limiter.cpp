@@ -99,7 +99,7 @@ TEST_CASE("a multi-decision of cost above one is recorded whole in every rule, o
   swl::MultiLimiter<> limiter(connection, {{"a", swl::Limit{10, 60s}}, {"b", swl::Limit{6, 60s}}});
   CHECK(limiter.tryAcquire({"k", "k"}, 4));
   CHECK_FALSE(limiter.tryAcquire({"k", "k"}, 3));  // b has 2 left
-  CHECK(logEntries(connection, "swl:a:k") == 1);  // one entry of four units
+  CHECK(logEntries(connection, "swl:a:k") == 1);   // one entry of four units
   const swl::MultiDecision last = limiter.tryAcquire({"k", "k"}, 2);
   CHECK(last);
   CHECK(last.rules[0].remaining == 4);

@@ -209,7 +209,7 @@ TEST_CASE_METHOD(ManualTime, "a request of cost above one takes that many units,
   swl::Decision too_much = limiter.tryAcquire("k", 4);
   CHECK_FALSE(too_much.allowed);
   CHECK(too_much.remaining == 2);
-  CHECK(too_much.retry_after == 800ms);  // two of the first request's units must leave, at start + 1 s
+  CHECK(too_much.retry_after == 800ms);      // two of the first request's units must leave, at start + 1 s
   CHECK(entries(connection, "swl:k") == 2);  // one entry per request, whatever its cost
 
   swl::Decision fits = limiter.tryAcquire("k", 2);

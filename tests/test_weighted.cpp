@@ -166,7 +166,8 @@ std::int64_t nextNow(std::mt19937_64& random, std::int64_t now, std::int64_t win
   if (kind < 4) return now + 1;
   if (kind < 12 || leave_times.empty()) return now + std::uniform_int_distribution<std::int64_t>(1, window / 8)(random);
   if (kind == 19) return now + window + std::uniform_int_distribution<std::int64_t>(0, window)(random);
-  const std::int64_t leaves = leave_times[std::uniform_int_distribution<std::size_t>(0, leave_times.size() - 1)(random)];
+  const std::int64_t leaves =
+      leave_times[std::uniform_int_distribution<std::size_t>(0, leave_times.size() - 1)(random)];
   return std::max(now, leaves + std::uniform_int_distribution<std::int64_t>(-1, 1)(random));
 }
 
@@ -199,7 +200,8 @@ TEST_CASE_METHOD(ManualTime,
   const swl::Limit limit{40, 60s};
   const std::int64_t window = limit.window.count();
   options.rejected = counted ? swl::RejectedRequests::counted : swl::RejectedRequests::not_counted;
-  swl::SlidingWindowLimiter<> limiter(connection, limit, options, swl::PrefixKey("log" + std::to_string(seed) + (mostly_one ? "one" : "any")));
+  swl::SlidingWindowLimiter<> limiter(connection, limit, options,
+                                      swl::PrefixKey("log" + std::to_string(seed) + (mostly_one ? "one" : "any")));
   Oracle oracle(limit, counted, [&](std::int64_t at) { return at + window; });
 
   std::vector<swl::Receipt> receipts;
@@ -276,7 +278,7 @@ TEST_CASE_METHOD(ManualTime,
       const std::int64_t longer = model.unitsWithin(key, now, window + width);
       const swl::Decision decision = limiter.tryAcquire(key, cost);
       checkDecision(decision, model.decide(key, cost, now));
-      if (decision.allowed) CHECK(exact + cost <= limit.max_requests);  // never over-admits
+      if (decision.allowed) CHECK(exact + cost <= limit.max_requests);   // never over-admits
       if (longer + cost <= limit.max_requests) CHECK(decision.allowed);  // under-admits by a bucket at most
       if (!decision.allowed && exact + cost <= limit.max_requests) ++refused_by_rounding;
       leave_times.push_back(bucket_end(now) + window);
@@ -325,7 +327,8 @@ TEST_CASE_METHOD(ManualTime, "random traces: a MultiLimiter agrees with an exact
   }
 }
 
-TEST_CASE_METHOD(ManualTime, "settle refunds, charges past the limit, settles once, and leaves a slid-out reservation") {
+TEST_CASE_METHOD(ManualTime,
+                 "settle refunds, charges past the limit, settles once, and leaves a slid-out reservation") {
   const auto start = clock.now();
   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{10'000, 60s}, options);
 
@@ -389,9 +392,9 @@ TEST_CASE_METHOD(ManualTime, "settle refunds, charges past the limit, settles on
   }
   SECTION("a negative or unrepresentable actual cost is refused with a named reason") {
     const swl::Reservation reservation = limiter.reserve("k", 10);
-    CHECK_THROWS_MATCHES(limiter.settle(reservation.receipt, -1), swl::InvalidArgument,
-                         Catch::Matchers::Message(
-                             "swl::SlidingWindowLimiter::settle: -1 units are not in 0..2^53-1 (key 'swl:k')"));
+    CHECK_THROWS_MATCHES(
+        limiter.settle(reservation.receipt, -1), swl::InvalidArgument,
+        Catch::Matchers::Message("swl::SlidingWindowLimiter::settle: -1 units are not in 0..2^53-1 (key 'swl:k')"));
     CHECK(limiter.peek("k").used == 10);
   }
 }
@@ -411,7 +414,8 @@ TEST_CASE_METHOD(ManualTime, "a cost of 10^9 under a limit of 2^40 is one entry,
   CHECK(whole.retry_after == 60s - 1ms);  // all three must leave: the last, 1 ms ago, at its time + 60 s
 }
 
-TEST_CASE_METHOD(ManualTime, "a key written one member per unit (before 0.2) is counted as it was, then kept as a sum") {
+TEST_CASE_METHOD(ManualTime,
+                 "a key written one member per unit (before 0.2) is counted as it was, then kept as a sum") {
   const std::int64_t now = clock.now().count();
   for (int unit = 0; unit < 3; ++unit) {
     integerReply(connection, {"ZADD", "swl:old", std::to_string(now - 1000), "unit" + std::to_string(unit)});

@@ -270,8 +270,8 @@ class LimiterCalls {
     if constexpr (Algorithm::kRecordsMembers) {
       member = members_.next();
       if (member.find_first_of("*=#") != std::string::npos) {
-        throw InvalidArgument(std::string(Algorithm::kName) + ": the member policy made the member " +
-                              quoted(member) + ", which holds '*', '=' or '#': those mark an entry's units");
+        throw InvalidArgument(std::string(Algorithm::kName) + ": the member policy made the member " + quoted(member) +
+                              ", which holds '*', '=' or '#': those mark an entry's units");
       }
     }
     return Request(*this, redisKey(key), std::move(member), cost, now());
@@ -391,13 +391,12 @@ class RedisLimiter {
                   "swl::RedisLimiter::reserve: only an algorithm that records one entry per request can settle "
                   "one (the sliding window log: swl::SlidingWindowLimiter)");
     Reservation reservation;
-    reservation.decision =
-        detail::reportedDecision(reporting(), limit(), key, estimate, [&](std::exception_ptr&) {
-          const auto request = calls_.prepare(key, estimate);
-          const Decision decision = calls_.decide(*redis_->run(request.call()));
-          if (decision.allowed) reservation.receipt = request.receipt();
-          return decision;
-        });
+    reservation.decision = detail::reportedDecision(reporting(), limit(), key, estimate, [&](std::exception_ptr&) {
+      const auto request = calls_.prepare(key, estimate);
+      const Decision decision = calls_.decide(*redis_->run(request.call()));
+      if (decision.allowed) reservation.receipt = request.receipt();
+      return decision;
+    });
     return reservation;
   }
 

@@ -19,8 +19,8 @@
 //
 // Thread safety: as safe as its RedisClient.
 
-#include <swl/decision.hpp>
 #include <swl/algorithms/sliding_window.hpp>
+#include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
 #include <swl/error.hpp>
 #include <swl/limiter.hpp>
@@ -234,9 +234,8 @@ class MultiLimiter {
   std::string redisKey(std::size_t rule, std::string_view key) const { return rules_.at(rule).keys.key(key); }
 
   static const Script& script() {
-    static const std::string text = std::string(kMultiWindowArguments)
-                                        .append(SlidingWindowLog::kFunctions)
-                                        .append(kMultiWindowScript);
+    static const std::string text =
+        std::string(kMultiWindowArguments).append(SlidingWindowLog::kFunctions).append(kMultiWindowScript);
     static const Script multi_window("multi_window", text);
     return multi_window;
   }
