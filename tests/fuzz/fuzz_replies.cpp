@@ -20,7 +20,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <limits>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -81,20 +80,24 @@ bool announcesHugeAggregate(std::string_view input) {
   return false;
 }
 
-// The limits to decode under: typical ones, the extremes, one taken from the input's last 8 bytes, and
-// each integer of the reply (so remaining == limit and remaining == limit + 1 are tried).
+// The limits to decode under: typical ones, the largest a Limit holds, one taken from the input's last 8
+// bytes, and each integer of the reply (so remaining == limit and remaining == limit + 1 are tried).
+// Only limits a limiter could have: every limiter checks its Limit (1..2^53-1) before it decodes anything.
 std::vector<std::int64_t> limitsFor(swl::ReplyView reply, std::string_view input) {
-  std::vector<std::int64_t> limits{1, 3, 1000, (std::int64_t{1} << 53) - 1, std::numeric_limits<std::int64_t>::max()};
+  std::vector<std::int64_t> limits{1, 3, 1000, swl::detail::kLargestExact - 1};
+  const auto consider = [&](std::int64_t limit) {
+    if (limit >= 1 && limit < swl::detail::kLargestExact) limits.push_back(limit);
+  };
   if (input.size() >= sizeof(std::int64_t)) {
     std::int64_t from_input;
     std::memcpy(&from_input, input.data() + input.size() - sizeof from_input, sizeof from_input);
-    limits.push_back(from_input);
+    consider(from_input);
   }
   for (std::size_t i = 0; i < reply.size() && i < 8; ++i) {
     const swl::ReplyView element = reply[i];
     if (!element.isInteger()) continue;
-    limits.push_back(element.integer());
-    if (element.integer() > 1) limits.push_back(element.integer() - 1);
+    consider(element.integer());
+    if (element.integer() > 1) consider(element.integer() - 1);
   }
   return limits;
 }
