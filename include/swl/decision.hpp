@@ -31,6 +31,7 @@ enum class Tier {
   in_memory,      // a LocalLimiter: this process's own window, no Redis involved
   blocked_cache,  // refused locally: Redis refused this key moments ago and its retry_after has not passed
   insurance,      // Redis could not answer; this instance's share of the limit, kept in memory, decided
+  lease,          // admitted in this process from units leased out of the shared window (LeasingLimiter)
 };
 
 // "redis", "fail_open", ...: for logs and metric labels.
@@ -48,6 +49,8 @@ constexpr std::string_view toString(Tier tier) noexcept {
       return "blocked_cache";
     case Tier::insurance:
       return "insurance";
+    case Tier::lease:
+      return "lease";
   }
   return "unknown";
 }

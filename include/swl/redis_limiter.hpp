@@ -23,6 +23,8 @@
 //     static constexpr std::string_view kFunctions;   // Lua run before kScript, shared with other scripts
 //     static constexpr std::string_view kArgument;    // its own parameter, sent as ARGV[8] (bucketed: buckets)
 //     static constexpr std::string_view kSettleScriptName, kSettleScript;  // it can settle reservations
+//     static constexpr std::string_view kLeaseScriptName, kLeaseScript;    // it can lease units
+// (kSettleScript and kLeaseScript run after the prelude and kFunctions too).
 // Every script takes the arguments the prelude reads, treats cost 0 as a peek that records nothing, and
 // answers {allowed, remaining, retry_after_us, reset_after_us}.
 
@@ -130,22 +132,42 @@ struct Settles : std::false_type {};
 template <class T>
 struct Settles<T, std::void_t<decltype(T::kSettleScript), decltype(T::kSettleScriptName)>> : std::true_type {};
 
+template <class T, class = void>
+struct Leases : std::false_type {};
+template <class T>
+struct Leases<T, std::void_t<decltype(T::kLeaseScript), decltype(T::kLeaseScriptName)>> : std::true_type {};
+
+// The prelude, the algorithm's functions and then `part`: how every script of an algorithm is put together.
 template <class Algorithm>
-const Script& settleScriptOf() {
-  static const Script script(Algorithm::kSettleScriptName, Algorithm::kSettleScript);
-  return script;
+std::string scriptText(std::string_view fast_path, std::string_view part) {
+  std::string whole(kScriptPrelude);
+  whole.append(fast_path);
+  if constexpr (HasFunctions<Algorithm>::value) whole.append(Algorithm::kFunctions);
+  return whole.append(part);
 }
 
-// The prelude and an algorithm's part, as the one Script its limiters run.
+// The one Script its limiters run. (A Script views its text, so each text is kept beside it.)
 template <class Algorithm>
 const Script& scriptOf() {
   static const std::string text = [] {
-    std::string whole(kScriptPrelude);
-    if constexpr (HasFastPath<Algorithm>::value) whole.append(Algorithm::kFastPath);
-    if constexpr (HasFunctions<Algorithm>::value) whole.append(Algorithm::kFunctions);
-    return whole.append(Algorithm::kScript);
+    if constexpr (HasFastPath<Algorithm>::value) return scriptText<Algorithm>(Algorithm::kFastPath, Algorithm::kScript);
+    return scriptText<Algorithm>({}, Algorithm::kScript);
   }();
   static const Script script(Algorithm::kScriptName, text);
+  return script;
+}
+
+template <class Algorithm>
+const Script& settleScriptOf() {
+  static const std::string text = scriptText<Algorithm>({}, Algorithm::kSettleScript);
+  static const Script script(Algorithm::kSettleScriptName, text);
+  return script;
+}
+
+template <class Algorithm>
+const Script& leaseScriptOf() {
+  static const std::string text = scriptText<Algorithm>({}, Algorithm::kLeaseScript);
+  static const Script script(Algorithm::kLeaseScriptName, text);
   return script;
 }
 
@@ -219,7 +241,7 @@ class LimiterCalls {
    public:
     ScriptCall call() const {
       const LimiterCalls& calls = *calls_;
-      const std::string_view now = calls.options_.clock.isRedisTime() ? std::string_view() : now_.view();
+      const std::string_view now = calls.nowArgument(now_);
       if constexpr (HasArgument<Algorithm>::value) {
         return ScriptCall(scriptOf<Algorithm>(), {redis_key_},
                           {calls.window_text_, calls.limit_text_, cost_text_, now, member_, calls.ttl_text_,
@@ -277,14 +299,26 @@ class LimiterCalls {
     return Request(*this, redisKey(key), std::move(member), cost, now());
   }
 
-  // settle()'s call for `receipt` now holding `actual` units. The texts it views live in `texts`.
+  // settle()'s call for `receipt` now holding `actual` units; `to_now` moves an entry ahead of now (a
+  // lease given back) to now. The texts it views live in `texts`.
   struct SettleTexts {
-    IntegerText reserved, actual, now;
+    IntegerText actual, now, recorded;
   };
-  ScriptCall settleCall(const Receipt& receipt, const SettleTexts& texts) const {
-    const std::string_view now = options_.clock.isRedisTime() ? std::string_view() : texts.now.view();
+  ScriptCall settleCall(const Receipt& receipt, const SettleTexts& texts, bool to_now) const {
     return ScriptCall(settleScriptOf<Algorithm>(), {receipt.redis_key},
-                      {window_text_, receipt.member, texts.reserved, texts.actual, now});
+                      {window_text_, limit_text_, texts.actual, nowArgument(texts.now), receipt.member, ttl_text_, "0",
+                       texts.recorded, to_now ? "1" : "0"});
+  }
+
+  // lease()'s call: `request` and the terms beyond it. The texts it views live in `texts`.
+  struct LeaseTexts {
+    IntegerText units, duration, room_divisor, previous_units, previous_used;
+  };
+  ScriptCall leaseCall(const Request& request, const LeaseTexts& texts, const Receipt& previous) const {
+    return ScriptCall(
+        leaseScriptOf<Algorithm>(), {request.redis_key_},
+        {window_text_, limit_text_, request.cost_text_, nowArgument(request.now_), request.member_, ttl_text_, "0",
+         texts.units, texts.duration, texts.room_divisor, previous.member, texts.previous_units, texts.previous_used});
   }
 
   // A cost-0 request: the scripts read such a request's window and record nothing.
@@ -318,6 +352,11 @@ class LimiterCalls {
     return ttl;
   }
 
+  // What the scripts take as now: nothing when they read Redis's clock.
+  std::string_view nowArgument(const IntegerText& now) const {
+    return options_.clock.isRedisTime() ? std::string_view() : now.view();
+  }
+
   // Client-clock time in microseconds, or 0 when the script reads Redis's clock.
  public:
   std::int64_t now() const {
@@ -348,6 +387,21 @@ inline const Script& forgetScript() {
 }
 
 }  // namespace detail
+
+// What RedisLimiter::lease asks for beyond the request in hand (LeasingLimiter fills it in).
+struct LeaseTerms {
+  std::int64_t units = 0;                 // units wanted in all, the request's cost among them (cost..limit)
+  std::chrono::microseconds duration{0};  // how long the holder may use them (0..window)
+  std::int64_t room_divisor = 4;          // take at most 1/room_divisor of what the window has room for
+  Receipt previous;                       // the holder's previous lease on this key, given back first
+  std::int64_t previous_used = 0;         // how many of its units were used
+};
+
+// RedisLimiter::lease's answer: the decision for the request in hand, and the entry it recorded.
+struct Lease {
+  Decision decision;
+  Receipt receipt;
+};
 
 template <class Algorithm, class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
 class RedisLimiter {
@@ -409,15 +463,41 @@ class RedisLimiter {
     static_assert(detail::Settles<Algorithm>::value,
                   "swl::RedisLimiter::settle: only an algorithm that records one entry per request can settle "
                   "one (the sliding window log: swl::SlidingWindowLimiter)");
-    if (!receipt) return false;
-    if (actual < 0 || actual >= detail::kLargestExact) {
-      throw InvalidArgument(std::string(Algorithm::kName) + "::settle: " + std::to_string(actual) +
-                            " units are not in 0..2^53-1 (key " + detail::quoted(receipt.redis_key) + ")");
-    }
-    const typename Calls::SettleTexts texts{detail::IntegerText(receipt.units), detail::IntegerText(actual),
-                                            detail::IntegerText(calls_.now())};
-    return redis_->run(calls_.settleCall(receipt, texts))->integer() == 1;
+    return settled(receipt, actual, "settle", false);
   }
+
+  // The primitive LeasingLimiter is built on (use that): `cost` units for `key` decided now and, when
+  // they fit, up to `terms.units` recorded in all as one entry scored at now + terms.duration, after
+  // `terms.previous` is given back. Units beyond `cost` may be used in memory until terms.duration after
+  // a moment on a monotonic clock read before this call was sent, and never later: the guarantee rests
+  // on it. Lease::receipt.units is what was recorded (0 when refused; `cost` alone when no more fit or
+  // were asked for, and then nothing is leased).
+  Lease lease(std::string_view key, std::int64_t cost, const LeaseTerms& terms) {
+    static_assert(detail::Leases<Algorithm>::value,
+                  "swl::RedisLimiter::lease: only the sliding window log leases units (swl::SlidingWindowLimiter)");
+    const auto request = calls_.prepare(key, cost);
+    checkTerms(terms, cost, key);
+    const typename Calls::LeaseTexts texts{
+        detail::IntegerText(terms.units), detail::IntegerText(terms.duration.count()),
+        detail::IntegerText(terms.room_divisor), detail::IntegerText(terms.previous.units),
+        detail::IntegerText(terms.previous_used)};
+    const Reply reply = redis_->run(calls_.leaseCall(request, texts, terms.previous));
+    std::int64_t values[5];
+    detail::readIntegers(*reply, values, 5);
+    Lease lease;
+    lease.decision = detail::checkedDecision(values[0], values[1], values[2], values[3], limit().max_requests);
+    const std::int64_t units = values[4];
+    if (lease.decision.allowed ? units < cost || units > std::max(cost, terms.units) : units != 0) {
+      throw detail::badReply(std::to_string(units) + " units leased for a request of " + std::to_string(cost) +
+                             " asking " + std::to_string(terms.units));
+    }
+    if (lease.decision.allowed) lease.receipt = {request.receipt().redis_key, request.receipt().member, units};
+    return lease;
+  }
+
+  // Gives a lease back (LeasingLimiter): of its units only `used` still count, and from now if its end
+  // was later, since every use came before now. Returns whether there was anything to give back.
+  bool giveBack(const Receipt& lease, std::int64_t used) { return settled(lease, used, "giveBack", true); }
 
   Usage peek(std::string_view key) { return calls_.usage(*redis_->run(calls_.preparePeek(key).call())); }
 
@@ -476,6 +556,35 @@ class RedisLimiter {
   using Calls = detail::LimiterCalls<Algorithm, KeyPolicy, MemberPolicy, TtlPolicy>;
 
   detail::Reporting reporting() const { return {options().observer, options().on_failure, Tier::redis}; }
+
+  bool settled(const Receipt& receipt, std::int64_t actual, std::string_view call, bool to_now) {
+    if (!receipt) return false;
+    if (actual < 0 || actual >= detail::kLargestExact) {
+      throw InvalidArgument(std::string(Algorithm::kName) + "::" + std::string(call) + ": " + std::to_string(actual) +
+                            " units are not in 0..2^53-1 (key " + detail::quoted(receipt.redis_key) + ")");
+    }
+    const typename Calls::SettleTexts texts{detail::IntegerText(actual), detail::IntegerText(calls_.now()),
+                                            detail::IntegerText(receipt.units)};
+    return redis_->run(calls_.settleCall(receipt, texts, to_now))->integer() == 1;
+  }
+
+  void checkTerms(const LeaseTerms& terms, std::int64_t cost, std::string_view key) const {
+    const auto refuse = [&](const std::string& why) {
+      return InvalidArgument(std::string(Algorithm::kName) + "::lease: " + why + " (key " + detail::quoted(key) + ")");
+    };
+    if (terms.units < cost || terms.units > limit().max_requests) {
+      throw refuse(std::to_string(terms.units) + " units wanted, not in cost " + std::to_string(cost) + "..limit " +
+                   std::to_string(limit().max_requests));
+    }
+    if (terms.duration.count() < 0 || terms.duration > limit().window) {
+      throw refuse("a lease of " + std::to_string(terms.duration.count()) + " us is not in 0..the window");
+    }
+    if (terms.room_divisor < 1) throw refuse("room_divisor " + std::to_string(terms.room_divisor) + " is below 1");
+    if (terms.previous && (terms.previous_used < 0 || terms.previous_used > terms.previous.units)) {
+      throw refuse("the previous lease used " + std::to_string(terms.previous_used) + " of its " +
+                   std::to_string(terms.previous.units) + " units");
+    }
+  }
 
   RedisClient* redis_;
   Calls calls_;

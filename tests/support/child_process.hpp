@@ -74,6 +74,22 @@ class ChildProcess {
     pid_ = 0;
   }
 
+  // Its exit status once it has exited by itself within `timeout` (it is reaped then); -1 if it was killed
+  // by a signal, or if it was still running after the timeout (then it is stopped).
+  int waitForExit(std::chrono::milliseconds timeout) {
+    for (auto waited = std::chrono::milliseconds(0); running() && waited < timeout;
+         waited += std::chrono::milliseconds(5)) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = 0;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    stop();
+    return -1;
+  }
+
   void pause() { ::kill(pid_, SIGSTOP); }
   void resume() { ::kill(pid_, SIGCONT); }
 

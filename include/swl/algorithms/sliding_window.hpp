@@ -109,17 +109,24 @@ local function trim(log, window_start, extra, stale, gone)
   return nil
 end
 
--- Records one entry of `units` in a window of `count` units and `extra` extra units (as readWindow
--- returned them), then trims. Its ZADD is the script's first write, so a Redis over maxmemory refuses
--- it before anything changed. Returns the window's units and the set's extra units after.
-local function recordEntry(log, member, units, count, extra, stale, gone, ttl, window_start)
+-- Records one entry of `units` scored `score` (text: now, or a lease's end) in a window of `count` units
+-- and `extra` extra units (as readWindow returned them), then trims. Its ZADD is the script's first
+-- write, so a Redis over maxmemory refuses it before anything changed. Returns the window's units and
+-- the set's extra units after.
+local function recordEntry(log, member, units, count, extra, stale, gone, ttl, window_start, window, score)
   local new_extra = (extra or 0) + units - 1
   if units ~= 1 then member = member .. '*' .. text(units) end
   local added
   if new_extra == 0 and extra == nil then
-    added = redis.call('ZADD', log, now_text, member)
+    added = redis.call('ZADD', log, score, member)
   else
-    added = redis.call('ZADD', log, now_text, member, -new_extra, '#') - (extra == nil and 1 or 0)
+    added = redis.call('ZADD', log, score, member, -new_extra, '#') - (extra == nil and 1 or 0)
+  end
+  -- The set must outlive its newest entry's window. A lease's entry lies ahead of now and holds several
+  -- units, so '#' is there whenever one is (and the fast path, which sets the TTL from now, is not).
+  if new_extra > 0 then
+    local newest = tonumber(redis.call('ZRANGE', log, -1, -1, 'WITHSCORES')[2])
+    ttl = math.max(tonumber(ttl), math.ceil((newest + window - now) / 1000))
   end
   redis.call('PEXPIRE', log, ttl)
   if gone ~= 0 then redis.call('ZREMRANGEBYSCORE', log, '(0', window_start) end
@@ -139,6 +146,32 @@ local function recordEntry(log, member, units, count, extra, stale, gone, ttl, w
   end
   redis.call('ZREM', log, '#')
   return units_in_window, nil
+end
+
+-- Settles the entry `member` recorded with `recorded` units: it now holds `actual` (0 removes it), and
+-- '#' moves by the difference. A settled entry is marked ('=' instead of '*'), so settling it again finds
+-- nothing; an entry that has left the window, or a key that expired, is left alone: its units no longer
+-- count. `to_now` moves an entry that lies ahead of now (a lease given back) to now: every unit it still
+-- holds was used before now, so counting from now covers them. Returns 1 when it settled the entry.
+local function settleEntry(log, member, recorded, actual, window, to_now)
+  local recorded_member = member
+  if recorded ~= 1 then recorded_member = member .. '*' .. text(recorded) end
+  local score = redis.call('ZSCORE', log, recorded_member)
+  if not score or tonumber(score) <= now - window then return 0 end
+  if to_now and tonumber(score) > now then score = now_text end
+  local extra = -tonumber(redis.call('ZSCORE', log, '#') or 0) - recorded + math.max(actual, 1)
+  local settled = member .. '=' .. text(actual)
+  -- A charge grows the set: its ZADD goes first, so Redis over maxmemory refuses it before any change.
+  -- A refund removes first, which frees memory, so it gets in even then.
+  if actual > recorded then
+    redis.call('ZADD', log, score, settled, -extra, '#')
+    redis.call('ZREM', log, recorded_member)
+  else
+    redis.call('ZREM', log, recorded_member)
+    if actual > 0 then redis.call('ZADD', log, score, settled) end
+    if extra > 0 then redis.call('ZADD', log, -extra, '#') else redis.call('ZREM', log, '#') end
+  end
+  return 1
 end
 
 -- Time until the window holds no entry: its newest entry leaves at its score + window.
@@ -192,57 +225,54 @@ if record and (allowed or count_rejected) then
   local member = ARGV[5]
   if member == nil or member == '' then member = text(math.floor(now / 1000)) end
   count, extra = recordEntry(key, member, cost, count, extra, stale, gone, ARGV[6] or math.ceil(window / 1000),
-                             window_start)
+                             window_start, window, now_text)
 else
   extra = trim(key, window_start, extra, stale, gone)
 end
 
 local remaining = limit - count
-if allowed and redis_time and record then return {1, remaining, 0, window} end
+-- Only a set without '#' has no entry ahead of now (a lease's) to outlast this one.
+if allowed and redis_time and record and extra == nil then return {1, remaining, 0, window} end
 local reset_after = emptiesIn(key, window)
 if allowed then return {1, remaining, 0, reset_after} end
 return {0, remaining, freedIn(key, extra, count + cost - limit, window), reset_after}
 )lua";
 
-  // Settles a reservation (RedisLimiter::settle): the entry that recorded `reserved` units now holds
-  // `actual` (0 removes it), and the window's sum moves by the difference. A settled entry is marked
-  // ('=' instead of '*'), so settling it again finds nothing; an entry that has left the window, or a
-  // key that expired, is left alone: its units no longer count.
-  //   KEYS[1] the key's sorted set   ARGV[1] window (us)   ARGV[2] the reservation's member
-  //   ARGV[3] reserved units   ARGV[4] actual units   ARGV[5] now (us); '' reads Redis's clock
+  // Settles a reservation (RedisLimiter::settle) or gives a lease back (RedisLimiter::giveBack), after
+  // the prelude and kFunctions: ARGV[3] is the units the entry now holds, ARGV[5] its member, ARGV[8]
+  // the units it was recorded with, ARGV[9] '1' to move an entry ahead of now to now (a lease).
   // Returns 1 when it settled the entry now, 0 when there was nothing to settle.
   static constexpr std::string_view kSettleScriptName = "settle";
   static constexpr std::string_view kSettleScript = R"lua(
-local key = KEYS[1]
-local window = tonumber(ARGV[1])
-local reserved = tonumber(ARGV[3])
-local actual = tonumber(ARGV[4])
-local now_text = ARGV[5]
-if now_text == nil or now_text == '' then
-  local time = redis.call('TIME')
-  now_text = time[1] .. string.format('%06d', tonumber(time[2]))
-end
-local now = tonumber(now_text)
-local function text(n) return string.format('%.0f', n) end
+return settleEntry(key, ARGV[5], tonumber(ARGV[8]), cost, window, ARGV[9] == '1')
+)lua";
 
-local reservation = ARGV[2]
-if reserved ~= 1 then reservation = reservation .. '*' .. text(reserved) end
-local score = redis.call('ZSCORE', key, reservation)
-if not score or tonumber(score) <= now - window then return 0 end
--- The entry's units beyond one move '#' (see the log's layout in kFunctions).
-local extra = -tonumber(redis.call('ZSCORE', key, '#') or 0) - reserved + math.max(actual, 1)
-local settled = ARGV[2] .. '=' .. text(actual)
--- A charge grows the set: its ZADD goes first, so Redis over maxmemory refuses it before any change.
--- A refund removes first, which frees memory, so it gets in even then.
-if actual > reserved then
-  redis.call('ZADD', key, score, settled, -extra, '#')
-  redis.call('ZREM', key, reservation)
-else
-  redis.call('ZREM', key, reservation)
-  if actual > 0 then redis.call('ZADD', key, score, settled) end
-  if extra > 0 then redis.call('ZADD', key, -extra, '#') else redis.call('ZREM', key, '#') end
+  // A lease (LeasingLimiter), after the prelude and kFunctions: `cost` units for the request in hand and,
+  // when they fit, up to ARGV[8] units in all, the rest for the holder to use in its own memory until now
+  // + ARGV[9]. They are recorded as one entry scored at that end, so the entry counts from now until the
+  // lease's end + window: every window that holds a use of the lease holds the entry too (the README's
+  // "Leases" has the proof). A lease takes at most 1/ARGV[10] of the window's room (at least `cost`),
+  // so other holders are not starved.
+  //   ARGV[8] units wanted in all (cost..limit)   ARGV[9] lease duration (us)   ARGV[10] room divisor
+  //   ARGV[11] the holder's previous lease on this key ('' for none), ARGV[12] its units, ARGV[13] the
+  //            units it used: given back first, so the room it leaves can be leased again at once
+  // Returns {allowed, remaining, retry_after_us, reset_after_us, units recorded (0 when refused)}.
+  static constexpr std::string_view kLeaseScriptName = "lease";
+  static constexpr std::string_view kLeaseScript = R"lua(
+if ARGV[11] ~= '' then settleEntry(key, ARGV[11], tonumber(ARGV[12]), tonumber(ARGV[13]), window, true) end
+local window_start = text(now - window)
+local count, extra, stale, gone = readWindow(key, window_start, redis.call('ZCOUNT', key, '(' .. window_start, '+inf'),
+                                             redis.call('ZSCORE', key, '#'))
+local room = limit - count
+if cost > room then
+  extra = trim(key, window_start, extra, stale, gone)
+  return {0, room, freedIn(key, extra, cost - room, window), emptiesIn(key, window), 0}
 end
-return 1
+local units = math.max(cost, math.min(tonumber(ARGV[8]), math.floor(room / tonumber(ARGV[10]))))
+local score = now_text
+if units > cost then score = text(now + tonumber(ARGV[9])) end
+count, extra = recordEntry(key, ARGV[5], units, count, extra, stale, gone, ARGV[6], window_start, window, score)
+return {1, limit - count, 0, emptiesIn(key, window), units}
 )lua";
 };
 

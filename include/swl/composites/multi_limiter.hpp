@@ -84,7 +84,7 @@ if member == '' then member = text(math.floor(now / 1000)) end
 for i, log in ipairs(KEYS) do
   if recorded then
     counts[i], extras[i] = recordEntry(log, member, cost, counts[i], extras[i], stales[i], gones[i],
-                                       ARGV[4 + 3 * i], starts[i])
+                                       ARGV[4 + 3 * i], starts[i], windows[i], now_text)
   else
     extras[i] = trim(log, starts[i], extras[i], stales[i], gones[i])
   end

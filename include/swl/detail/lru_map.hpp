@@ -3,6 +3,7 @@
 // recently used first. The in-memory tiers keep their per-key state in it, so a flood of distinct keys
 // costs bounded memory. Not thread-safe: its owner locks.
 
+#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <list>
@@ -65,6 +66,12 @@ class LruMap {
 
   std::size_t size() const noexcept { return index_.size(); }
 
+  // `visit(key, value)` for every entry, most recently used first; nothing moves.
+  template <class Visit>
+  void forEach(Visit&& visit) {
+    for (Entry& entry : order_) visit(std::string_view(entry.first), entry.second);
+  }
+
  private:
   using Entry = std::pair<std::string, Value>;
 
@@ -93,9 +100,28 @@ class ShardedLruMap {
   // `use(LruMap<Value>&)` with the key's map locked; its result is returned (not a reference into the map).
   template <class Use>
   auto with(std::string_view key, Use&& use) {
-    Shard& shard = *shards_[shards_.size() == 1 ? 0 : std::hash<std::string_view>()(key) % shards_.size()];
+    Shard& shard = shardOf(key);
     std::lock_guard<std::mutex> lock(shard.mutex);
     return use(shard.map);
+  }
+
+  // `use(LruMap<Value>&, std::unique_lock<std::mutex>&, std::condition_variable&)`, for owners that wait
+  // for a key's value to change: the lock is the map's, and the condition variable is notified by
+  // whoever changes a value of that map that others may be waiting on.
+  template <class Use>
+  auto withWaiting(std::string_view key, Use&& use) {
+    Shard& shard = shardOf(key);
+    std::unique_lock<std::mutex> lock(shard.mutex);
+    return use(shard.map, lock, shard.changed);
+  }
+
+  // `visit(key, value)` for every entry, one map locked at a time.
+  template <class Visit>
+  void forEach(Visit&& visit) {
+    for (const auto& shard : shards_) {
+      std::lock_guard<std::mutex> lock(shard->mutex);
+      shard->map.forEach(visit);
+    }
   }
 
   std::size_t size() const {
@@ -111,8 +137,13 @@ class ShardedLruMap {
   struct Shard {
     explicit Shard(std::size_t capacity) : map(capacity) {}
     mutable std::mutex mutex;
+    std::condition_variable changed;
     LruMap<Value> map;
   };
+
+  Shard& shardOf(std::string_view key) {
+    return *shards_[shards_.size() == 1 ? 0 : std::hash<std::string_view>()(key) % shards_.size()];
+  }
 
   std::vector<std::unique_ptr<Shard>> shards_;
 };

@@ -63,8 +63,8 @@ class PrometheusMetrics {
   enum class ErrorKind { invalid_argument, timeout, auth, connection, protocol, reply, other };
 
   static constexpr std::array<Verdict, 3> kVerdicts{Verdict::allowed, Verdict::rejected, Verdict::error};
-  static constexpr std::array<Tier, 6> kTiers{Tier::redis,     Tier::fail_open,     Tier::fail_closed,
-                                              Tier::in_memory, Tier::blocked_cache, Tier::insurance};
+  static constexpr std::array<Tier, 7> kTiers{Tier::redis,         Tier::fail_open, Tier::fail_closed, Tier::in_memory,
+                                              Tier::blocked_cache, Tier::insurance, Tier::lease};
   static constexpr std::array<ErrorKind, 7> kErrorKinds{
       ErrorKind::invalid_argument, ErrorKind::timeout, ErrorKind::auth, ErrorKind::connection,
       ErrorKind::protocol,         ErrorKind::reply,   ErrorKind::other};

@@ -1,0 +1,339 @@
+// LeasingLimiter: hot keys decided in memory from leased units, never over the limit in any window. In
+// one process with a manual clock (deterministic: leases, give-backs, refusals repeated here, random
+// traces held to the limit), and across processes on Redis's clock (client-side spans of every
+// admission; a holder killed with its lease in hand).
+
+#include <swl/swl.hpp>
+
+#include "support/admission_spans.hpp"
+#include "support/child_process.hpp"
+#include "support/manual_time.hpp"
+#include "support/replies.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using swl::test::integerReply;
+using swl::test::ManualTime;
+
+namespace {
+
+using Leasing = swl::LeasingLimiter<>;
+
+swl::LeaseOptions leaseFor(std::chrono::microseconds duration, std::int64_t room_divisor = 4) {
+  swl::LeaseOptions leases;
+  leases.duration = duration;
+  leases.room_divisor = room_divisor;
+  return leases;
+}
+
+// The log's entries as member -> score, '#' left out.
+std::map<std::string, std::int64_t> entriesOf(swl::Connection& connection, const std::string& redis_key) {
+  const swl::Reply reply = connection.command({"ZRANGE", redis_key, "0", "-1", "WITHSCORES"});
+  std::map<std::string, std::int64_t> entries;
+  for (std::size_t i = 0; i + 1 < reply->size(); i += 2) {
+    const std::string member((*reply)[i].text());
+    if (member != "#") entries[member] = std::stoll(std::string((*reply)[i + 1].text()));
+  }
+  return entries;
+}
+
+std::int64_t nowOf(const ManualTime& time) { return time.clock.now().count(); }
+
+// Two requests 100 us apart: the second shows a demand of 10,000 units per second, so it asks for a
+// lease. Returns the second decision.
+swl::Decision warmUp(Leasing& limiter, ManualTime& time, const std::string& key) {
+  limiter.tryAcquire(key);
+  time.clock.advance(100us);
+  return limiter.tryAcquire(key);
+}
+
+}  // namespace
+
+TEST_CASE("A key seen once costs one entry at its own time, as with a SlidingWindowLimiter") {
+  ManualTime time;
+  Leasing limiter(time.connection, swl::Limit{100, 1s}, time.options);
+  const swl::Decision decision = limiter.tryAcquire("cold", 3);
+  CHECK(decision.allowed);
+  CHECK(decision.tier == swl::Tier::redis);
+  CHECK(decision.remaining == 97);
+  const auto entries = entriesOf(time.connection, "swl:cold");
+  REQUIRE(entries.size() == 1);
+  CHECK(entries.begin()->first.find("*3") != std::string::npos);
+  CHECK(entries.begin()->second == nowOf(time));
+}
+
+TEST_CASE("A key in demand is leased: its next requests are decided here, from one entry scored at the lease's end") {
+  ManualTime time;
+  Leasing limiter(time.connection, swl::Limit{100, 1s}, time.options, leaseFor(20ms));
+  const swl::Decision first = limiter.tryAcquire("hot");
+  CHECK(first.tier == swl::Tier::redis);
+  time.clock.advance(100us);
+  const std::int64_t leased_at = nowOf(time);
+  // 10,000 units/s for 20 ms is 200 units, but a lease takes at most a quarter of the room: 99 / 4.
+  const swl::Decision second = limiter.tryAcquire("hot");
+  CHECK(second.allowed);
+  CHECK(second.tier == swl::Tier::redis);
+  CHECK(second.remaining == 100 - 1 - 24);
+  const auto entries = entriesOf(time.connection, "swl:hot");
+  REQUIRE(entries.size() == 2);
+  const auto lease = std::find_if(entries.begin(), entries.end(),
+                                  [](const auto& entry) { return entry.first.find("*24") != std::string::npos; });
+  REQUIRE(lease != entries.end());
+  CHECK(lease->second == leased_at + 20'000);
+
+  const long long calls = swl::test::commandCalls(time.connection, "evalsha");
+  for (int i = 0; i < 23; ++i) {
+    const swl::Decision local = limiter.tryAcquire("hot");
+    CHECK(local.allowed);
+    CHECK(local.tier == swl::Tier::lease);
+    CHECK(local.remaining == 22 - i);
+  }
+  CHECK(swl::test::commandCalls(time.connection, "evalsha") == calls);
+  CHECK(limiter.tryAcquire("hot").tier == swl::Tier::redis);  // used up: the next lease
+}
+
+TEST_CASE("A lease is used only until its end, less a margin, and then asked for again") {
+  ManualTime time;
+  Leasing limiter(time.connection, swl::Limit{1000, 1s}, time.options, leaseFor(20ms));
+  REQUIRE(warmUp(limiter, time, "k").allowed);
+  time.clock.advance(20ms - 202us);  // the margin is 1% of the lease plus 1 us
+  CHECK(limiter.tryAcquire("k").tier == swl::Tier::lease);
+  time.clock.advance(1us);
+  CHECK(limiter.tryAcquire("k").tier == swl::Tier::redis);
+}
+
+TEST_CASE("What a lease did not use is given back on destruction, counted from then on") {
+  ManualTime time;
+  swl::SlidingWindowLimiter<> plain(time.connection, swl::Limit{100, 1s}, time.options);
+  {
+    Leasing limiter(time.connection, swl::Limit{100, 1s}, time.options, leaseFor(20ms));
+    REQUIRE(warmUp(limiter, time, "k").allowed);  // 1 unit, then a lease of 24
+    for (int i = 0; i < 4; ++i) REQUIRE(limiter.tryAcquire("k").tier == swl::Tier::lease);
+    CHECK(plain.peek("k").used == 25);
+    time.clock.advance(1ms);
+  }
+  CHECK(plain.peek("k").used == 6);
+  // The used units count from the moment they were given back, not from the lease's end.
+  const auto entries = entriesOf(time.connection, "swl:k");
+  const auto given_back = std::find_if(entries.begin(), entries.end(),
+                                       [](const auto& entry) { return entry.first.find("=5") != std::string::npos; });
+  REQUIRE(given_back != entries.end());
+  CHECK(given_back->second == nowOf(time));
+}
+
+TEST_CASE("giveBack() frees the units other instances are refused for, and the next lease gives back the last") {
+  ManualTime time;
+  swl::SlidingWindowLimiter<> plain(time.connection, swl::Limit{100, 1s}, time.options);
+  Leasing limiter(time.connection, swl::Limit{100, 1s}, time.options, leaseFor(20ms));
+  REQUIRE(warmUp(limiter, time, "k").allowed);  // 25 units recorded, 23 of them unused
+  for (int i = 0; i < 75; ++i) REQUIRE(plain.tryAcquire("k").allowed);
+  CHECK_FALSE(plain.tryAcquire("k").allowed);
+  CHECK(limiter.giveBack() == 1);
+  CHECK(limiter.giveBack() == 0);
+  CHECK(plain.peek("k").used == 77);
+  CHECK(plain.tryAcquire("k", 23).allowed);
+
+  SECTION("a lease call gives the previous lease back in the same call") {
+    ManualTime other;
+    swl::SlidingWindowLimiter<> observer(other.connection, swl::Limit{1000, 1s}, other.options);
+    Leasing leasing(other.connection, swl::Limit{1000, 1s}, other.options, leaseFor(20ms));
+    REQUIRE(warmUp(leasing, other, "k").allowed);  // 1 + a lease of 201 (demand 200 per lease)
+    REQUIRE(leasing.tryAcquire("k").tier == swl::Tier::lease);
+    CHECK(observer.peek("k").used == 202);
+    other.clock.advance(20ms);  // the lease has ended, with 199 units unused
+    const swl::Decision next = leasing.tryAcquire("k");
+    CHECK(next.tier == swl::Tier::redis);
+    const std::int64_t next_lease = observer.peek("k").used - 3;
+    CHECK(next_lease >= 1);
+    CHECK(next.remaining == 1000 - 3 - next_lease);
+  }
+}
+
+TEST_CASE("A refusal from Redis is repeated here until its retry_after, without a call") {
+  ManualTime time;
+  swl::SlidingWindowLimiter<> plain(time.connection, swl::Limit{10, 1s}, time.options);
+  Leasing limiter(time.connection, swl::Limit{10, 1s}, time.options, leaseFor(20ms));
+  for (int i = 0; i < 10; ++i) REQUIRE(plain.tryAcquire("k").allowed);
+  time.clock.advance(300ms);
+  const swl::Decision refused = limiter.tryAcquire("k");
+  CHECK_FALSE(refused.allowed);
+  CHECK(refused.tier == swl::Tier::redis);
+  CHECK(refused.retry_after == 700ms);
+  const long long calls = swl::test::commandCalls(time.connection, "evalsha");
+  time.clock.advance(200ms);
+  const swl::Decision again = limiter.tryAcquire("k");
+  CHECK_FALSE(again.allowed);
+  CHECK(again.tier == swl::Tier::blocked_cache);
+  CHECK(again.retry_after == 500ms);
+  CHECK(limiter.tryAcquire("k", 2).tier == swl::Tier::blocked_cache);  // a larger cost waits at least as long
+  CHECK(swl::test::commandCalls(time.connection, "evalsha") == calls);
+  time.clock.advance(500ms);
+  const swl::Decision admitted = limiter.tryAcquire("k");
+  CHECK(admitted.allowed);
+  CHECK(admitted.tier == swl::Tier::redis);
+}
+
+TEST_CASE("The log outlives its newest lease's end plus the window, whatever writes to it later") {
+  ManualTime time;
+  swl::SlidingWindowLimiter<> plain(time.connection, swl::Limit{1000, 1s}, time.options);
+  Leasing limiter(time.connection, swl::Limit{1000, 1s}, time.options, leaseFor(500ms));
+  REQUIRE(warmUp(limiter, time, "k").tier == swl::Tier::redis);
+  REQUIRE(plain.tryAcquire("k").allowed);  // a plain write sets the expiry after the lease's
+  CHECK(integerReply(time.connection, {"PTTL", "swl:k"}) > 1400);
+}
+
+TEST_CASE("Across leasing and plain limiters, no window ever holds more than the limit (random traces)") {
+  const auto seed = GENERATE(1u, 2u, 3u, 4u, 5u, 6u);
+  ManualTime time;
+  const swl::Limit limit{40, 1s};
+  std::optional<Leasing> first;
+  first.emplace(time.connection, limit, time.options, leaseFor(100ms));
+  Leasing second(time.connection, limit, time.options, leaseFor(30ms, 2));
+  swl::SlidingWindowLimiter<> plain(time.connection, limit, time.options);
+  std::mt19937 random(seed);
+  std::vector<std::pair<std::int64_t, std::int64_t>> admitted;  // (time, units)
+  int leased = 0, given_back = 0;
+  for (int step = 0; step < 6000; ++step) {
+    const int roll = static_cast<int>(random() % 1000);
+    if (roll < 3) {
+      time.clock.advance(std::chrono::microseconds(100'000 + random() % 1'100'000));  // a quiet spell
+    } else {
+      time.clock.advance(std::chrono::microseconds(random() % (roll < 500 ? 200 : 5000)));
+    }
+    if (roll >= 3 && roll < 8) given_back += static_cast<int>(second.giveBack());
+    if (roll == 4) first.emplace(time.connection, limit, time.options, leaseFor(100ms));  // gives back, starts cold
+    const std::int64_t cost = 1 + static_cast<std::int64_t>(random() % 3);
+    const int who = static_cast<int>(random() % 10);
+    const swl::Decision decision = who < 5   ? first->tryAcquire("k", cost)
+                                   : who < 9 ? second.tryAcquire("k", cost)
+                                             : plain.tryAcquire("k", cost);
+    if (decision.tier == swl::Tier::lease) ++leased;
+    if (decision.allowed) admitted.emplace_back(nowOf(time), cost);
+  }
+  INFO("seed " << seed << ", " << admitted.size() << " admitted, " << leased << " from leases, " << given_back
+               << " leases given back");
+  REQUIRE(leased > 30);
+  // Every window (t - window, t] ending at an admission holds at most the limit.
+  std::int64_t most = 0, units = 0;
+  std::size_t oldest = 0;
+  for (const auto& [at, cost] : admitted) {
+    units += cost;
+    while (admitted[oldest].first <= at - limit.window.count()) units -= admitted[oldest++].second;
+    most = std::max(most, units);
+  }
+  CHECK(most <= limit.max_requests);
+  CHECK(most >= limit.max_requests * 3 / 4);  // and the limit is approached: leases do not starve the key
+}
+
+TEST_CASE("While Redis cannot answer, a lease in hand still admits; then the failure policy answers") {
+  ManualTime time;
+  time.options.on_failure = swl::FailurePolicy::allow;
+  Leasing limiter(time.connection, swl::Limit{100, 1s}, time.options, leaseFor(20ms));
+  REQUIRE(warmUp(limiter, time, "k").allowed);  // a lease of 24, one of them used
+  time.server.stop();
+  for (int i = 0; i < 23; ++i) REQUIRE(limiter.tryAcquire("k").tier == swl::Tier::lease);
+  CHECK(limiter.tryAcquire("k").tier == swl::Tier::fail_open);
+}
+
+TEST_CASE("A window too short for a lease to pay is decided by Redis each time") {
+  ManualTime time;
+  Leasing limiter(time.connection, swl::Limit{100, 10ms}, time.options);
+  CHECK(limiter.leaseDuration() == 200us);
+  for (int i = 0; i < 20; ++i) {
+    CHECK(limiter.tryAcquire("k").tier == swl::Tier::redis);
+    time.clock.advance(10us);
+  }
+}
+
+TEST_CASE("A LeasingLimiter refuses options it cannot keep") {
+  ManualTime time;
+  const swl::Limit limit{100, 1s};
+  swl::LimiterOptions counted = time.options;
+  counted.rejected = swl::RejectedRequests::counted;
+  CHECK_THROWS_WITH(Leasing(time.connection, limit, counted), Catch::Contains("rejected requests cannot be counted"));
+  CHECK_THROWS_WITH(Leasing(time.connection, limit, time.options, leaseFor(2s)),
+                    Catch::Contains("not in 0..the window"));
+  CHECK_THROWS_WITH(Leasing(time.connection, limit, time.options, leaseFor(20ms, 1)),
+                    Catch::Contains("room_divisor 1 is below 2"));
+  Leasing limiter(time.connection, limit, time.options);
+  CHECK(limiter.leaseDuration() == 20ms);
+  CHECK_THROWS_AS(limiter.tryAcquire("k", 101), swl::InvalidArgument);
+  CHECK_THROWS_AS(limiter.tryAcquire("", 1), swl::InvalidArgument);
+}
+
+namespace {
+
+std::string leaseWorker() {
+  const char* path = std::getenv("SWL_LEASE_WORKER");
+  if (path == nullptr) FAIL("SWL_LEASE_WORKER names the lease_worker program (tests/CMakeLists.txt sets it)");
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("Processes leasing one key never admit more than the limit in any window (client-side spans)") {
+  swl::test::RedisServer server;
+  const std::string worker = leaseWorker();
+  const swl::Limit limit{300, 300ms};
+  const std::int64_t start_ns = swl::test::monotonicNs() + 300'000'000;  // all start together
+  const std::int64_t run_ms = 1500;
+  std::vector<std::string> outputs;
+  std::vector<std::unique_ptr<swl::test::ChildProcess>> workers;
+  for (int i = 0; i < 3; ++i) {
+    outputs.push_back("/tmp/swl-lease-spans-" + std::to_string(::getpid()) + "-" + std::to_string(i));
+    workers.push_back(std::make_unique<swl::test::ChildProcess>());
+    workers.back()->start({worker, std::to_string(server.port()), "k", "300", "300", "30", "3",
+                           std::to_string(start_ns), std::to_string(run_ms), outputs.back()});
+  }
+  std::vector<swl::test::Span> spans;
+  for (std::size_t i = 0; i < workers.size(); ++i) {
+    REQUIRE(workers[i]->waitForExit(30s) == 0);
+    const auto some = swl::test::readSpans(outputs[i]);
+    spans.insert(spans.end(), some.begin(), some.end());
+    std::remove(outputs[i].c_str());
+  }
+  const std::int64_t most = swl::test::mostInOneWindow(spans, 300'000'000);
+  INFO(spans.size() << " admitted in " << run_ms << " ms; the busiest window held " << most);
+  CHECK(most <= limit.max_requests);
+  CHECK(static_cast<std::int64_t>(spans.size()) >= limit.max_requests * run_ms / 300 / 2);
+}
+
+TEST_CASE("A holder that dies with a lease in hand gives nothing back; its units expire by themselves") {
+  swl::test::RedisServer server;
+  swl::Connection connection = server.connect();
+  const std::string output = "/tmp/swl-lease-holder-" + std::to_string(::getpid());
+  swl::test::ChildProcess holder;
+  holder.start({leaseWorker(), std::to_string(server.port()), "k", "100", "500", "100", "hold"}, output);
+  std::string said;
+  for (int waited_ms = 0; said.empty() && waited_ms < 10'000; waited_ms += 10) {
+    std::this_thread::sleep_for(10ms);
+    std::ifstream(output) >> said;
+  }
+  REQUIRE(said == "held");
+  holder.kill();
+  std::remove(output.c_str());
+
+  swl::SlidingWindowLimiter<> plain(connection, swl::Limit{100, 500ms});
+  const swl::Usage held = plain.peek("k");
+  INFO("the dead holder's units: " << held.used);
+  CHECK(held.used >= 2);
+  CHECK(held.reset_after <= 600ms);
+  std::this_thread::sleep_for(held.reset_after + 10ms);
+  CHECK(plain.peek("k").used == 0);
+  for (int i = 0; i < 100; ++i) REQUIRE(plain.tryAcquire("k").allowed);
+}
