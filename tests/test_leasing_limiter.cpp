@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -336,4 +337,71 @@ TEST_CASE("A holder that dies with a lease in hand gives nothing back; its units
   std::this_thread::sleep_for(held.reset_after + 10ms);
   CHECK(plain.peek("k").used == 0);
   for (int i = 0; i < 100; ++i) REQUIRE(plain.tryAcquire("k").allowed);
+}
+
+TEST_CASE("Threads share a key's lease: one call at a time asks for the next, and no window passes the limit") {
+  swl::test::RedisServer server;
+  auto pool = swl::ConnectionPool::tcp("127.0.0.1", server.port(), swl::PoolOptions{8});
+  swl::Connection connection = server.connect();
+  const swl::Limit limit{500, 200ms};
+  Leasing limiter(pool, limit, {}, leaseFor(10ms));
+  std::vector<std::vector<swl::test::Span>> admitted(8);
+  std::vector<long> decisions(8, 0), leased(8, 0);
+  const std::int64_t stop_ns = swl::test::monotonicNs() + 600'000'000;
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (std::int64_t before = swl::test::monotonicNs(); before < stop_ns; before = swl::test::monotonicNs()) {
+        const swl::Decision decision = limiter.tryAcquire("k");
+        ++decisions[t];
+        leased[t] += decision.tier == swl::Tier::lease ? 1 : 0;
+        if (decision.allowed) admitted[t].push_back({before, swl::test::monotonicNs()});
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  std::vector<swl::test::Span> spans;
+  long all = 0, from_leases = 0;
+  for (std::size_t t = 0; t < 8; ++t) {
+    spans.insert(spans.end(), admitted[t].begin(), admitted[t].end());
+    all += decisions[t];
+    from_leases += leased[t];
+  }
+  const long long calls = swl::test::commandCalls(connection, "evalsha");
+  INFO(all << " decisions, " << from_leases << " from leases, " << spans.size() << " admitted, " << calls
+           << " Redis calls");
+  CHECK(swl::test::mostInOneWindow(spans, 200'000'000) <= limit.max_requests);
+  CHECK(from_leases > 0);
+  CHECK(calls * 20 < all);
+}
+
+TEST_CASE("While Redis stalls, threads waiting on a key's lease call get its failure, and nothing hangs") {
+  swl::test::RedisServer server;
+  auto pool = swl::ConnectionPool::tcp("127.0.0.1", server.port(), swl::PoolOptions{4}, swl::test::failFast(100ms));
+  swl::LimiterOptions options;
+  options.on_failure = swl::FailurePolicy::deny;
+  Leasing limiter(pool, swl::Limit{1'000'000, 1s}, options, leaseFor(5ms));
+  for (int i = 0; i < 1000; ++i) REQUIRE(limiter.tryAcquire("k").allowed);  // hot: leased
+  server.pause();
+  std::atomic<long> failed{0}, decided{0};
+  std::vector<std::thread> threads;
+  const auto started = std::chrono::steady_clock::now();
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      while (std::chrono::steady_clock::now() - started < 400ms) {
+        const swl::Decision decision = limiter.tryAcquire("k");
+        decided.fetch_add(1);
+        failed.fetch_add(decision.tier == swl::Tier::fail_closed ? 1 : 0);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  server.resume();
+  INFO(decided.load() << " decisions, " << failed.load() << " failed");
+  CHECK(failed.load() > 0);
+  CHECK(std::chrono::steady_clock::now() - started < 2s);
+  // Back: the connections that timed out are replaced, and Redis decides again.
+  swl::Decision after;
+  for (int i = 0; i < 50 && !after.allowed; ++i) after = limiter.tryAcquire("k");
+  CHECK(after.allowed);
 }

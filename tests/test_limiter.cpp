@@ -26,6 +26,7 @@ static_assert(swl::isLimiter<swl::TieredLimiter<>>);
 static_assert(swl::isLimiter<swl::TieredLimiter<swl::GcraLimiter<>>>);
 static_assert(swl::isLimiter<swl::ShardedLimiter<>>);
 static_assert(swl::isLimiter<swl::TieredLimiter<swl::ShardedLimiter<swl::FixedWindow>>>);
+static_assert(swl::isLimiter<swl::LeasingLimiter<>>);
 static_assert(!swl::isLimiter<swl::MultiLimiter<>>, "several limits, one decision: its own shape");
 static_assert(!swl::isLimiter<swl::Connection>);
 
@@ -113,10 +114,17 @@ struct Sharded {
   }
 };
 
+struct Leasing {
+  static constexpr swl::Tier kTier = swl::Tier::redis;  // a key seen twice is not worth a lease
+  static swl::LeasingLimiter<> make(swl::RedisClient& redis, swl::Limit limit, swl::LimiterOptions options) {
+    return swl::LeasingLimiter<>(redis, limit, std::move(options));
+  }
+};
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("every limiter reports each decision once: admitted, refused, and bad input as an error", "",
-                   SlidingWindow, Gcra, Tiered, Sharded) {
+                   SlidingWindow, Gcra, Tiered, Sharded, Leasing) {
   RedisServer server;
   auto connection = server.connect();
   Recorder recorder;
@@ -155,7 +163,7 @@ TEMPLATE_TEST_CASE("every limiter reports each decision once: admitted, refused,
 }
 
 TEMPLATE_TEST_CASE("when Redis cannot answer, every limiter reports the failure beside the policy's decision", "",
-                   SlidingWindow, Gcra, Tiered, Sharded) {
+                   SlidingWindow, Gcra, Tiered, Sharded, Leasing) {
   auto nowhere = swl::Connection::tcp("127.0.0.1", RedisServer::freeLoopbackPort(), swl::test::failFast(200ms));
   Recorder recorder;
   swl::LimiterOptions options;
