@@ -288,7 +288,8 @@ class LeasingLimiter {
   }
 
   // Asks Redis for `cost` units of `key`, and for a lease when one pays, with the key's state locked by
-  // `lock`; unlocked during the call. Those who wait on the key wake when it comes back.
+  // `lock`; unlocked during the call, and left so after a plain admission. Those who wait on the key wake
+  // when a lease call comes back.
   Decision asked(std::shared_ptr<detail::KeyLease> held, std::string_view key, std::int64_t cost, LocalTime now,
                  std::unique_lock<std::mutex>& lock, std::condition_variable& changed) {
     detail::KeyLease& state = *held;
@@ -309,6 +310,8 @@ class LeasingLimiter {
     } catch (const Error&) {
       failure = std::current_exception();
     }
+    // A plain admission leaves nothing to note: skip the lock (the path of every cold key).
+    if (!leasing && !failure && lease.decision.allowed) return lease.decision;
     lock.lock();
     if (leasing) {
       state.calling = false;
