@@ -22,7 +22,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -30,7 +29,6 @@
 #include <fstream>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace {
@@ -48,46 +46,35 @@ struct Workload {
   std::string prefix;  // keeps each run's keys apart
 };
 
-// A worker: runs `workload` and prints "decisions admitted" to stdout, admission spans to `spans_path`.
+// A worker: runs `workload` and prints "decisions admitted cpu_us" to stdout, admission spans to `spans_path`.
 template <class Limiter>
 int work(Limiter& limiter, const Workload& workload, const std::string& spans_path) {
-  const std::int64_t stop_ns = workload.start_ns + workload.run_ms * 1'000'000;
   const bool hot = workload.keys == "hot";
   std::vector<std::string> keys;
   for (int i = 0; i < (hot ? 1 : workload.cold_keys); ++i) keys.push_back(workload.prefix + std::to_string(i));
-  std::vector<std::vector<swl::test::Span>> admitted(static_cast<std::size_t>(workload.threads));  // hot: spans
-  std::atomic<std::int64_t> decisions{0}, admissions{0};
-  std::vector<std::thread> threads;
+  // Each thread takes the keys in turn from its own place, a different one in each process; each cursor
+  // has a cache line of its own.
+  struct alignas(64) Cursor {
+    std::size_t at;
+  };
+  std::vector<Cursor> next;
   for (int t = 0; t < workload.threads; ++t) {
-    threads.emplace_back([&, t] {
-      auto& mine = admitted[static_cast<std::size_t>(t)];
-      if (hot) mine.reserve(static_cast<std::size_t>(workload.limit * (workload.run_ms / workload.window_ms + 2)));
-      std::size_t next = (static_cast<std::size_t>(t) * keys.size() / static_cast<std::size_t>(workload.threads) +
-                          static_cast<std::size_t>(::getpid())) %
-                         keys.size();
-      std::int64_t made = 0, allowed_here = 0;
-      while (swl::test::monotonicNs() < workload.start_ns) std::this_thread::yield();
-      for (;;) {
-        const std::int64_t before = swl::test::monotonicNs();
-        if (before >= stop_ns) break;
-        const bool allowed = limiter.tryAcquire(keys[next]).allowed;
-        if (allowed && hot) mine.push_back({before, swl::test::monotonicNs()});
-        allowed_here += allowed ? 1 : 0;
-        next = next + 1 == keys.size() ? 0 : next + 1;
-        ++made;
-      }
-      decisions.fetch_add(made);
-      admissions.fetch_add(allowed_here);
-    });
+    next.push_back({(static_cast<std::size_t>(t) * keys.size() / static_cast<std::size_t>(workload.threads) +
+                     static_cast<std::size_t>(::getpid())) %
+                    keys.size()});
   }
-  for (std::thread& thread : threads) thread.join();
-  std::vector<swl::test::Span> spans;
-  for (const auto& some : admitted) spans.insert(spans.end(), some.begin(), some.end());
-  swl::test::writeSpans(spans_path, spans);
+  const swl::test::Hammering run = swl::test::hammer(
+      workload.threads, workload.start_ns, workload.start_ns + workload.run_ms * 1'000'000, hot, [&](int thread) {
+        std::size_t& at = next[static_cast<std::size_t>(thread)].at;
+        const bool allowed = limiter.tryAcquire(keys[at]).allowed;
+        at = at + 1 == keys.size() ? 0 : at + 1;
+        return allowed;
+      });
+  swl::test::writeSpans(spans_path, run.spans);
   rusage used{};
   ::getrusage(RUSAGE_SELF, &used);
   const auto micros = [](const timeval& time) { return std::int64_t{time.tv_sec} * 1'000'000 + time.tv_usec; };
-  std::printf("%lld %lld %lld\n", static_cast<long long>(decisions.load()), static_cast<long long>(admissions.load()),
+  std::printf("%lld %lld %lld\n", static_cast<long long>(run.decisions), static_cast<long long>(run.admitted),
               static_cast<long long>(micros(used.ru_utime) + micros(used.ru_stime)));
   return 0;
 }

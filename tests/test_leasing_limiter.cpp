@@ -345,34 +345,24 @@ TEST_CASE("Threads share a key's lease: one call at a time asks for the next, an
   swl::Connection connection = server.connect();
   const swl::Limit limit{500, 200ms};
   Leasing limiter(pool, limit, {}, leaseFor(10ms));
-  std::vector<std::vector<swl::test::Span>> admitted(8);
-  std::vector<long> decisions(8, 0), leased(8, 0);
-  const std::int64_t stop_ns = swl::test::monotonicNs() + 600'000'000;
-  std::vector<std::thread> threads;
-  for (std::size_t t = 0; t < 8; ++t) {
-    threads.emplace_back([&, t] {
-      for (std::int64_t before = swl::test::monotonicNs(); before < stop_ns; before = swl::test::monotonicNs()) {
-        const swl::Decision decision = limiter.tryAcquire("k");
-        ++decisions[t];
-        leased[t] += decision.tier == swl::Tier::lease ? 1 : 0;
-        if (decision.allowed) admitted[t].push_back({before, swl::test::monotonicNs()});
-      }
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
-  std::vector<swl::test::Span> spans;
-  long all = 0, from_leases = 0;
-  for (std::size_t t = 0; t < 8; ++t) {
-    spans.insert(spans.end(), admitted[t].begin(), admitted[t].end());
-    all += decisions[t];
-    from_leases += leased[t];
-  }
+  struct alignas(64) Leased {
+    long decisions = 0;
+  };
+  std::vector<Leased> leased(8);
+  const std::int64_t start_ns = swl::test::monotonicNs();
+  const swl::test::Hammering run = swl::test::hammer(8, start_ns, start_ns + 600'000'000, true, [&](int thread) {
+    const swl::Decision decision = limiter.tryAcquire("k");
+    leased[static_cast<std::size_t>(thread)].decisions += decision.tier == swl::Tier::lease ? 1 : 0;
+    return decision.allowed;
+  });
+  long from_leases = 0;
+  for (const Leased& some : leased) from_leases += some.decisions;
   const long long calls = swl::test::commandCalls(connection, "evalsha");
-  INFO(all << " decisions, " << from_leases << " from leases, " << spans.size() << " admitted, " << calls
-           << " Redis calls");
-  CHECK(swl::test::mostInOneWindow(spans, 200'000'000) <= limit.max_requests);
+  INFO(run.decisions << " decisions, " << from_leases << " from leases, " << run.admitted << " admitted, " << calls
+                     << " Redis calls");
+  CHECK(swl::test::mostInOneWindow(run.spans, 200'000'000) <= limit.max_requests);
   CHECK(from_leases > 0);
-  CHECK(calls * 20 < all);
+  CHECK(calls * 20 < run.decisions);
 }
 
 TEST_CASE("While Redis stalls, threads waiting on a key's lease call get its failure, and nothing hangs") {

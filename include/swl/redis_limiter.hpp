@@ -112,37 +112,40 @@ inline constexpr bool isAlgorithm = IsAlgorithm<T>::value;
 
 namespace detail {
 
-template <class T, class = void>
-struct HasFunctions : std::false_type {};
-template <class T>
-struct HasFunctions<T, std::void_t<decltype(T::kFunctions)>> : std::true_type {};
+// Whether Member<T> names something: the optional parts of an algorithm, one alias each below.
+template <template <class> class Member, class T, class = void>
+struct Provides : std::false_type {};
+template <template <class> class Member, class T>
+struct Provides<Member, T, std::void_t<Member<T>>> : std::true_type {};
 
-template <class T, class = void>
-struct HasFastPath : std::false_type {};
 template <class T>
-struct HasFastPath<T, std::void_t<decltype(T::kFastPath)>> : std::true_type {};
+using FunctionsPart = decltype(T::kFunctions);
+template <class T>
+using FastPathPart = decltype(T::kFastPath);
+template <class T>
+using ArgumentPart = decltype(T::kArgument);
+template <class T>
+using SettlePart = std::void_t<decltype(T::kSettleScript), decltype(T::kSettleScriptName)>;
+template <class T>
+using LeasePart = std::void_t<decltype(T::kLeaseScript), decltype(T::kLeaseScriptName)>;
 
-template <class T, class = void>
-struct HasArgument : std::false_type {};
 template <class T>
-struct HasArgument<T, std::void_t<decltype(T::kArgument)>> : std::true_type {};
-
-template <class T, class = void>
-struct Settles : std::false_type {};
+inline constexpr bool hasFunctions = Provides<FunctionsPart, T>::value;
 template <class T>
-struct Settles<T, std::void_t<decltype(T::kSettleScript), decltype(T::kSettleScriptName)>> : std::true_type {};
-
-template <class T, class = void>
-struct Leases : std::false_type {};
+inline constexpr bool hasFastPath = Provides<FastPathPart, T>::value;
 template <class T>
-struct Leases<T, std::void_t<decltype(T::kLeaseScript), decltype(T::kLeaseScriptName)>> : std::true_type {};
+inline constexpr bool hasArgument = Provides<ArgumentPart, T>::value;
+template <class T>
+inline constexpr bool canSettle = Provides<SettlePart, T>::value;
+template <class T>
+inline constexpr bool canLease = Provides<LeasePart, T>::value;
 
 // The prelude, the algorithm's functions and then `part`: how every script of an algorithm is put together.
 template <class Algorithm>
 std::string scriptText(std::string_view fast_path, std::string_view part) {
   std::string whole(kScriptPrelude);
   whole.append(fast_path);
-  if constexpr (HasFunctions<Algorithm>::value) whole.append(Algorithm::kFunctions);
+  if constexpr (hasFunctions<Algorithm>) whole.append(Algorithm::kFunctions);
   return whole.append(part);
 }
 
@@ -150,7 +153,7 @@ std::string scriptText(std::string_view fast_path, std::string_view part) {
 template <class Algorithm>
 const Script& scriptOf() {
   static const std::string text = [] {
-    if constexpr (HasFastPath<Algorithm>::value) return scriptText<Algorithm>(Algorithm::kFastPath, Algorithm::kScript);
+    if constexpr (hasFastPath<Algorithm>) return scriptText<Algorithm>(Algorithm::kFastPath, Algorithm::kScript);
     return scriptText<Algorithm>({}, Algorithm::kScript);
   }();
   static const Script script(Algorithm::kScriptName, text);
@@ -242,7 +245,7 @@ class LimiterCalls {
     ScriptCall call() const {
       const LimiterCalls& calls = *calls_;
       const std::string_view now = calls.nowArgument(now_);
-      if constexpr (HasArgument<Algorithm>::value) {
+      if constexpr (hasArgument<Algorithm>) {
         return ScriptCall(scriptOf<Algorithm>(), {redis_key_},
                           {calls.window_text_, calls.limit_text_, cost_text_, now, member_, calls.ttl_text_,
                            calls.count_rejected_, Algorithm::kArgument});
@@ -441,7 +444,7 @@ class RedisLimiter {
   // and, when admitted, recorded as one entry whose receipt settle() takes once the real cost is known.
   // A reservation never settled simply ages out with the window.
   Reservation reserve(std::string_view key, std::int64_t estimate) {
-    static_assert(detail::Settles<Algorithm>::value,
+    static_assert(detail::canSettle<Algorithm>,
                   "swl::RedisLimiter::reserve: only an algorithm that records one entry per request can settle "
                   "one (the sliding window log: swl::SlidingWindowLimiter)");
     Reservation reservation;
@@ -460,7 +463,7 @@ class RedisLimiter {
   // reservation that has left the window (or whose receipt is empty) is left alone. Returns whether
   // this call settled it. Errors are thrown, whatever the failure policy (there is no decision to make).
   bool settle(const Receipt& receipt, std::int64_t actual) {
-    static_assert(detail::Settles<Algorithm>::value,
+    static_assert(detail::canSettle<Algorithm>,
                   "swl::RedisLimiter::settle: only an algorithm that records one entry per request can settle "
                   "one (the sliding window log: swl::SlidingWindowLimiter)");
     return settled(receipt, actual, "settle", false);
@@ -473,7 +476,7 @@ class RedisLimiter {
   // on it. Lease::receipt.units is what was recorded (0 when refused; `cost` alone when no more fit or
   // were asked for, and then nothing is leased).
   Lease lease(std::string_view key, std::int64_t cost, const LeaseTerms& terms) {
-    static_assert(detail::Leases<Algorithm>::value,
+    static_assert(detail::canLease<Algorithm>,
                   "swl::RedisLimiter::lease: only the sliding window log leases units (swl::SlidingWindowLimiter)");
     const auto request = calls_.prepare(key, cost);
     checkTerms(terms, cost, key);
@@ -491,7 +494,10 @@ class RedisLimiter {
       throw detail::badReply(std::to_string(units) + " units leased for a request of " + std::to_string(cost) +
                              " asking " + std::to_string(terms.units));
     }
-    if (lease.decision.allowed) lease.receipt = {request.receipt().redis_key, request.receipt().member, units};
+    if (lease.decision.allowed) {
+      lease.receipt = request.receipt();
+      lease.receipt.units = units;
+    }
     return lease;
   }
 

@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 namespace swl::test {
@@ -50,6 +52,43 @@ inline std::int64_t mostInOneWindow(const std::vector<Span>& spans, std::int64_t
     most = std::max(most, inside);
   }
   return most;
+}
+
+// What `threads` threads did asking as fast as they could from start_ns until stop_ns: their decisions,
+// their admissions, and each admission's span when `keep_spans`. `ask(thread)` makes one request and
+// says whether it was admitted.
+struct Hammering {
+  std::int64_t decisions = 0;
+  std::int64_t admitted = 0;
+  std::vector<Span> spans;
+};
+
+template <class Ask>
+Hammering hammer(int threads, std::int64_t start_ns, std::int64_t stop_ns, bool keep_spans, Ask&& ask) {
+  std::vector<Hammering> each(static_cast<std::size_t>(threads));
+  std::vector<std::thread> running;
+  for (int t = 0; t < threads; ++t) {
+    running.emplace_back([&, t] {
+      Hammering mine;  // the thread's own until it is done: counters shared in one cache line would slow it
+      while (monotonicNs() < start_ns) std::this_thread::yield();
+      for (std::int64_t before = monotonicNs(); before < stop_ns; before = monotonicNs()) {
+        const bool allowed = ask(t);
+        ++mine.decisions;
+        if (!allowed) continue;
+        ++mine.admitted;
+        if (keep_spans) mine.spans.push_back({before, monotonicNs()});
+      }
+      each[static_cast<std::size_t>(t)] = std::move(mine);
+    });
+  }
+  for (std::thread& thread : running) thread.join();
+  Hammering all;
+  for (const Hammering& mine : each) {
+    all.decisions += mine.decisions;
+    all.admitted += mine.admitted;
+    all.spans.insert(all.spans.end(), mine.spans.begin(), mine.spans.end());
+  }
+  return all;
 }
 
 inline void writeSpans(const std::string& path, const std::vector<Span>& spans) {

@@ -15,7 +15,6 @@
 #include <exception>
 #include <string>
 #include <thread>
-#include <vector>
 
 namespace {
 
@@ -42,24 +41,9 @@ int hammer(const Arguments& arguments, int threads, std::int64_t start_ns, std::
   auto pool =
       swl::ConnectionPool::tcp("127.0.0.1", arguments.port, swl::PoolOptions{static_cast<std::size_t>(threads)});
   swl::LeasingLimiter<> limiter(pool, arguments.limit, {}, arguments.leases);
-  const std::int64_t stop_ns = start_ns + run_ms * 1'000'000;
-  std::vector<std::vector<swl::test::Span>> admitted(static_cast<std::size_t>(threads));
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      while (swl::test::monotonicNs() < start_ns) std::this_thread::yield();
-      for (;;) {
-        const std::int64_t before = swl::test::monotonicNs();
-        if (before >= stop_ns) break;
-        const bool allowed = limiter.tryAcquire(arguments.key).allowed;
-        if (allowed) admitted[static_cast<std::size_t>(t)].push_back({before, swl::test::monotonicNs()});
-      }
-    });
-  }
-  for (std::thread& worker : workers) worker.join();
-  std::vector<swl::test::Span> spans;
-  for (const auto& some : admitted) spans.insert(spans.end(), some.begin(), some.end());
-  swl::test::writeSpans(out, spans);
+  const swl::test::Hammering run = swl::test::hammer(threads, start_ns, start_ns + run_ms * 1'000'000, true,
+                                                     [&](int) { return limiter.tryAcquire(arguments.key).allowed; });
+  swl::test::writeSpans(out, run.spans);
   return 0;
 }
 

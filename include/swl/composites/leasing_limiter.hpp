@@ -32,6 +32,7 @@
 #include <swl/algorithms/sliding_window.hpp>
 #include <swl/decision.hpp>
 #include <swl/detail/lru_map.hpp>
+#include <swl/detail/refusal.hpp>
 #include <swl/error.hpp>
 #include <swl/limiter.hpp>
 #include <swl/options.hpp>
@@ -76,9 +77,7 @@ struct KeyLease {
   std::int64_t left = 0;
   std::int64_t usable_until = 0;
   // Redis's last refusal, repeated for the same or a larger cost until it may change.
-  std::int64_t refused_until = 0;
-  std::int64_t refused_cost = 0;
-  std::int64_t refused_reset_at = 0;
+  Refusal refusal;
   // Demand: units asked since the last call to Redis, when that call was (-1: never), and the rate
   // the calls so far showed, in units per microsecond.
   std::int64_t asked = 0;
@@ -181,7 +180,7 @@ class LeasingLimiter {
       for (;;) {
         const LocalTime now = localNow();
         if (state->left >= cost && now < state->usable_until) return leased(*state, cost, now);
-        if (now < state->refused_until && cost >= state->refused_cost) return refusedAgain(*state, now);
+        if (state->refusal.stillRefuses(cost, now)) return state->refusal.repeated(limit().max_requests, now);
         if (!state->calling) return asked(held ? held : slot, key, cost, now, lock, changed);
         // Another thread is asking Redis for this key's next lease: its answer is likely ours too.
         if (!held) held = slot;
@@ -244,15 +243,6 @@ class LeasingLimiter {
     // The lease's entry counts until its end plus the window; entries of others may count longer.
     decision.reset_after = std::chrono::microseconds(state.usable_until - now) + limit().window;
     decision.tier = Tier::lease;
-    return decision;
-  }
-
-  Decision refusedAgain(const detail::KeyLease& state, LocalTime now) const {
-    Decision decision;
-    decision.limit = limit().max_requests;
-    decision.retry_after = std::chrono::microseconds(state.refused_until - now);
-    decision.reset_after = std::chrono::microseconds(std::max(state.refused_reset_at, state.refused_until) - now);
-    decision.tier = Tier::blocked_cache;
     return decision;
   }
 
@@ -322,9 +312,7 @@ class LeasingLimiter {
     if (failure) std::rethrow_exception(failure);
     const Decision& decision = lease.decision;
     if (!decision.allowed) {
-      state.refused_until = sent + decision.retry_after.count();
-      state.refused_cost = cost;
-      state.refused_reset_at = sent + decision.reset_after.count();
+      state.refusal = detail::Refusal::of(cost, decision, sent);
     } else if (lease.receipt.units > cost) {
       state.receipt = lease.receipt;
       state.left = lease.receipt.units - cost;

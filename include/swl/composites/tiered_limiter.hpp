@@ -27,6 +27,7 @@
 #include <swl/algorithms/sliding_window.hpp>
 #include <swl/decision.hpp>
 #include <swl/detail/lru_map.hpp>
+#include <swl/detail/refusal.hpp>
 #include <swl/error.hpp>
 #include <swl/limiter.hpp>
 #include <swl/local_limiter.hpp>
@@ -128,12 +129,7 @@ class TieredLimiter {
  private:
   static constexpr std::int64_t kRedisUp = -1;
 
-  struct Refusal {
-    std::int64_t cost = 0;
-    std::int64_t remaining = 0;
-    std::int64_t retry_at = 0;  // local microseconds
-    std::int64_t reset_at = 0;
-  };
+  using Refusal = detail::Refusal;
 
   // The tiers in order: the refusal cache, insurance while Redis is down, Redis. Throws what Redis failed
   // with when no tier could stand in; `cause` keeps it when insurance did.
@@ -216,24 +212,17 @@ class TieredLimiter {
         refusals.erase(key);
         return std::nullopt;
       }
-      if (cost < refusal->cost) return std::nullopt;  // a smaller request may fit where that one did not
-      Decision decision;
-      decision.limit = limit().max_requests;
-      decision.remaining = refusal->remaining;
-      decision.retry_after = std::chrono::microseconds(refusal->retry_at - now);
-      decision.reset_after = std::chrono::microseconds(std::max(refusal->reset_at, refusal->retry_at) - now);
-      decision.tier = Tier::blocked_cache;
-      return decision;
+      if (!refusal->stillRefuses(cost, now)) return std::nullopt;
+      return refusal->repeated(limit().max_requests, now);
     });
   }
 
-  // `now` was read before the call went out, so the local wait ends no earlier than Redis's.
+  // `now` was read before the call went out (see Refusal::of).
   void cacheRefusal(std::string_view key, std::int64_t cost, const Decision& decision, std::int64_t now) {
     if (!cachesRefusals()) return;
     refusals_.with(key, [&](detail::LruMap<Refusal>& refusals) {
       refusals.dropIdle([&](const Refusal& refusal) { return refusal.retry_at <= now; }, 2);
-      refusals.obtain(key, [](std::string_view, const Refusal&) {}) = {
-          cost, decision.remaining, now + decision.retry_after.count(), now + decision.reset_after.count()};
+      refusals.obtain(key, [](std::string_view, const Refusal&) {}) = Refusal::of(cost, decision, now);
     });
   }
 
