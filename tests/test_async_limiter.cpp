@@ -340,3 +340,22 @@ TEST_CASE("closing an async connection answers its calls in flight and leaves no
   CHECK(later.answered == 1);
   CHECK_THROWS_AS(later.outcomes[0].value(), swl::ConnectionError);
 }
+
+TEST_CASE("an async limiter takes a limit per call, and keeps shadow mode") {
+  RedisServer server;
+  Loop loop(event_base_new());
+  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port());
+  swl::LimiterOptions options;
+  options.enforcement = swl::Enforcement::shadow;
+  swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{10, 60s}, options);
+  Answers answers(4);
+  for (std::size_t i = 0; i < 4; ++i) limiter.tryAcquire("k", 1, swl::Limit{3, 60s}, answers.of(i));
+  REQUIRE(runUntil(loop.get(), [&] { return answers.answered == 4; }));
+  CHECK_FALSE(answers.outcomes[2].value().shadow_refusal);
+  const swl::Decision& fourth = answers.outcomes[3].value();
+  CHECK(fourth.allowed);  // shadow mode admits it
+  CHECK(fourth.shadow_refusal);
+  CHECK(fourth.limit == 3);
+  auto observer = server.connect();
+  CHECK(logEntries(observer, "swl:k") == 3);
+}

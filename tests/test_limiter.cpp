@@ -290,3 +290,95 @@ TEST_CASE("a message names a caller's key bounded and escaped: a 1 MB binary key
   }
   CHECK_THROWS_WITH(swl::HashTagKey().key("}" + key), Catch::Contains("(1048577 bytes)"));
 }
+
+TEMPLATE_TEST_CASE(
+    "in shadow mode every limiter admits what it would refuse, marks it, records nothing for it, and "
+    "reports it as shadow_rejected",
+    "", SlidingWindow, Gcra, Tiered, Sharded, Leasing) {
+  RedisServer server;
+  auto connection = server.connect();
+  Recorder recorder;
+  swl::LimiterOptions options;
+  options.observer = recorder.observer();
+  options.enforcement = swl::Enforcement::shadow;
+  auto shadow = TestType::make(connection, swl::Limit{2, 60s}, options);
+
+  CHECK(shadow.tryAcquire("a").allowed);
+  CHECK(shadow.tryAcquire("a").allowed);
+  const swl::Decision would_refuse = shadow.tryAcquire("a");
+  CHECK(would_refuse.allowed);
+  CHECK(would_refuse.shadow_refusal);
+  CHECK(would_refuse.remaining == 0);
+  CHECK(would_refuse.retry_after > 0us);  // the wait the refusal would have named
+  const std::vector<swl::Outcome> batch = shadow.tryAcquireMany({{"a"}, {"b"}});
+  CHECK(batch[0].decision.allowed);
+  CHECK(batch[0].decision.shadow_refusal);
+  CHECK_FALSE(batch[1].decision.shadow_refusal);
+  CHECK(shadow.acquire("a", 1, 10ms).shadow_refusal);                // admitted at once: nothing to wait for
+  CHECK_THROWS_AS(shadow.tryAcquire("a", 3), swl::InvalidArgument);  // bad input is still an error
+  CHECK(shadow.peek("a").used == 2);                                 // the shadow refusals took nothing
+
+  // Enforcing, the same window refuses for real.
+  options.enforcement = swl::Enforcement::enforce;
+  auto enforcing = TestType::make(connection, swl::Limit{2, 60s}, options);
+  const swl::Decision refused = enforcing.tryAcquire("a");
+  CHECK_FALSE(refused.allowed);
+  CHECK_FALSE(refused.shadow_refusal);
+
+  const std::vector<Seen> seen = recorder.take();
+  REQUIRE(seen.size() == 8);
+  CHECK(seen[1].verdict == swl::Verdict::allowed);
+  CHECK(seen[2].verdict == swl::Verdict::shadow_rejected);
+  CHECK(seen[3].verdict == swl::Verdict::shadow_rejected);
+  CHECK(seen[4].verdict == swl::Verdict::allowed);
+  CHECK(seen[5].verdict == swl::Verdict::shadow_rejected);
+  CHECK(seen[6].verdict == swl::Verdict::error);
+  CHECK(seen[7].verdict == swl::Verdict::rejected);
+}
+
+TEST_CASE("shadow mode admits a fail-closed answer as a shadow refusal, and still throws under throw_error") {
+  auto nowhere = swl::Connection::tcp("127.0.0.1", RedisServer::freeLoopbackPort(), swl::test::failFast(200ms));
+  swl::LimiterOptions options;
+  options.enforcement = swl::Enforcement::shadow;
+  options.on_failure = swl::FailurePolicy::deny;
+  swl::SlidingWindowLimiter<> denying(nowhere, swl::Limit{2, 60s}, options);
+  const swl::Decision decision = denying.tryAcquire("k");
+  CHECK(decision.allowed);
+  CHECK(decision.shadow_refusal);
+  CHECK(decision.tier == swl::Tier::fail_closed);
+
+  options.on_failure = swl::FailurePolicy::throw_error;
+  swl::SlidingWindowLimiter<> strict(nowhere, swl::Limit{2, 60s}, options);
+  CHECK_THROWS_AS(strict.tryAcquire("k"), swl::ConnectionError);
+}
+
+TEST_CASE("the in-memory and multi-limit limiters keep shadow mode too") {
+  Recorder recorder;
+  swl::LocalLimiterOptions local_options;
+  local_options.observer = recorder.observer();
+  local_options.enforcement = swl::Enforcement::shadow;
+  swl::LocalLimiter local(swl::Limit{1, 60s}, local_options);
+  CHECK_FALSE(local.tryAcquire("a").shadow_refusal);
+  CHECK(local.tryAcquire("a").shadow_refusal);
+  CHECK(local.peek("a").used == 1);
+
+  RedisServer server;
+  auto connection = server.connect();
+  swl::LimiterOptions options;
+  options.observer = recorder.observer();
+  options.enforcement = swl::Enforcement::shadow;
+  swl::MultiLimiter<> multi(connection, {{"user", swl::Limit{5, 60s}}, {"route", swl::Limit{1, 60s}}}, options);
+  CHECK(multi.tryAcquire({"u1", "GET /"}).decision.allowed);
+  const swl::MultiDecision second = multi.tryAcquire({"u1", "GET /"});
+  CHECK(second);
+  CHECK(second.decision.shadow_refusal);
+  CHECK_FALSE(second.rules[1].allowed);  // each rule's own answer stays as the rule gave it
+  CHECK(second.binding_name == "route");
+
+  const std::vector<Seen> seen = recorder.take();
+  REQUIRE(seen.size() == 4);
+  CHECK(seen[1].verdict == swl::Verdict::shadow_rejected);
+  CHECK(seen[1].tier == swl::Tier::in_memory);
+  CHECK(seen[3].verdict == swl::Verdict::shadow_rejected);
+  CHECK(seen[3].rule == "route");
+}

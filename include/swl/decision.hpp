@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -17,10 +18,18 @@ struct Limit {
   std::chrono::microseconds window{0};
 };
 
-// One request of a batch (tryAcquireMany): `cost` units for `key`. The key is viewed, not copied.
+inline bool operator==(const Limit& a, const Limit& b) noexcept {
+  return a.max_requests == b.max_requests && a.window == b.window;
+}
+inline bool operator!=(const Limit& a, const Limit& b) noexcept { return !(a == b); }
+
+// One request of a batch (tryAcquireMany): `cost` units for `key`, under `limit` when one is given (a
+// limit chosen per call, as tryAcquire(key, cost, limit) takes) or else the limiter's own. The key is
+// viewed, not copied.
 struct AcquireRequest {
   std::string_view key;
   std::int64_t cost = 1;
+  std::optional<Limit> limit = std::nullopt;
 };
 
 // Which tier of a limiter produced a Decision.
@@ -62,11 +71,15 @@ struct Decision {
   std::int64_t remaining = 0;
   // Zero when admitted; otherwise the exact time until enough entries leave the window for the same
   // cost. A caller that waits this long and retries is admitted unless others took the room first.
+  // (A shadow refusal, admitted, keeps the wait its refusal would have given.)
   // For an HTTP Retry-After header round it up: std::chrono::ceil<std::chrono::seconds>(retry_after).
   std::chrono::microseconds retry_after{0};
   // Time until the window holds no entry for this key at all.
   std::chrono::microseconds reset_after{0};
   Tier tier = Tier::redis;
+  // Admitted only because the limiter runs in shadow mode (Enforcement::shadow): enforcing, it would
+  // have refused, and nothing was recorded for it. A real refusal has allowed == false.
+  bool shadow_refusal = false;
 
   explicit operator bool() const noexcept { return allowed; }
 };
@@ -89,12 +102,14 @@ struct Outcome {
   }
 };
 
-// What settle() needs to find a reservation again: the entry reserve() recorded and its units. Empty
-// (units 0) when nothing was recorded: the reservation was refused, or a failure policy answered.
+// What settle() needs to find a reservation again: the entry reserve() recorded, its units and the limit
+// it was decided under (its window is the one the entry counts in). Empty (units 0) when nothing was
+// recorded: the reservation was refused, or a failure policy answered.
 struct Receipt {
   std::string redis_key;
   std::string member;
   std::int64_t units = 0;
+  Limit limit;
 
   explicit operator bool() const noexcept { return units > 0; }
 };

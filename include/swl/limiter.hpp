@@ -9,24 +9,33 @@
 //       `cost` units for `key`, admitted iff they fit in the limit now. A request no limit could take
 //       (empty key, cost outside 1..limit) throws InvalidArgument before anything is sent. When Redis
 //       cannot decide, the failure policy answers (Decision::tier says so), or, under
-//       FailurePolicy::throw_error, the swl::Error is thrown.
+//       FailurePolicy::throw_error, the swl::Error is thrown. In shadow mode (Enforcement::shadow) a
+//       refusal is admitted and marked Decision::shadow_refusal.
+//   Decision tryAcquire(std::string_view key, std::int64_t cost, const Limit& limit);
+//       The same under a limit chosen for this call (a tenant's plan) instead of the limiter's own; a
+//       limit no limiter could hold throws InvalidArgument. The key's state is one whatever limit a call
+//       brings: the README's "Limits per tenant" says what a key's changed limit does.
 //   std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>& requests);
 //       Each request decided as tryAcquire would, one after another in input order, in as few round
 //       trips as the limiter can; a failure spoils only its own Outcome.
-//   Decision acquire(std::string_view key, std::int64_t cost, Deadline deadline);
+//   Decision acquire(std::string_view key, std::int64_t cost, [const Limit& limit,] Deadline deadline);
 //       Waits to be admitted: tries, and while refused sleeps retry_after (never spinning) and tries
 //       again. Returns the admitting decision, or the last refusal as soon as its retry_after would end
 //       after the deadline, so it never sleeps in vain. A deadline is a steady_clock time or a duration.
-//   Usage peek(std::string_view key);       what the key has used, recording nothing; errors are thrown
+//   Usage peek(std::string_view key [, const Limit& limit]);   what the key has used, recording nothing;
+//                                                              errors are thrown
 //   bool reset(std::string_view key);       forgets the key: whether there was anything; errors are thrown
 //   const Limit& limit() const;
-//   void validate(std::string_view key, std::int64_t cost) const;   throws what tryAcquire would for bad input
+//   void validate(std::string_view key, std::int64_t cost [, const Limit& limit]) const;
+//       throws what tryAcquire would for bad input
 //
 // and, for composites (limiters made of limiters), the same decisions without the observer and the
 // failure policy, which only the outermost limiter applies:
 //
-//   Decision decide(std::string_view key, std::int64_t cost);                      throws swl::Error
-//   std::vector<Outcome> decideMany(const std::vector<AcquireRequest>& requests);  errors in the Outcomes
+//   Decision decide(std::string_view key, std::int64_t cost [, const Limit& limit]);   throws swl::Error
+//   std::vector<Outcome> decideMany(const std::vector<AcquireRequest>& requests);     errors in the Outcomes
+//
+// A batch's AcquireRequest may carry its own limit, as a call may.
 //
 // Every decision and every error of tryAcquire and tryAcquireMany reaches the observer exactly once.
 // Thread safety: a Redis limiter is as safe as its RedisClient; the in-memory limiters and tiers lock.
@@ -79,6 +88,9 @@ struct IsLimiter<
                    decltype(std::declval<L&>().reset(std::string_view())), decltype(std::declval<const L&>().limit()),
                    decltype(std::declval<const L&>().validate(std::string_view(), std::int64_t())),
                    decltype(std::declval<L&>().decide(std::string_view(), std::int64_t())),
+                   decltype(std::declval<L&>().tryAcquire(std::string_view(), std::int64_t(), Limit())),
+                   decltype(std::declval<L&>().decide(std::string_view(), std::int64_t(), Limit())),
+                   decltype(std::declval<L&>().peek(std::string_view(), Limit())),
                    decltype(std::declval<L&>().decideMany(std::declval<const std::vector<AcquireRequest>&>()))>>
     : std::bool_constant<
           std::is_same_v<decltype(std::declval<L&>().tryAcquire(std::string_view(), std::int64_t())), Decision> &&
@@ -88,7 +100,11 @@ struct IsLimiter<
           std::is_same_v<decltype(std::declval<L&>().peek(std::string_view())), Usage> &&
           std::is_same_v<decltype(std::declval<L&>().reset(std::string_view())), bool> &&
           std::is_same_v<decltype(std::declval<const L&>().limit()), const Limit&> &&
-          std::is_same_v<decltype(std::declval<L&>().decide(std::string_view(), std::int64_t())), Decision>> {};
+          std::is_same_v<decltype(std::declval<L&>().decide(std::string_view(), std::int64_t())), Decision> &&
+          std::is_same_v<decltype(std::declval<L&>().tryAcquire(std::string_view(), std::int64_t(), Limit())),
+                         Decision> &&
+          std::is_same_v<decltype(std::declval<L&>().decide(std::string_view(), std::int64_t(), Limit())), Decision>> {
+};
 
 template <class L>
 inline constexpr bool isLimiter = IsLimiter<L>::value;
@@ -176,7 +192,10 @@ class Observation {
     event.rule = rule;
     event.cost = cost;
     event.decision = decision;
-    event.verdict = decision == nullptr ? Verdict::error : decision->allowed ? Verdict::allowed : Verdict::rejected;
+    event.verdict = decision == nullptr        ? Verdict::error
+                    : decision->shadow_refusal ? Verdict::shadow_rejected
+                    : decision->allowed        ? Verdict::allowed
+                                               : Verdict::rejected;
     event.tier = decision == nullptr ? asked_ : decision->tier;
     event.latency = Clock::now() - started_;
     try {
@@ -204,11 +223,25 @@ class Observation {
   Clock::time_point started_;
 };
 
-// Who watches a limiter and who answers for it when Redis cannot: what the two helpers below apply.
+// Shadow mode (options.hpp): a refusal becomes an admission that says what it was. The one place it
+// happens, after the failure policy, so that a fail-closed answer is shadowed like any refusal.
+inline void enforce(Enforcement enforcement, Decision& decision) noexcept {
+  if (enforcement == Enforcement::enforce || decision.allowed) return;
+  decision.allowed = true;
+  decision.shadow_refusal = true;
+}
+
+inline void enforce(Enforcement enforcement, Outcome& outcome) noexcept {
+  if (outcome.ok()) enforce(enforcement, outcome.decision);
+}
+
+// Who watches a limiter, who answers for it when Redis cannot, and whether its refusals are carried
+// out: what the two helpers below apply.
 struct Reporting {
   const Observer& observer;
   FailurePolicy on_failure = FailurePolicy::throw_error;
   Tier asked = Tier::redis;
+  Enforcement enforcement = Enforcement::enforce;
 };
 
 // tryAcquire, for every limiter: `decide(cause)` returns the decision or throws swl::Error; a tier that
@@ -225,6 +258,7 @@ Decision reportedDecision(const Reporting& reporting, const Limit& limit, std::s
     cause = std::current_exception();
     outcome = answered(reporting.on_failure, limit, cost, cause);
   }
+  enforce(reporting.enforcement, outcome);
   observation.report(key, cost, outcome, cause);
   return outcome.value();
 }
@@ -238,7 +272,8 @@ std::vector<Outcome> reportedOutcomes(const Reporting& reporting, const Limit& l
   std::vector<Outcome> outcomes = decide_many();
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const std::exception_ptr cause = outcomes[i].error;
-    if (cause) outcomes[i] = answered(reporting.on_failure, limit, requests[i].cost, cause);
+    if (cause) outcomes[i] = answered(reporting.on_failure, requests[i].limit.value_or(limit), requests[i].cost, cause);
+    enforce(reporting.enforcement, outcomes[i]);
     observation.report(requests[i].key, requests[i].cost, outcomes[i], cause);
   }
   return outcomes;
@@ -249,10 +284,11 @@ template <class Limiter>
 std::vector<Outcome> eachDecided(Limiter& limiter, const std::vector<AcquireRequest>& requests) {
   std::vector<Outcome> outcomes(requests.size());
   for (std::size_t i = 0; i < requests.size(); ++i) {
+    const Limit& limit = requests[i].limit ? *requests[i].limit : limiter.limit();
     try {
-      outcomes[i].decision = limiter.decide(requests[i].key, requests[i].cost);
+      outcomes[i].decision = limiter.decide(requests[i].key, requests[i].cost, limit);
     } catch (const Error&) {
-      outcomes[i] = {refusedBlind(limiter.limit()), std::current_exception()};
+      outcomes[i] = {refusedBlind(limit), std::current_exception()};
     }
   }
   return outcomes;
@@ -260,9 +296,10 @@ std::vector<Outcome> eachDecided(Limiter& limiter, const std::vector<AcquireRequ
 
 // acquire, for every limiter.
 template <class Limiter>
-Decision acquireUntil(Limiter& limiter, std::string_view key, std::int64_t cost, Deadline deadline) {
+Decision acquireUntil(Limiter& limiter, std::string_view key, std::int64_t cost, const Limit& limit,
+                      Deadline deadline) {
   for (;;) {
-    const Decision decision = limiter.tryAcquire(key, cost);
+    const Decision decision = limiter.tryAcquire(key, cost, limit);
     if (decision.allowed || std::chrono::steady_clock::now() + decision.retry_after > deadline.at()) return decision;
     std::this_thread::sleep_for(decision.retry_after);
   }

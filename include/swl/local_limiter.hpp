@@ -39,6 +39,7 @@ struct LocalLimiterOptions {
   // The most keys held at once; the least recently used goes first past it.
   std::size_t max_keys = 100'000;
   Observer observer;
+  Enforcement enforcement = Enforcement::enforce;  // Enforcement::shadow admits what it would refuse
 };
 
 class LocalLimiter {
@@ -47,9 +48,13 @@ class LocalLimiter {
       : limit_(detail::checkedLimit(limit)), options_(checked(std::move(options))), logs_(options_.max_keys) {}
 
   // A request of `cost` is admitted iff the units in (now - window, now] plus `cost` fit in the limit.
-  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) {
-    return detail::reportedDecision(reporting(), limit_, key, cost,
-                                    [&](std::exception_ptr&) { return decide(key, cost); });
+  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) { return tryAcquire(key, cost, limit_); }
+
+  // tryAcquire under a limit chosen for this call (a tenant's plan): the key's log is the same whatever
+  // limit a call brings, and the new limit applies to it from this decision on.
+  Decision tryAcquire(std::string_view key, std::int64_t cost, const Limit& limit) {
+    return detail::reportedDecision(reporting(), limit, key, cost,
+                                    [&](std::exception_ptr&) { return decide(key, cost, limit); });
   }
 
   std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>& requests) {
@@ -57,21 +62,24 @@ class LocalLimiter {
   }
 
   Decision acquire(std::string_view key, std::int64_t cost, Deadline deadline) {
-    return detail::acquireUntil(*this, key, cost, deadline);
+    return acquire(key, cost, limit_, deadline);
+  }
+  Decision acquire(std::string_view key, std::int64_t cost, const Limit& limit, Deadline deadline) {
+    return detail::acquireUntil(*this, key, cost, limit, deadline);
   }
 
-  Decision decide(std::string_view key, std::int64_t cost) {
-    validate(key, cost);
+  Decision decide(std::string_view key, std::int64_t cost) { return decide(key, cost, limit_); }
+  Decision decide(std::string_view key, std::int64_t cost, const Limit& limit) {
+    validate(key, cost, limit);
     const std::int64_t now = options_.clock.now().count();
-    const std::int64_t window = limit_.window.count();
     return logs_.with(key, [&](detail::LruMap<Log>& logs) {
       // Keys whose window emptied leave from the least recently used end, a couple per call, so an
       // idle limiter shrinks without a sweeper thread.
-      logs.dropIdle([&](const Log& log) { return log.idleAt(now, window); }, 2);
+      logs.dropIdle([&](const Log& log) { return log.idleAt(now); }, 2);
       Log& log = logs.obtain(key, [&](std::string_view, const Log& evicted) {
-        if (!evicted.idleAt(now, window)) evictions_.fetch_add(1, std::memory_order_relaxed);
+        if (!evicted.idleAt(now)) evictions_.fetch_add(1, std::memory_order_relaxed);
       });
-      return decide(log, now, cost);
+      return decide(log, now, cost, limit);
     });
   }
 
@@ -79,21 +87,25 @@ class LocalLimiter {
     return detail::eachDecided(*this, requests);
   }
 
-  void validate(std::string_view key, std::int64_t cost) const {
-    detail::checkRequest("swl::LocalLimiter", "tryAcquire", key, cost, limit_.max_requests);
+  void validate(std::string_view key, std::int64_t cost) const { validate(key, cost, limit_); }
+  void validate(std::string_view key, std::int64_t cost, const Limit& limit) const {
+    if (limit != limit_) detail::checkedLimit(limit);
+    detail::checkRequest("swl::LocalLimiter", "tryAcquire", key, cost, limit.max_requests);
   }
 
   // What `key` has used of its limit now, recording nothing.
-  Usage peek(std::string_view key) {
+  Usage peek(std::string_view key) { return peek(key, limit_); }
+  Usage peek(std::string_view key, const Limit& limit) {
     if (key.empty()) throw InvalidArgument("swl::LocalLimiter::peek: the key is empty");
+    if (limit != limit_) detail::checkedLimit(limit);
     const std::int64_t now = options_.clock.now().count();
     return logs_.with(key, [&](detail::LruMap<Log>& logs) {
       Usage usage;
-      usage.limit = limit_.max_requests;
+      usage.limit = limit.max_requests;
       if (Log* log = logs.find(key)) {
-        log->slide(now, limit_.window.count());
+        log->slide(now, limit.window.count());
         usage.used = log->units;
-        usage.reset_after = std::chrono::microseconds(log->resetAfter(now, limit_.window.count()));
+        usage.reset_after = std::chrono::microseconds(log->resetAfter(now));
       }
       usage.remaining = std::max<std::int64_t>(0, usage.limit - usage.used);
       return usage;
@@ -116,7 +128,8 @@ class LocalLimiter {
 
  private:
   // One key's admitted requests, oldest first: (time, units) pairs in a vector whose front part
-  // [0, head) has slid out already and is reclaimed in bulk, so sliding costs O(1) amortised.
+  // [0, head) has slid out already and is reclaimed in bulk, so sliding costs O(1) amortised. `window`
+  // is the one it last slid under: a limit chosen per call may change it, as it may in Redis's log.
   struct Log {
     struct Entry {
       std::int64_t time;
@@ -125,8 +138,10 @@ class LocalLimiter {
     std::vector<Entry> entries;
     std::size_t head = 0;
     std::int64_t units = 0;
+    std::int64_t window = 0;
 
     void slide(std::int64_t now, std::int64_t window) {
+      this->window = window;
       while (head < entries.size() && entries[head].time <= now - window) units -= entries[head++].units;
       if (head == entries.size()) {
         entries.clear(), head = 0;
@@ -152,7 +167,7 @@ class LocalLimiter {
       entries.insert(later, {now, cost});
     }
 
-    std::int64_t resetAfter(std::int64_t now, std::int64_t window) const {
+    std::int64_t resetAfter(std::int64_t now) const {
       return head == entries.size() ? 0 : entries.back().time + window - now;
     }
 
@@ -166,12 +181,12 @@ class LocalLimiter {
       return window;  // unreachable while units >= needed
     }
 
-    bool idleAt(std::int64_t now, std::int64_t window) const {
-      return head == entries.size() || entries.back().time <= now - window;
-    }
+    bool idleAt(std::int64_t now) const { return head == entries.size() || entries.back().time <= now - window; }
   };
 
-  detail::Reporting reporting() const { return {options_.observer, FailurePolicy::throw_error, Tier::in_memory}; }
+  detail::Reporting reporting() const {
+    return {options_.observer, FailurePolicy::throw_error, Tier::in_memory, options_.enforcement};
+  }
 
   static LocalLimiterOptions checked(LocalLimiterOptions options) {
     if (options.clock.isRedisTime()) {
@@ -182,19 +197,19 @@ class LocalLimiter {
   }
 
   // The same arithmetic as the sliding window script (sliding_window_script.hpp).
-  Decision decide(Log& log, std::int64_t now, std::int64_t cost) const {
-    const std::int64_t window = limit_.window.count();
+  static Decision decide(Log& log, std::int64_t now, std::int64_t cost, const Limit& limit) {
+    const std::int64_t window = limit.window.count();
     log.slide(now, window);
     Decision decision;
-    decision.limit = limit_.max_requests;
+    decision.limit = limit.max_requests;
     decision.tier = Tier::in_memory;
-    decision.allowed = log.units + cost <= limit_.max_requests;
+    decision.allowed = log.units + cost <= limit.max_requests;
     if (decision.allowed) log.record(now, cost);
-    decision.remaining = std::max<std::int64_t>(0, limit_.max_requests - log.units);
-    decision.reset_after = std::chrono::microseconds(log.resetAfter(now, window));
+    decision.remaining = std::max<std::int64_t>(0, limit.max_requests - log.units);
+    decision.reset_after = std::chrono::microseconds(log.resetAfter(now));
     if (!decision.allowed) {
       decision.retry_after =
-          std::chrono::microseconds(log.freedAfter(log.units + cost - limit_.max_requests, now, window));
+          std::chrono::microseconds(log.freedAfter(log.units + cost - limit.max_requests, now, window));
     }
     return decision;
   }

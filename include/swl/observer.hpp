@@ -23,7 +23,8 @@ namespace swl {
 enum class Verdict {
   allowed,
   rejected,
-  error,  // the call threw (invalid input, or Redis failed under FailurePolicy::throw_error)
+  shadow_rejected,  // refused by the limit, admitted by shadow mode (Decision::shadow_refusal)
+  error,            // the call threw (invalid input, or Redis failed under FailurePolicy::throw_error)
 };
 
 constexpr std::string_view toString(Verdict verdict) noexcept {
@@ -32,6 +33,8 @@ constexpr std::string_view toString(Verdict verdict) noexcept {
       return "allowed";
     case Verdict::rejected:
       return "rejected";
+    case Verdict::shadow_rejected:
+      return "shadow_rejected";
     case Verdict::error:
       return "error";
   }

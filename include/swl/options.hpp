@@ -20,6 +20,16 @@ enum class FailurePolicy {
   deny,         // fail closed: reject, Decision::tier == Tier::fail_closed
 };
 
+// Whether a limiter's refusals are carried out. Shadow mode rolls a limit out safely: every decision is
+// made, recorded and reported as if enforced, but a request the limit would refuse is admitted, marked
+// Decision::shadow_refusal (Verdict::shadow_rejected for the observer). Switching to enforce changes
+// nothing else. Errors still follow the FailurePolicy: pair shadow with FailurePolicy::allow when the
+// rollout must never turn a request away.
+enum class Enforcement {
+  enforce,  // a refused request is refused (the default)
+  shadow,   // a refused request is admitted and marked; the window records it as the refusal it was
+};
+
 enum class RejectedRequests {
   not_counted,  // a rejected request leaves the window as it was (the default)
   counted,      // a rejected request is recorded too, so a client that keeps hammering stays locked out
@@ -74,6 +84,7 @@ struct LimiterOptions {
   Clock clock = Clock::redis();
   RejectedRequests rejected = RejectedRequests::not_counted;
   Observer observer;  // sees every decision and error (see observer.hpp); none by default
+  Enforcement enforcement = Enforcement::enforce;
 };
 
 }  // namespace swl

@@ -238,39 +238,52 @@ inline Usage decodeUsage(ReplyView reply, std::int64_t limit) {
 template <class Algorithm, class KeyPolicy, class MemberPolicy, class TtlPolicy>
 class LimiterCalls {
  public:
+  // A limit as the scripts take it: checked once, and its numbers as text. The limiter's own is made
+  // at construction; a limit given with a call is made for that call (a few integer formats).
+  struct LimitArguments {
+    Limit limit;
+    IntegerText window, max_requests, ttl;
+  };
+
   // One request's arguments, owned until its call has been sent. call() views into it, so it must stay
   // where it is while a call made from it is in use.
   class Request {
    public:
     ScriptCall call() const {
-      const LimiterCalls& calls = *calls_;
-      const std::string_view now = calls.nowArgument(now_);
+      const std::string_view now = calls_->nowArgument(now_);
       if constexpr (hasArgument<Algorithm>) {
         return ScriptCall(scriptOf<Algorithm>(), {redis_key_},
-                          {calls.window_text_, calls.limit_text_, cost_text_, now, member_, calls.ttl_text_,
-                           calls.count_rejected_, Algorithm::kArgument});
+                          {limit_.window, limit_.max_requests, cost_text_, now, member_, limit_.ttl,
+                           calls_->count_rejected_, Algorithm::kArgument});
       } else {
         return ScriptCall(
             scriptOf<Algorithm>(), {redis_key_},
-            {calls.window_text_, calls.limit_text_, cost_text_, now, member_, calls.ttl_text_, calls.count_rejected_});
+            {limit_.window, limit_.max_requests, cost_text_, now, member_, limit_.ttl, calls_->count_rejected_});
       }
     }
     std::int64_t cost() const noexcept { return cost_; }
+    const Limit& limit() const noexcept { return limit_.limit; }
+
+    // The script's answer to this request.
+    Decision decide(ReplyView reply) const { return decodeDecision(reply, limit().max_requests); }
 
     // Where this request's entry is, for settling it later.
-    Receipt receipt() const { return {redis_key_, member_, cost_}; }
+    Receipt receipt() const { return {redis_key_, member_, cost_, limit()}; }
 
    private:
     friend class LimiterCalls;
-    Request(const LimiterCalls& calls, std::string redis_key, std::string member, std::int64_t cost, std::int64_t now)
+    Request(const LimiterCalls& calls, const LimitArguments& limit, std::string redis_key, std::string member,
+            std::int64_t cost)
         : calls_(&calls),
+          limit_(limit),
           redis_key_(std::move(redis_key)),
           member_(std::move(member)),
           cost_(cost),
           cost_text_(cost),
-          now_(now) {}
+          now_(calls.now(limit.limit)) {}
 
     const LimiterCalls* calls_;
+    LimitArguments limit_;
     std::string redis_key_;
     std::string member_;
     std::int64_t cost_;
@@ -279,18 +292,81 @@ class LimiterCalls {
   };
 
   LimiterCalls(Limit limit, LimiterOptions options, KeyPolicy keys, MemberPolicy members, TtlPolicy ttl)
-      : limit_(validated(limit)),
-        options_(std::move(options)),
+      : options_(std::move(options)),
         keys_(std::move(keys)),
         members_(std::move(members)),
-        window_text_(std::to_string(limit.window.count())),
-        limit_text_(std::to_string(limit.max_requests)),
-        ttl_text_(std::to_string(validatedTtl(ttl.ttl(limit.window), limit.window).count())),
-        count_rejected_(options_.rejected == RejectedRequests::counted ? "1" : "0") {}
+        ttl_(std::move(ttl)),
+        count_rejected_(options_.rejected == RejectedRequests::counted ? "1" : "0"),
+        own_(arguments(limit)) {}
 
   // Throws InvalidArgument for a request no limit could take; nothing has been sent then.
-  Request prepare(std::string_view key, std::int64_t cost) {
-    validate(key, cost);
+  Request prepare(std::string_view key, std::int64_t cost) { return prepare(key, cost, own_); }
+
+  // The same under a limit chosen for this call (a tenant's plan): checked as the constructor checks one.
+  Request prepare(std::string_view key, std::int64_t cost, const Limit& limit) {
+    if (limit == own_.limit) return prepare(key, cost, own_);
+    return prepare(key, cost, arguments(limit));
+  }
+
+  // settle()'s call for `receipt` now holding `actual` units, in the window it was recorded under;
+  // `to_now` moves an entry ahead of now (a lease given back) to now. The texts it views live in `texts`.
+  struct SettleTexts {
+    LimitArguments limit;
+    IntegerText actual, now, recorded;
+  };
+  SettleTexts settleTexts(const Receipt& receipt, std::int64_t actual) const {
+    LimitArguments limit = arguments(receipt.limit);
+    const IntegerText now(this->now(limit.limit));
+    return {std::move(limit), IntegerText(actual), now, IntegerText(receipt.units)};
+  }
+  ScriptCall settleCall(const Receipt& receipt, const SettleTexts& texts, bool to_now) const {
+    return ScriptCall(settleScriptOf<Algorithm>(), {receipt.redis_key},
+                      {texts.limit.window, texts.limit.max_requests, texts.actual, nowArgument(texts.now),
+                       receipt.member, texts.limit.ttl, "0", texts.recorded, to_now ? "1" : "0"});
+  }
+
+  // lease()'s call: `request` and the terms beyond it. The texts it views live in `texts`.
+  struct LeaseTexts {
+    IntegerText units, duration, room_divisor, previous_units, previous_used;
+  };
+  ScriptCall leaseCall(const Request& request, const LeaseTexts& texts, const Receipt& previous) const {
+    const LimitArguments& limit = request.limit_;
+    return ScriptCall(leaseScriptOf<Algorithm>(), {request.redis_key_},
+                      {limit.window, limit.max_requests, request.cost_text_, nowArgument(request.now_), request.member_,
+                       limit.ttl, "0", texts.units, texts.duration, texts.room_divisor, previous.member,
+                       texts.previous_units, texts.previous_used});
+  }
+
+  // A cost-0 request: the scripts read such a request's window and record nothing.
+  Request preparePeek(std::string_view key, const Limit& limit) const {
+    if (key.empty()) throw InvalidArgument(std::string(Algorithm::kName) + "::peek: the key is empty");
+    return Request(*this, limit == own_.limit ? own_ : arguments(limit), redisKey(key), std::string(), 0);
+  }
+
+  static Usage usage(ReplyView reply, const Request& peek) { return decodeUsage(reply, peek.limit().max_requests); }
+
+  void validate(std::string_view key, std::int64_t cost, const Limit& limit) const {
+    checkRequest(Algorithm::kName, "tryAcquire", key, cost, limit.max_requests);
+  }
+
+  std::string redisKey(std::string_view key) const { return keys_.key(key); }
+  const Limit& limit() const noexcept { return own_.limit; }
+  const LimiterOptions& options() const noexcept { return options_; }
+
+  // Client-clock time in microseconds, or 0 when the script reads Redis's clock.
+  std::int64_t now(const Limit& limit) const {
+    if (options_.clock.isRedisTime()) return 0;
+    const std::int64_t now = options_.clock.now().count();
+    if (now < limit.window.count() || now >= kLargestExact) {
+      throw InvalidArgument("swl: the clock reads " + std::to_string(now) +
+                            " us, outside the window .. 2^53 us that scores can hold exactly");
+    }
+    return now;
+  }
+
+ private:
+  Request prepare(std::string_view key, std::int64_t cost, const LimitArguments& limit) {
+    validate(key, cost, limit.limit);
     std::string member;
     if constexpr (Algorithm::kRecordsMembers) {
       member = members_.next();
@@ -299,60 +375,17 @@ class LimiterCalls {
                               ", which holds '*', '=' or '#': those mark an entry's units");
       }
     }
-    return Request(*this, redisKey(key), std::move(member), cost, now());
+    return Request(*this, limit, redisKey(key), std::move(member), cost);
   }
 
-  // settle()'s call for `receipt` now holding `actual` units; `to_now` moves an entry ahead of now (a
-  // lease given back) to now. The texts it views live in `texts`.
-  struct SettleTexts {
-    IntegerText actual, now, recorded;
-  };
-  ScriptCall settleCall(const Receipt& receipt, const SettleTexts& texts, bool to_now) const {
-    return ScriptCall(settleScriptOf<Algorithm>(), {receipt.redis_key},
-                      {window_text_, limit_text_, texts.actual, nowArgument(texts.now), receipt.member, ttl_text_, "0",
-                       texts.recorded, to_now ? "1" : "0"});
-  }
-
-  // lease()'s call: `request` and the terms beyond it. The texts it views live in `texts`.
-  struct LeaseTexts {
-    IntegerText units, duration, room_divisor, previous_units, previous_used;
-  };
-  ScriptCall leaseCall(const Request& request, const LeaseTexts& texts, const Receipt& previous) const {
-    return ScriptCall(
-        leaseScriptOf<Algorithm>(), {request.redis_key_},
-        {window_text_, limit_text_, request.cost_text_, nowArgument(request.now_), request.member_, ttl_text_, "0",
-         texts.units, texts.duration, texts.room_divisor, previous.member, texts.previous_units, texts.previous_used});
-  }
-
-  // A cost-0 request: the scripts read such a request's window and record nothing.
-  Request preparePeek(std::string_view key) const {
-    if (key.empty()) throw InvalidArgument(std::string(Algorithm::kName) + "::peek: the key is empty");
-    return Request(*this, redisKey(key), std::string(), 0, now());
-  }
-
-  Decision decide(ReplyView reply) const { return decodeDecision(reply, limit_.max_requests); }
-  Usage usage(ReplyView reply) const { return decodeUsage(reply, limit_.max_requests); }
-
-  void validate(std::string_view key, std::int64_t cost) const {
-    checkRequest(Algorithm::kName, "tryAcquire", key, cost, limit_.max_requests);
-  }
-
-  std::string redisKey(std::string_view key) const { return keys_.key(key); }
-  const Limit& limit() const noexcept { return limit_; }
-  const LimiterOptions& options() const noexcept { return options_; }
-
- private:
-  static Limit validated(Limit limit) {
+  LimitArguments arguments(const Limit& limit) const {
     Algorithm::check(checkedLimit(limit));
-    return limit;
-  }
-
-  static std::chrono::milliseconds validatedTtl(std::chrono::milliseconds ttl, std::chrono::microseconds window) {
-    if (ttl < window) {
+    const std::chrono::milliseconds ttl = ttl_.ttl(limit.window);
+    if (ttl < limit.window) {
       throw InvalidArgument("swl: a TTL of " + std::to_string(ttl.count()) + " ms is shorter than the window of " +
-                            std::to_string(window.count()) + " us; Redis would drop entries that still count");
+                            std::to_string(limit.window.count()) + " us; Redis would drop entries that still count");
     }
-    return ttl;
+    return {limit, IntegerText(limit.window.count()), IntegerText(limit.max_requests), IntegerText(ttl.count())};
   }
 
   // What the scripts take as now: nothing when they read Redis's clock.
@@ -360,27 +393,12 @@ class LimiterCalls {
     return options_.clock.isRedisTime() ? std::string_view() : now.view();
   }
 
-  // Client-clock time in microseconds, or 0 when the script reads Redis's clock.
- public:
-  std::int64_t now() const {
-    if (options_.clock.isRedisTime()) return 0;
-    const std::int64_t now = options_.clock.now().count();
-    if (now < limit_.window.count() || now >= kLargestExact) {
-      throw InvalidArgument("swl: the clock reads " + std::to_string(now) +
-                            " us, outside the window .. 2^53 us that scores can hold exactly");
-    }
-    return now;
-  }
-
- private:
-  Limit limit_;
   LimiterOptions options_;
   KeyPolicy keys_;
   MemberPolicy members_;
-  std::string window_text_;
-  std::string limit_text_;
-  std::string ttl_text_;
+  TtlPolicy ttl_;
   std::string_view count_rejected_;
+  LimitArguments own_;
 };
 
 // Deletes a key; a script, so that every RedisClient (a cluster included) runs it like the others.
@@ -427,9 +445,14 @@ class RedisLimiter {
                MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
       : redis_(&redis), calls_(limit, std::move(options), std::move(keys), std::move(members), std::move(ttl)) {}
 
-  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) {
-    return detail::reportedDecision(reporting(), limit(), key, cost,
-                                    [&](std::exception_ptr&) { return decide(key, cost); });
+  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) { return tryAcquire(key, cost, limit()); }
+
+  // tryAcquire under a limit chosen for this call (a tenant's plan) rather than the limiter's own, still
+  // one EVALSHA. The key's state is the same whatever limit a call brings; the README's "Limits per
+  // tenant" says what each algorithm makes of a limit that changes.
+  Decision tryAcquire(std::string_view key, std::int64_t cost, const Limit& limit) {
+    return detail::reportedDecision(reporting(), limit, key, cost,
+                                    [&](std::exception_ptr&) { return decide(key, cost, limit); });
   }
 
   std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>& requests) {
@@ -437,20 +460,24 @@ class RedisLimiter {
   }
 
   Decision acquire(std::string_view key, std::int64_t cost, Deadline deadline) {
-    return detail::acquireUntil(*this, key, cost, deadline);
+    return acquire(key, cost, limit(), deadline);
+  }
+  Decision acquire(std::string_view key, std::int64_t cost, const Limit& limit, Deadline deadline) {
+    return detail::acquireUntil(*this, key, cost, limit, deadline);
   }
 
   // tryAcquire for a cost known only afterwards (an LLM call's tokens): `estimate` units are decided
   // and, when admitted, recorded as one entry whose receipt settle() takes once the real cost is known.
   // A reservation never settled simply ages out with the window.
-  Reservation reserve(std::string_view key, std::int64_t estimate) {
+  Reservation reserve(std::string_view key, std::int64_t estimate) { return reserve(key, estimate, limit()); }
+  Reservation reserve(std::string_view key, std::int64_t estimate, const Limit& limit) {
     static_assert(detail::canSettle<Algorithm>,
                   "swl::RedisLimiter::reserve: only an algorithm that records one entry per request can settle "
                   "one (the sliding window log: swl::SlidingWindowLimiter)");
     Reservation reservation;
-    reservation.decision = detail::reportedDecision(reporting(), limit(), key, estimate, [&](std::exception_ptr&) {
-      const auto request = calls_.prepare(key, estimate);
-      const Decision decision = calls_.decide(*redis_->run(request.call()));
+    reservation.decision = detail::reportedDecision(reporting(), limit, key, estimate, [&](std::exception_ptr&) {
+      const auto request = calls_.prepare(key, estimate, limit);
+      const Decision decision = request.decide(*redis_->run(request.call()));
       if (decision.allowed) reservation.receipt = request.receipt();
       return decision;
     });
@@ -476,10 +503,13 @@ class RedisLimiter {
   // on it. Lease::receipt.units is what was recorded (0 when refused; `cost` alone when no more fit or
   // were asked for, and then nothing is leased).
   Lease lease(std::string_view key, std::int64_t cost, const LeaseTerms& terms) {
+    return lease(key, cost, limit(), terms);
+  }
+  Lease lease(std::string_view key, std::int64_t cost, const Limit& limit, const LeaseTerms& terms) {
     static_assert(detail::canLease<Algorithm>,
                   "swl::RedisLimiter::lease: only the sliding window log leases units (swl::SlidingWindowLimiter)");
-    const auto request = calls_.prepare(key, cost);
-    checkTerms(terms, cost, key);
+    const auto request = calls_.prepare(key, cost, limit);
+    checkTerms(terms, cost, limit, key);
     const typename Calls::LeaseTexts texts{
         detail::IntegerText(terms.units), detail::IntegerText(terms.duration.count()),
         detail::IntegerText(terms.room_divisor), detail::IntegerText(terms.previous.units),
@@ -488,7 +518,7 @@ class RedisLimiter {
     std::int64_t values[5];
     detail::readIntegers(*reply, values, 5);
     Lease lease;
-    lease.decision = detail::checkedDecision(values[0], values[1], values[2], values[3], limit().max_requests);
+    lease.decision = detail::checkedDecision(values[0], values[1], values[2], values[3], limit.max_requests);
     const std::int64_t units = values[4];
     if (lease.decision.allowed ? units < cost || units > std::max(cost, terms.units) : units != 0) {
       throw detail::badReply(std::to_string(units) + " units leased for a request of " + std::to_string(cost) +
@@ -505,7 +535,11 @@ class RedisLimiter {
   // was later, since every use came before now. Returns whether there was anything to give back.
   bool giveBack(const Receipt& lease, std::int64_t used) { return settled(lease, used, "giveBack", true); }
 
-  Usage peek(std::string_view key) { return calls_.usage(*redis_->run(calls_.preparePeek(key).call())); }
+  Usage peek(std::string_view key) { return peek(key, limit()); }
+  Usage peek(std::string_view key, const Limit& limit) {
+    const auto request = calls_.preparePeek(key, limit);
+    return Calls::usage(*redis_->run(request.call()), request);
+  }
 
   bool reset(std::string_view key) {
     if (key.empty()) throw InvalidArgument(std::string(Algorithm::kName) + "::reset: the key is empty");
@@ -514,11 +548,15 @@ class RedisLimiter {
 
   const Limit& limit() const noexcept { return calls_.limit(); }
   const LimiterOptions& options() const noexcept { return calls_.options(); }
-  void validate(std::string_view key, std::int64_t cost) const { calls_.validate(key, cost); }
+  void validate(std::string_view key, std::int64_t cost) const { validate(key, cost, limit()); }
+  void validate(std::string_view key, std::int64_t cost, const Limit& limit) const {
+    calls_.validate(key, cost, limit);
+  }
 
-  Decision decide(std::string_view key, std::int64_t cost) {
-    const auto request = calls_.prepare(key, cost);
-    return calls_.decide(*redis_->run(request.call()));
+  Decision decide(std::string_view key, std::int64_t cost) { return decide(key, cost, limit()); }
+  Decision decide(std::string_view key, std::int64_t cost, const Limit& limit) {
+    const auto request = calls_.prepare(key, cost, limit);
+    return request.decide(*redis_->run(request.call()));
   }
 
   std::vector<Outcome> decideMany(const std::vector<AcquireRequest>& requests) {
@@ -528,10 +566,10 @@ class RedisLimiter {
     prepared.reserve(requests.size()), sent.reserve(requests.size());
     for (std::size_t i = 0; i < requests.size(); ++i) {
       try {
-        prepared.push_back(calls_.prepare(requests[i].key, requests[i].cost));
+        prepared.push_back(calls_.prepare(requests[i].key, requests[i].cost, limitOf(requests[i])));
         sent.push_back(i);
       } catch (const InvalidArgument&) {
-        outcomes[i] = {detail::refusedBlind(limit()), std::current_exception()};
+        outcomes[i] = {detail::refusedBlind(limitOf(requests[i])), std::current_exception()};
       }
     }
     std::vector<ScriptCall> calls;
@@ -542,13 +580,13 @@ class RedisLimiter {
       Outcome& outcome = outcomes[sent[i]];
       if (!replies[i].error) {
         try {
-          outcome.decision = calls_.decide(*replies[i].reply);
+          outcome.decision = prepared[i].decide(*replies[i].reply);
           continue;
         } catch (const Error&) {
           replies[i].error = std::current_exception();
         }
       }
-      outcome = {detail::refusedBlind(limit()), std::move(replies[i].error)};
+      outcome = {detail::refusedBlind(prepared[i].limit()), std::move(replies[i].error)};
     }
     return outcomes;
   }
@@ -561,7 +599,9 @@ class RedisLimiter {
  private:
   using Calls = detail::LimiterCalls<Algorithm, KeyPolicy, MemberPolicy, TtlPolicy>;
 
-  detail::Reporting reporting() const { return {options().observer, options().on_failure, Tier::redis}; }
+  detail::Reporting reporting() const {
+    return {options().observer, options().on_failure, Tier::redis, options().enforcement};
+  }
 
   bool settled(const Receipt& receipt, std::int64_t actual, std::string_view call, bool to_now) {
     if (!receipt) return false;
@@ -569,20 +609,21 @@ class RedisLimiter {
       throw InvalidArgument(std::string(Algorithm::kName) + "::" + std::string(call) + ": " + std::to_string(actual) +
                             " units are not in 0..2^53-1 (key " + detail::quoted(receipt.redis_key) + ")");
     }
-    const typename Calls::SettleTexts texts{detail::IntegerText(actual), detail::IntegerText(calls_.now()),
-                                            detail::IntegerText(receipt.units)};
+    const typename Calls::SettleTexts texts = calls_.settleTexts(receipt, actual);
     return redis_->run(calls_.settleCall(receipt, texts, to_now))->integer() == 1;
   }
 
-  void checkTerms(const LeaseTerms& terms, std::int64_t cost, std::string_view key) const {
+  const Limit& limitOf(const AcquireRequest& request) const { return request.limit ? *request.limit : limit(); }
+
+  void checkTerms(const LeaseTerms& terms, std::int64_t cost, const Limit& limit, std::string_view key) const {
     const auto refuse = [&](const std::string& why) {
       return InvalidArgument(std::string(Algorithm::kName) + "::lease: " + why + " (key " + detail::quoted(key) + ")");
     };
-    if (terms.units < cost || terms.units > limit().max_requests) {
+    if (terms.units < cost || terms.units > limit.max_requests) {
       throw refuse(std::to_string(terms.units) + " units wanted, not in cost " + std::to_string(cost) + "..limit " +
-                   std::to_string(limit().max_requests));
+                   std::to_string(limit.max_requests));
     }
-    if (terms.duration.count() < 0 || terms.duration > limit().window) {
+    if (terms.duration.count() < 0 || terms.duration > limit.window) {
       throw refuse("a lease of " + std::to_string(terms.duration.count()) + " us is not in 0..the window");
     }
     if (terms.room_divisor < 1) throw refuse("room_divisor " + std::to_string(terms.room_divisor) + " is below 1");

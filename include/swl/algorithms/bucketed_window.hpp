@@ -78,13 +78,16 @@ local function bucketsIn(from, to)
   return names, units
 end
 
-local state = redis.call('HMGET', key, 'o', 'n', 's', text(current))
+local state = redis.call('HMGET', key, 'o', 'n', 's', text(current), 'w')
 local oldest, newest = tonumber(state[1]), tonumber(state[2])
 local count = tonumber(state[3]) or 0
 local in_current = tonumber(state[4]) or 0
+-- Buckets of another width (the key's window changed with a limit given per call) cannot be read as
+-- these: the key starts afresh.
+local other_width = state[5] and tonumber(state[5]) ~= width
 
 local stale = {}  -- names of the buckets that slid out
-local all_gone = newest ~= nil and newest < first_live
+local all_gone = newest ~= nil and (newest < first_live or other_width)
 if all_gone then
   count, in_current, oldest, newest = 0, 0, nil, nil
 elseif oldest ~= nil and oldest < first_live then
@@ -104,7 +107,7 @@ if record and (allowed or count_rejected) then
   oldest = math.min(oldest or current, current)
   newest = math.max(newest or current, current)
   redis.call('HSET', key, text(current), text(in_current + cost), 's', text(count), 'o', text(oldest),
-             'n', text(newest))
+             'n', text(newest), 'w', text(width))
   if #stale > 0 then redis.call('HDEL', key, unpack(stale)) end
   local lives_for = (newest + 1) * width + window - now
   redis.call('PEXPIRE', key, math.max(tonumber(ARGV[6] or 0), math.ceil(lives_for / 1000)))

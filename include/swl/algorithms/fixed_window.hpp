@@ -29,16 +29,17 @@ struct FixedWindow {
 
   static constexpr std::string_view kScript = R"lua(
 -- KEYS[1] is a hash: s = the current window's start (microseconds, a multiple of the window since the
--- epoch, so every client agrees where windows begin), c = units admitted in it.
+-- epoch, so every client agrees where windows begin), c = units admitted in it, w = the window it was
+-- counted under (a limit given per call may change it: a count under another window starts afresh).
 local start = idiv(now, window) * window
-local state = redis.call('HMGET', key, 's', 'c')
+local state = redis.call('HMGET', key, 's', 'c', 'w')
 local count = 0
-if tonumber(state[1]) == start then count = tonumber(state[2]) end
+if tonumber(state[1]) == start and (not state[3] or tonumber(state[3]) == window) then count = tonumber(state[2]) end
 
 local allowed = count + cost <= limit
 if record and (allowed or count_rejected) then
   count = count + cost
-  redis.call('HSET', key, 's', text(start), 'c', text(count))
+  redis.call('HSET', key, 's', text(start), 'c', text(count), 'w', text(window))
   redis.call('PEXPIRE', key, math.ceil(window / 1000))
 end
 

@@ -28,7 +28,7 @@ struct Gcra {
   static void check(const Limit& limit) { detail::checkScaledExact(limit, kName); }
 
   static constexpr std::string_view kScript = R"lua(
--- KEYS[1] is a string "tat frac": the theoretical arrival time, tat + frac/limit microseconds. Each
+-- KEYS[1] is a string "tat frac limit": the theoretical arrival time, tat + frac/limit microseconds. Each
 -- unit admitted moves it window/limit later (the emission interval); a request is admitted while it
 -- stays at most one window ahead of now, so a full burst of `limit` fits at once and then units come
 -- back evenly. frac keeps the interval exact when the window does not divide by the limit (the
@@ -36,8 +36,11 @@ struct Gcra {
 local tat, frac = now, 0
 local stored = redis.call('GET', key)
 if stored then
-  local t, f = string.match(stored, '^(%d+) (%d+)$')
+  local t, f, l = string.match(stored, '^(%d+) (%d+) ?(%d*)$')
   t, f = tonumber(t), tonumber(f)
+  -- frac counts 1/limit microseconds of the limit it was stored under; under another one (a limit
+  -- given per call changed) it is rounded up to a whole microsecond, never down.
+  if t and l ~= '' and tonumber(l) ~= limit and f > 0 then t, f = t + 1, 0 end
   if t and (t > now or (t == now and f > 0)) then tat, frac = t, f end
 end
 
@@ -47,7 +50,7 @@ local new_frac = moved - idiv(moved, limit) * limit
 local allowed = new_tat < now + window or (new_tat == now + window and new_frac == 0)
 if record and (allowed or count_rejected) then
   tat, frac = new_tat, new_frac
-  redis.call('SET', key, text(tat) .. ' ' .. text(frac), 'PX', math.ceil((tat - now) / 1000) + 1)
+  redis.call('SET', key, text(tat) .. ' ' .. text(frac) .. ' ' .. text(limit), 'PX', math.ceil((tat - now) / 1000) + 1)
 end
 
 -- A time with a fraction of a microsecond left, rounded up: waiting less would not be enough.

@@ -30,10 +30,12 @@ struct SlidingCounter {
 
   static constexpr std::string_view kScript = R"lua(
 -- KEYS[1] is a hash: s = the current bucket's start (microseconds, a multiple of the window),
--- c = units admitted in it, p = units admitted in the bucket before.
+-- c = units admitted in it, p = units admitted in the bucket before, w = the window they were counted
+-- under (a limit given per call may change it: counts under another window start afresh).
 local start = idiv(now, window) * window
-local state = redis.call('HMGET', key, 's', 'c', 'p')
+local state = redis.call('HMGET', key, 's', 'c', 'p', 'w')
 local stored = tonumber(state[1])
+if state[4] and tonumber(state[4]) ~= window then stored = nil end
 local current, previous = 0, 0
 if stored == start then
   current, previous = tonumber(state[2]), tonumber(state[3])
@@ -52,7 +54,7 @@ end
 local allowed = scaled(previous, current + cost, elapsed) <= limit * window
 if record and (allowed or count_rejected) then
   current = current + cost
-  redis.call('HSET', key, 's', text(start), 'c', text(current), 'p', text(previous))
+  redis.call('HSET', key, 's', text(start), 'c', text(current), 'p', text(previous), 'w', text(window))
   redis.call('PEXPIRE', key, math.ceil(2 * window / 1000))
 end
 

@@ -53,26 +53,32 @@ class AsyncLimiter {
             std::make_shared<Calls>(limit, std::move(options), std::move(keys), std::move(members), std::move(ttl))) {}
 
   void tryAcquire(std::string_view key, std::int64_t cost, Callback done) {
+    tryAcquire(key, cost, limit(), std::move(done));
+  }
+
+  // Under a limit chosen for this call (a tenant's plan), as RedisLimiter::tryAcquire(key, cost, limit).
+  void tryAcquire(std::string_view key, std::int64_t cost, const Limit& limit, Callback done) {
     if (!done) throw InvalidArgument(std::string(Algorithm::kName) + "::tryAcquire: the callback is empty");
     const detail::Observation observation(calls_->options().observer, Tier::redis);
     std::optional<typename Calls::Request> request;
     try {
-      request.emplace(calls_->prepare(key, cost));
+      request.emplace(calls_->prepare(key, cost, limit));
     } catch (const InvalidArgument&) {
       observation.report(key, cost, nullptr, std::current_exception());
       throw;
     }
-    redis_->run(request->call(), [calls = calls_, observation, key = std::string(key), cost, done = std::move(done)](
-                                     ReplyView reply, std::exception_ptr error) {
+    redis_->run(request->call(), [calls = calls_, observation, key = std::string(key), cost, limit,
+                                  done = std::move(done)](ReplyView reply, std::exception_ptr error) {
       Outcome outcome;
       if (!error) {
         try {
-          outcome.decision = calls->decide(reply);
+          outcome.decision = detail::decodeDecision(reply, limit.max_requests);
         } catch (const Error&) {
           error = std::current_exception();
         }
       }
-      if (error) outcome = detail::answered(calls->options().on_failure, calls->limit(), cost, error);
+      if (error) outcome = detail::answered(calls->options().on_failure, limit, cost, error);
+      detail::enforce(calls->options().enforcement, outcome);
       observation.report(key, cost, outcome, error);
       done(std::move(outcome));
     });

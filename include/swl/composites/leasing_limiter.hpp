@@ -72,7 +72,8 @@ namespace detail {
 
 // One key's state in one LeasingLimiter. Times are microseconds on the limiter's local clock.
 struct KeyLease {
-  // The lease in hand: its entry in Redis, its units not yet used, and when its use must stop.
+  // The lease in hand: its entry in Redis (with the limit it was leased under: a call under another
+  // gives it back and leases anew), its units not yet used, and when its use must stop.
   Receipt receipt;
   std::int64_t left = 0;
   std::int64_t usable_until = 0;
@@ -107,7 +108,6 @@ class LeasingLimiter {
       : log_(redis, limit, checked(std::move(options)), std::move(keys), std::move(members), std::move(ttl)),
         leases_(checked(leases, log_.limit())),
         duration_(durationOf(leases_, log_.limit())),
-        margin_(duration_ / 100 + std::chrono::microseconds(1)),
         states_(leases_.max_keys) {}
 
   LeasingLimiter(const LeasingLimiter&) = delete;
@@ -121,9 +121,14 @@ class LeasingLimiter {
     }
   }
 
-  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) {
-    return detail::reportedDecision(reporting(), limit(), key, cost,
-                                    [&](std::exception_ptr&) { return decide(key, cost); });
+  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) { return tryAcquire(key, cost, limit()); }
+
+  // tryAcquire under a limit chosen for this call (a tenant's plan). A key's lease and cached refusal
+  // serve only calls under the limit they were decided under; a call under another gives the lease
+  // back and asks Redis, so a lowered limit is never exceeded by units leased under the old one.
+  Decision tryAcquire(std::string_view key, std::int64_t cost, const Limit& limit) {
+    return detail::reportedDecision(reporting(), limit, key, cost,
+                                    [&](std::exception_ptr&) { return decide(key, cost, limit); });
   }
 
   std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>& requests) {
@@ -132,11 +137,15 @@ class LeasingLimiter {
   }
 
   Decision acquire(std::string_view key, std::int64_t cost, Deadline deadline) {
-    return detail::acquireUntil(*this, key, cost, deadline);
+    return acquire(key, cost, limit(), deadline);
+  }
+  Decision acquire(std::string_view key, std::int64_t cost, const Limit& limit, Deadline deadline) {
+    return detail::acquireUntil(*this, key, cost, limit, deadline);
   }
 
   // What the key's window holds, leased units (used or not) included.
   Usage peek(std::string_view key) { return log_.peek(key); }
+  Usage peek(std::string_view key, const Limit& limit) { return log_.peek(key, limit); }
 
   // Forgets the key here and in Redis. Other instances' leases on it are forgotten in Redis too, so
   // until they end (one lease duration) the key may admit up to their unused units beyond the limit.
@@ -163,13 +172,16 @@ class LeasingLimiter {
   // The lease duration in use (LeaseOptions::duration, or the one it chose).
   std::chrono::microseconds leaseDuration() const noexcept { return duration_; }
 
-  void validate(std::string_view key, std::int64_t cost) const {
-    detail::checkRequest(kName, "tryAcquire", key, cost, limit().max_requests);
+  void validate(std::string_view key, std::int64_t cost) const { validate(key, cost, limit()); }
+  void validate(std::string_view key, std::int64_t cost, const Limit& limit) const {
+    detail::checkRequest(kName, "tryAcquire", key, cost, limit.max_requests);
   }
 
-  Decision decide(std::string_view key, std::int64_t cost) {
-    validate(key, cost);
-    if (duration_ < kShortestLease) return log_.decide(key, cost);
+  Decision decide(std::string_view key, std::int64_t cost) { return decide(key, cost, limit()); }
+  Decision decide(std::string_view key, std::int64_t cost, const Limit& limit) {
+    validate(key, cost, limit);
+    const std::chrono::microseconds duration = durationFor(limit);
+    if (duration < kShortestLease) return log_.decide(key, cost, limit);
     return states_.withWaiting(key, [&](detail::LruMap<std::shared_ptr<detail::KeyLease>>& states,
                                         std::unique_lock<std::mutex>& lock, std::condition_variable& changed) {
       std::shared_ptr<detail::KeyLease>& slot = states.obtain(key, [](std::string_view, auto&) {});
@@ -179,9 +191,11 @@ class LeasingLimiter {
       state->asked += cost;
       for (;;) {
         const LocalTime now = localNow();
-        if (state->left >= cost && now < state->usable_until) return leased(*state, cost, now);
-        if (state->refusal.stillRefuses(cost, now)) return state->refusal.repeated(limit().max_requests, now);
-        if (!state->calling) return asked(held ? held : slot, key, cost, now, lock, changed);
+        if (state->receipt.limit == limit && state->left >= cost && now < state->usable_until) {
+          return leased(*state, cost, now);
+        }
+        if (state->refusal.stillRefuses(limit, cost, now)) return state->refusal.repeated(now);
+        if (!state->calling) return asked(held ? held : slot, key, cost, limit, duration, now, lock, changed);
         // Another thread is asking Redis for this key's next lease: its answer is likely ours too.
         if (!held) held = slot;
         const std::uint64_t awaited = state->calls;
@@ -220,11 +234,22 @@ class LeasingLimiter {
   }
 
   static std::chrono::microseconds durationOf(const LeaseOptions& leases, const Limit& limit) {
-    if (leases.duration.count() > 0) return leases.duration;
+    if (leases.duration.count() > 0) return std::min(leases.duration, limit.window);
     return std::min<std::chrono::microseconds>(limit.window / 50, std::chrono::seconds(1));
   }
 
-  detail::Reporting reporting() const { return {log_.options().observer, log_.options().on_failure, Tier::redis}; }
+  std::chrono::microseconds durationFor(const Limit& limit) const {
+    return limit == this->limit() ? duration_ : durationOf(leases_, detail::checkedLimit(limit));
+  }
+
+  // Taken off every lease's end: clocks on two hosts may run at rates that differ by up to 1%.
+  static std::chrono::microseconds marginOf(std::chrono::microseconds duration) {
+    return duration / 100 + std::chrono::microseconds(1);
+  }
+
+  detail::Reporting reporting() const {
+    return {log_.options().observer, log_.options().on_failure, Tier::redis, log_.options().enforcement};
+  }
 
   // The clock leases are timed on: monotonic, or the limiter's own clock when it has one (the scripts
   // then take their now from it too), so that a lease's end here is never later than in Redis.
@@ -234,14 +259,14 @@ class LeasingLimiter {
         .count();
   }
 
-  Decision leased(detail::KeyLease& state, std::int64_t cost, LocalTime now) const {
+  static Decision leased(detail::KeyLease& state, std::int64_t cost, LocalTime now) {
     state.left -= cost;
     Decision decision;
     decision.allowed = true;
-    decision.limit = limit().max_requests;
+    decision.limit = state.receipt.limit.max_requests;
     decision.remaining = state.left;
     // The lease's entry counts until its end plus the window; entries of others may count longer.
-    decision.reset_after = std::chrono::microseconds(state.usable_until - now) + limit().window;
+    decision.reset_after = std::chrono::microseconds(state.usable_until - now) + state.receipt.limit.window;
     decision.tier = Tier::lease;
     return decision;
   }
@@ -257,7 +282,8 @@ class LeasingLimiter {
 
   // What to ask Redis for: the request, and a lease when the key's demand says one pays. Updates the
   // demand seen since the last call.
-  LeaseTerms termsFor(detail::KeyLease& state, std::int64_t cost, LocalTime now) const {
+  static LeaseTerms termsFor(detail::KeyLease& state, std::int64_t cost, const Limit& limit,
+                             std::chrono::microseconds duration, std::int64_t room_divisor, LocalTime now) {
     if (state.last_call >= 0 && now > state.last_call) {
       const double rate = static_cast<double>(state.asked) / static_cast<double>(now - state.last_call);
       state.rate = state.rate == 0 ? rate : (state.rate + rate) / 2;
@@ -266,12 +292,12 @@ class LeasingLimiter {
     state.last_call = now;
     LeaseTerms terms;
     terms.units = cost;
-    terms.duration = duration_;
-    terms.room_divisor = leases_.room_divisor;
-    const double expected = state.rate * static_cast<double>(duration_.count());  // units one lease would serve
+    terms.duration = duration;
+    terms.room_divisor = room_divisor;
+    const double expected = state.rate * static_cast<double>(duration.count());  // units one lease would serve
     if (expected >= 1) {
-      terms.units += static_cast<std::int64_t>(std::min(expected, static_cast<double>(limit().max_requests)));
-      terms.units = std::min(terms.units, limit().max_requests);
+      terms.units += static_cast<std::int64_t>(std::min(expected, static_cast<double>(limit.max_requests)));
+      terms.units = std::min(terms.units, limit.max_requests);
     }
     if (state.holdsLease()) std::tie(terms.previous, terms.previous_used) = takeLease(state);
     return terms;
@@ -280,10 +306,11 @@ class LeasingLimiter {
   // Asks Redis for `cost` units of `key`, and for a lease when one pays, with the key's state locked by
   // `lock`; unlocked during the call, and left so after a plain admission. Those who wait on the key wake
   // when a lease call comes back.
-  Decision asked(std::shared_ptr<detail::KeyLease> held, std::string_view key, std::int64_t cost, LocalTime now,
-                 std::unique_lock<std::mutex>& lock, std::condition_variable& changed) {
+  Decision asked(std::shared_ptr<detail::KeyLease> held, std::string_view key, std::int64_t cost, const Limit& limit,
+                 std::chrono::microseconds duration, LocalTime now, std::unique_lock<std::mutex>& lock,
+                 std::condition_variable& changed) {
     detail::KeyLease& state = *held;
-    const LeaseTerms terms = termsFor(state, cost, now);
+    const LeaseTerms terms = termsFor(state, cost, limit, duration, leases_.room_divisor, now);
     const bool leasing = terms.units > cost || terms.previous;
     if (leasing) state.calling = true;
     lock.unlock();
@@ -293,9 +320,9 @@ class LeasingLimiter {
     std::exception_ptr failure;
     try {
       if (leasing) {
-        lease = log_.lease(key, cost, terms);
+        lease = log_.lease(key, cost, limit, terms);
       } else {
-        lease.decision = log_.decide(key, cost);
+        lease.decision = log_.decide(key, cost, limit);
       }
     } catch (const Error&) {
       failure = std::current_exception();
@@ -312,11 +339,11 @@ class LeasingLimiter {
     if (failure) std::rethrow_exception(failure);
     const Decision& decision = lease.decision;
     if (!decision.allowed) {
-      state.refusal = detail::Refusal::of(cost, decision, sent);
+      state.refusal = detail::Refusal::of(limit, cost, decision, sent);
     } else if (lease.receipt.units > cost) {
       state.receipt = lease.receipt;
       state.left = lease.receipt.units - cost;
-      state.usable_until = sent + (duration_ - margin_).count();
+      state.usable_until = sent + (duration - marginOf(duration)).count();
     }
     return decision;
   }
@@ -324,8 +351,6 @@ class LeasingLimiter {
   Log log_;
   LeaseOptions leases_;
   std::chrono::microseconds duration_;
-  // Taken off every lease's end: clocks on two hosts may run at rates that differ by up to 1%.
-  std::chrono::microseconds margin_;
   detail::ShardedLruMap<std::shared_ptr<detail::KeyLease>> states_;
 };
 

@@ -160,7 +160,7 @@ class MultiLimiter {
  public:
   MultiLimiter(RedisClient& redis, std::vector<Rule> rules, LimiterOptions options = {}, std::string prefix = "swl",
                MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
-      : redis_(&redis), options_(std::move(options)), members_(std::move(members)) {
+      : redis_(&redis), options_(std::move(options)), members_(std::move(members)), ttl_(std::move(ttl)) {
     if (rules.empty() || rules.size() > ScriptCall::kMaxKeys) {
       throw InvalidArgument("swl::MultiLimiter: " + std::to_string(rules.size()) + " rules; one decision takes 1 to " +
                             std::to_string(ScriptCall::kMaxKeys));
@@ -174,16 +174,25 @@ class MultiLimiter {
         throw InvalidArgument("swl::MultiLimiter: two rules share a name (" + detail::quoted(rule.name) +
                               "), so they would share Redis keys");
       }
-      rules_.emplace_back(rule.limit, KeyPolicy(prefix + ":" + rule.name), ttl);
+      rules_.push_back({checkedRuleLimit(rule.limit), KeyPolicy(prefix + ":" + rule.name)});
       names_.push_back(std::move(rule.name));
     }
   }
 
   // keys[i] is the key rule i limits (the same user key for several rules is fine). One EVALSHA.
   MultiDecision tryAcquire(const std::vector<std::string_view>& keys, std::int64_t cost = 1) {
+    return tryAcquire(keys, cost, {});
+  }
+
+  // The same with limits chosen for this call (a tenant's plan): limits[i] for rule i, or, when
+  // `limits` is empty, the rules' own. Still one EVALSHA; each log is the same whatever limit it is
+  // judged under (the README's "Limits per tenant").
+  MultiDecision tryAcquire(const std::vector<std::string_view>& keys, std::int64_t cost,
+                           const std::vector<Limit>& limits) {
     const detail::Observation observation(options_.observer, Tier::redis);
     try {
-      MultiDecision result = decide(keys, cost);
+      MultiDecision result = decide(keys, cost, limits);
+      detail::enforce(options_.enforcement, result.decision);
       observation.report(keys[result.binding], cost, &result.decision, nullptr, result.binding_name);
       return result;
     } catch (const Error&) {
@@ -192,27 +201,40 @@ class MultiLimiter {
         observation.report(keys.empty() ? std::string_view() : keys.front(), cost, nullptr, cause);
         throw;
       }
-      MultiDecision result = failed(cost, cause);
+      MultiDecision result = failed(cost, cause, limits);
+      detail::enforce(options_.enforcement, result.decision);
       observation.report(keys.at(result.binding), cost, &result.decision, cause, result.binding_name);
       return result;
     }
   }
 
   // The decision without the observer and the failure policy: throws what Redis failed with.
-  MultiDecision decide(const std::vector<std::string_view>& keys, std::int64_t cost) {
+  MultiDecision decide(const std::vector<std::string_view>& keys, std::int64_t cost,
+                       const std::vector<Limit>& limits = {}) {
     if (keys.size() != rules_.size()) {
       throw InvalidArgument("swl::MultiLimiter::tryAcquire: " + std::to_string(keys.size()) + " keys for " +
                             std::to_string(rules_.size()) + " rules; give one key per rule, in the rules' order");
     }
+    if (!limits.empty() && limits.size() != rules_.size()) {
+      throw InvalidArgument("swl::MultiLimiter::tryAcquire: " + std::to_string(limits.size()) + " limits for " +
+                            std::to_string(rules_.size()) + " rules; give one limit per rule, or none");
+    }
     std::vector<std::string> redis_keys;
     redis_keys.reserve(keys.size());
+    // Each rule's window, limit and expiry as the script takes them.
+    std::array<detail::IntegerText, 3 * ScriptCall::kMaxKeys> rule_texts;
     for (std::size_t i = 0; i < keys.size(); ++i) {
-      detail::checkRequest("swl::MultiLimiter", "tryAcquire", keys[i], cost, rules_[i].limit.max_requests);
+      const Limit& limit = limitOf(i, limits);
+      if (limit != rules_[i].limit) checkedRuleLimit(limit);
+      detail::checkRequest("swl::MultiLimiter", "tryAcquire", keys[i], cost, limit.max_requests);
       redis_keys.push_back(rules_[i].keys.key(keys[i]));
+      rule_texts[3 * i] = detail::IntegerText(limit.window.count());
+      rule_texts[3 * i + 1] = detail::IntegerText(limit.max_requests);
+      rule_texts[3 * i + 2] = detail::IntegerText(ttl_.ttl(limit.window).count());
     }
     const std::string member = members_.next();
     const detail::IntegerText cost_text(cost);
-    const detail::IntegerText now(clientNow());
+    const detail::IntegerText now(clientNow(limits));
     const std::string_view now_text = options_.clock.isRedisTime() ? std::string_view() : now.view();
     const std::string_view count_rejected = options_.rejected == RejectedRequests::counted ? "1" : "0";
 
@@ -221,12 +243,8 @@ class MultiLimiter {
     std::copy(redis_keys.begin(), redis_keys.end(), key_views.begin());
     std::array<std::string_view, 4 + 3 * ScriptCall::kMaxKeys> args{cost_text.view(), now_text, member, count_rejected};
     std::size_t arg_count = 4;
-    for (const RuleState& rule : rules_) {
-      args[arg_count++] = rule.window_text;
-      args[arg_count++] = rule.limit_text;
-      args[arg_count++] = rule.ttl_text;
-    }
-    return decided(*redis_->run(ScriptCall(script(), key_views.data(), rules_.size(), args.data(), arg_count)));
+    for (std::size_t i = 0; i < 3 * rules_.size(); ++i) args[arg_count++] = rule_texts[i];
+    return decided(*redis_->run(ScriptCall(script(), key_views.data(), rules_.size(), args.data(), arg_count)), limits);
   }
 
   const std::vector<std::string>& ruleNames() const noexcept { return names_; }
@@ -242,45 +260,45 @@ class MultiLimiter {
 
  private:
   struct RuleState {
-    RuleState(Limit rule_limit, KeyPolicy rule_keys, const TtlPolicy& ttl)
-        : limit(detail::checkedLimit(rule_limit)),
-          keys(std::move(rule_keys)),
-          window_text(std::to_string(limit.window.count())),
-          limit_text(std::to_string(limit.max_requests)),
-          ttl_text(std::to_string(ttl.ttl(limit.window).count())) {
-      if (ttl.ttl(limit.window) < limit.window) {
-        throw InvalidArgument("swl::MultiLimiter: a TTL of " + ttl_text + " ms is shorter than the window of " +
-                              window_text + " us; Redis would drop entries that still count");
-      }
-    }
-
     Limit limit;
     KeyPolicy keys;
-    std::string window_text;
-    std::string limit_text;
-    std::string ttl_text;
   };
 
+  // Rule i's limit in a call given `limits` (empty: the rules' own).
+  const Limit& limitOf(std::size_t i, const std::vector<Limit>& limits) const {
+    return limits.empty() ? rules_[i].limit : limits[i];
+  }
+
+  Limit checkedRuleLimit(const Limit& limit) const {
+    detail::checkedLimit(limit);
+    if (ttl_.ttl(limit.window) < limit.window) {
+      throw InvalidArgument("swl::MultiLimiter: a TTL of " + std::to_string(ttl_.ttl(limit.window).count()) +
+                            " ms is shorter than the window of " + std::to_string(limit.window.count()) +
+                            " us; Redis would drop entries that still count");
+    }
+    return limit;
+  }
+
   // Client-clock time in microseconds, or 0 when the script reads Redis's clock.
-  std::int64_t clientNow() const {
+  std::int64_t clientNow(const std::vector<Limit>& limits) const {
     if (options_.clock.isRedisTime()) return 0;
     const std::int64_t now = options_.clock.now().count();
     if (now >= detail::kLargestExact) {
       throw InvalidArgument("swl: the clock reads " + std::to_string(now) + " us, beyond the 2^53 us scores hold");
     }
-    for (const RuleState& rule : rules_) {
-      if (now < rule.limit.window.count()) {
+    for (std::size_t i = 0; i < rules_.size(); ++i) {
+      if (now < limitOf(i, limits).window.count()) {
         throw InvalidArgument("swl: the clock reads " + std::to_string(now) + " us, less than a window");
       }
     }
     return now;
   }
 
-  MultiDecision decided(ReplyView reply) const {
-    std::array<std::int64_t, ScriptCall::kMaxKeys> limits;
-    for (std::size_t i = 0; i < rules_.size(); ++i) limits[i] = rules_[i].limit.max_requests;
+  MultiDecision decided(ReplyView reply, const std::vector<Limit>& limits) const {
+    std::array<std::int64_t, ScriptCall::kMaxKeys> maxima;
+    for (std::size_t i = 0; i < rules_.size(); ++i) maxima[i] = limitOf(i, limits).max_requests;
     MultiDecision result;
-    result.rules = detail::decodeRuleDecisions<ScriptCall::kMaxKeys>(reply, limits.data(), rules_.size());
+    result.rules = detail::decodeRuleDecisions<ScriptCall::kMaxKeys>(reply, maxima.data(), rules_.size());
     return bound(std::move(result));
   }
 
@@ -301,10 +319,11 @@ class MultiLimiter {
   }
 
   // Redis could not decide: every rule answers with the failure policy.
-  MultiDecision failed(std::int64_t cost, const std::exception_ptr& error) const {
+  MultiDecision failed(std::int64_t cost, const std::exception_ptr& error, const std::vector<Limit>& limits) const {
     MultiDecision result;
-    for (const RuleState& rule : rules_) {
-      result.rules.push_back(detail::answered(options_.on_failure, rule.limit, cost, error).decision);
+    for (std::size_t i = 0; i < rules_.size(); ++i) {
+      const Limit& limit = limits.size() == rules_.size() ? limits[i] : rules_[i].limit;
+      result.rules.push_back(detail::answered(options_.on_failure, limit, cost, error).decision);
     }
     return bound(std::move(result));
   }
@@ -314,6 +333,7 @@ class MultiLimiter {
   std::vector<std::string> names_;
   std::vector<RuleState> rules_;
   MemberPolicy members_;
+  TtlPolicy ttl_;
 };
 
 }  // namespace swl

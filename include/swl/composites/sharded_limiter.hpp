@@ -46,23 +46,20 @@ class ShardedLimiter {
 
   ShardedLimiter(RedisClient& redis, Limit limit, LimiterOptions options, ShardedKey sharding,
                  MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
-      : limit_(detail::checkedLimit(limit)), options_(std::move(options)) {
-    const auto count = static_cast<std::int64_t>(sharding.shards());
-    if (count > limit_.max_requests) {
-      throw InvalidArgument("swl::ShardedLimiter: a limit of " + std::to_string(limit_.max_requests) +
-                            " cannot be shared out over " + std::to_string(count) + " shards; use fewer shards");
-    }
+      : limit_(detail::checkedLimit(limit)), options_(std::move(options)), count_(sharding.shards()) {
+    checkShared(limit_);
     shards_.reserve(sharding.shards());
-    for (std::int64_t i = 0; i < count; ++i) {
-      const std::int64_t share = limit_.max_requests / count + (i < limit_.max_requests % count ? 1 : 0);
-      shards_.emplace_back(redis, Limit{share, limit_.window}, options_,
-                           ShardKey(static_cast<std::size_t>(i), sharding.prefix()), members, ttl);
+    for (std::size_t i = 0; i < sharding.shards(); ++i) {
+      shards_.emplace_back(redis, share(limit_, i), options_, ShardKey(i, sharding.prefix()), members, ttl);
     }
   }
 
-  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) {
-    return detail::reportedDecision(reporting(), limit_, key, cost,
-                                    [&](std::exception_ptr&) { return decide(key, cost); });
+  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) { return tryAcquire(key, cost, limit_); }
+
+  // tryAcquire under a limit chosen for this call, shared out over the shards as the limiter's own is.
+  Decision tryAcquire(std::string_view key, std::int64_t cost, const Limit& limit) {
+    return detail::reportedDecision(reporting(), limit, key, cost,
+                                    [&](std::exception_ptr&) { return decide(key, cost, limit); });
   }
 
   std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>& requests) {
@@ -70,15 +67,19 @@ class ShardedLimiter {
   }
 
   Decision acquire(std::string_view key, std::int64_t cost, Deadline deadline) {
-    return detail::acquireUntil(*this, key, cost, deadline);
+    return acquire(key, cost, limit_, deadline);
+  }
+  Decision acquire(std::string_view key, std::int64_t cost, const Limit& limit, Deadline deadline) {
+    return detail::acquireUntil(*this, key, cost, limit, deadline);
   }
 
   // The shards' usage summed.
-  Usage peek(std::string_view key) {
+  Usage peek(std::string_view key) { return peek(key, limit_); }
+  Usage peek(std::string_view key, const Limit& limit) {
     Usage usage;
-    usage.limit = limit_.max_requests;
-    for (Shard& shard : shards_) {
-      const Usage seen = shard.peek(key);
+    usage.limit = limit.max_requests;
+    for (std::size_t i = 0; i < shards_.size(); ++i) {
+      const Usage seen = shards_[i].peek(key, share(limit, i));
       usage.used += seen.used;
       usage.remaining += seen.remaining;
       usage.reset_after = std::max(usage.reset_after, seen.reset_after);
@@ -95,9 +96,11 @@ class ShardedLimiter {
   const Limit& limit() const noexcept { return limit_; }
 
   // A cost above the smallest share could never be admitted by some shards, so it is refused.
-  void validate(std::string_view key, std::int64_t cost) const {
-    detail::checkRequest("swl::ShardedLimiter", "tryAcquire", key, cost, limit_.max_requests);
-    const std::int64_t smallest = shards_.back().limit().max_requests;
+  void validate(std::string_view key, std::int64_t cost) const { validate(key, cost, limit_); }
+  void validate(std::string_view key, std::int64_t cost, const Limit& limit) const {
+    detail::checkRequest("swl::ShardedLimiter", "tryAcquire", key, cost, limit.max_requests);
+    if (limit != limit_) checkShared(detail::checkedLimit(limit));
+    const std::int64_t smallest = share(limit, shards_.size() - 1).max_requests;
     if (cost > smallest) {
       throw InvalidArgument("swl::ShardedLimiter::tryAcquire: cost " + std::to_string(cost) +
                             " exceeds a shard's share of " + std::to_string(smallest) +
@@ -105,9 +108,11 @@ class ShardedLimiter {
     }
   }
 
-  Decision decide(std::string_view key, std::int64_t cost) {
-    validate(key, cost);
-    return scaled(shards_[randomShard()].decide(key, cost));
+  Decision decide(std::string_view key, std::int64_t cost) { return decide(key, cost, limit_); }
+  Decision decide(std::string_view key, std::int64_t cost, const Limit& limit) {
+    validate(key, cost, limit);
+    const std::size_t shard = randomShard();
+    return scaled(shards_[shard].decide(key, cost, share(limit, shard)), limit);
   }
 
   // Each request goes to a random shard; each shard's requests go in one batch.
@@ -116,12 +121,14 @@ class ShardedLimiter {
     std::vector<std::vector<AcquireRequest>> batches(shards_.size());
     std::vector<std::vector<std::size_t>> indices(shards_.size());
     for (std::size_t i = 0; i < requests.size(); ++i) {
+      const Limit& limit = limitOf(requests[i]);
       try {
-        validate(requests[i].key, requests[i].cost);
+        validate(requests[i].key, requests[i].cost, limit);
         const std::size_t shard = randomShard();
-        batches[shard].push_back(requests[i]), indices[shard].push_back(i);
+        batches[shard].push_back({requests[i].key, requests[i].cost, share(limit, shard)});
+        indices[shard].push_back(i);
       } catch (const InvalidArgument&) {
-        outcomes[i] = {detail::refusedBlind(limit_), std::current_exception()};
+        outcomes[i] = {detail::refusedBlind(limit), std::current_exception()};
       }
     }
     for (std::size_t shard = 0; shard < shards_.size(); ++shard) {
@@ -130,7 +137,7 @@ class ShardedLimiter {
       for (std::size_t j = 0; j < answers.size(); ++j) {
         Outcome& outcome = outcomes[indices[shard][j]];
         outcome = std::move(answers[j]);
-        if (outcome.ok()) outcome.decision = scaled(outcome.decision);
+        if (outcome.ok()) outcome.decision = scaled(outcome.decision, limitOf(requests[indices[shard][j]]));
       }
     }
     return outcomes;
@@ -145,17 +152,37 @@ class ShardedLimiter {
     return std::uniform_int_distribution<std::size_t>(0, shards_.size() - 1)(detail::threadRandom());
   }
 
+  const Limit& limitOf(const AcquireRequest& request) const { return request.limit ? *request.limit : limit_; }
+
+  // Shard i's part of `limit`: the units dealt out as evenly as they go, the first shards taking the rest.
+  Limit share(const Limit& limit, std::size_t i) const {
+    const auto count = static_cast<std::int64_t>(count_);
+    const std::int64_t rest = limit.max_requests % count;
+    return {limit.max_requests / count + (static_cast<std::int64_t>(i) < rest ? 1 : 0), limit.window};
+  }
+
+  void checkShared(const Limit& limit) const {
+    const auto count = static_cast<std::int64_t>(count_);
+    if (count > limit.max_requests) {
+      throw InvalidArgument("swl::ShardedLimiter: a limit of " + std::to_string(limit.max_requests) +
+                            " cannot be shared out over " + std::to_string(count) + " shards; use fewer shards");
+    }
+  }
+
   // A shard's decision as the key's: its room stands for the key's as that room times the shards.
-  Decision scaled(Decision decision) const {
-    decision.limit = limit_.max_requests;
-    decision.remaining = std::min(limit_.max_requests, decision.remaining * static_cast<std::int64_t>(shards_.size()));
+  Decision scaled(Decision decision, const Limit& limit) const {
+    decision.limit = limit.max_requests;
+    decision.remaining = std::min(limit.max_requests, decision.remaining * static_cast<std::int64_t>(shards_.size()));
     return decision;
   }
 
-  detail::Reporting reporting() const { return {options_.observer, options_.on_failure, Tier::redis}; }
+  detail::Reporting reporting() const {
+    return {options_.observer, options_.on_failure, Tier::redis, options_.enforcement};
+  }
 
   Limit limit_;
   LimiterOptions options_;
+  std::size_t count_;
   std::vector<Shard> shards_;
 };
 

@@ -76,9 +76,13 @@ class TieredLimiter {
     if (tiers_.instances > 0) insurance_.emplace(insuredLimit(limit, tiers_), insuranceOptions(options_, tiers_));
   }
 
-  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) {
-    return detail::reportedDecision(reporting(), limit(), key, cost,
-                                    [&](std::exception_ptr& cause) { return decide(key, cost, cause); });
+  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) { return tryAcquire(key, cost, limit()); }
+
+  // tryAcquire under a limit chosen for this call (a tenant's plan): Redis decides under it, a cached
+  // refusal repeats only for the limit it was made under, and insurance takes its share of it.
+  Decision tryAcquire(std::string_view key, std::int64_t cost, const Limit& limit) {
+    return detail::reportedDecision(reporting(), limit, key, cost,
+                                    [&](std::exception_ptr& cause) { return decide(key, cost, limit, cause); });
   }
 
   // Each request goes through the tiers as tryAcquire would; those Redis must decide go in one batch.
@@ -87,18 +91,25 @@ class TieredLimiter {
     std::vector<std::exception_ptr> causes(requests.size());
     std::vector<Outcome> outcomes = decideMany(requests, causes);
     for (std::size_t i = 0; i < requests.size(); ++i) {
-      if (outcomes[i].error) outcomes[i] = detail::answered(options_.on_failure, limit(), requests[i].cost, causes[i]);
+      if (outcomes[i].error) {
+        outcomes[i] = detail::answered(options_.on_failure, limitOf(requests[i]), requests[i].cost, causes[i]);
+      }
+      detail::enforce(options_.enforcement, outcomes[i]);
       observation.report(requests[i].key, requests[i].cost, outcomes[i], causes[i]);
     }
     return outcomes;
   }
 
   Decision acquire(std::string_view key, std::int64_t cost, Deadline deadline) {
-    return detail::acquireUntil(*this, key, cost, deadline);
+    return acquire(key, cost, limit(), deadline);
+  }
+  Decision acquire(std::string_view key, std::int64_t cost, const Limit& limit, Deadline deadline) {
+    return detail::acquireUntil(*this, key, cost, limit, deadline);
   }
 
   // Redis's view of the key; errors are thrown, as RedisLimiter::peek does.
   Usage peek(std::string_view key) { return redis_.peek(key); }
+  Usage peek(std::string_view key, const Limit& limit) { return redis_.peek(key, limit); }
 
   // Forgets the key in Redis and in this instance's tiers (other instances' caches keep their refusals
   // until their retry_after passes).
@@ -110,10 +121,14 @@ class TieredLimiter {
 
   const Limit& limit() const noexcept { return redis_.limit(); }
   void validate(std::string_view key, std::int64_t cost) const { redis_.validate(key, cost); }
+  void validate(std::string_view key, std::int64_t cost, const Limit& limit) const {
+    redis_.validate(key, cost, limit);
+  }
 
-  Decision decide(std::string_view key, std::int64_t cost) {
+  Decision decide(std::string_view key, std::int64_t cost) { return decide(key, cost, limit()); }
+  Decision decide(std::string_view key, std::int64_t cost, const Limit& limit) {
     std::exception_ptr cause;
-    return decide(key, cost, cause);
+    return decide(key, cost, limit, cause);
   }
 
   std::vector<Outcome> decideMany(const std::vector<AcquireRequest>& requests) {
@@ -133,19 +148,19 @@ class TieredLimiter {
 
   // The tiers in order: the refusal cache, insurance while Redis is down, Redis. Throws what Redis failed
   // with when no tier could stand in; `cause` keeps it when insurance did.
-  Decision decide(std::string_view key, std::int64_t cost, std::exception_ptr& cause) {
-    validate(key, cost);
+  Decision decide(std::string_view key, std::int64_t cost, const Limit& limit, std::exception_ptr& cause) {
+    validate(key, cost, limit);
     const std::int64_t now = localNow();
-    if (std::optional<Decision> refused = cachedRefusal(key, cost, now)) return *refused;
-    if (insurance_ && !mayAskRedis(now)) return insure(key, cost);
+    if (std::optional<Decision> refused = cachedRefusal(key, cost, limit, now)) return *refused;
+    if (insurance_ && !mayAskRedis(now)) return insure(key, cost, limit);
     try {
-      return redisDecided(key, cost, redis_.decide(key, cost), now);
+      return redisDecided(key, cost, limit, redis_.decide(key, cost, limit), now);
     } catch (const InvalidArgument&) {  // refused by the client itself (keys in two cluster slots)
       throw;
     } catch (const Error&) {
       if (!insurance_) throw;
       cause = std::current_exception();
-      return insuredAfter(key, cost);
+      return insuredAfter(key, cost, limit);
     }
   }
 
@@ -156,29 +171,31 @@ class TieredLimiter {
     std::vector<std::size_t> asked_index;
     const std::int64_t now = localNow();
     for (std::size_t i = 0; i < requests.size(); ++i) {
-      const auto [key, cost] = requests[i];
+      const auto& [key, cost, unused] = requests[i];
+      const Limit& limit = limitOf(requests[i]);
       try {
-        validate(key, cost);
-        if (std::optional<Decision> refused = cachedRefusal(key, cost, now)) {
+        validate(key, cost, limit);
+        if (std::optional<Decision> refused = cachedRefusal(key, cost, limit, now)) {
           outcomes[i].decision = *refused;
         } else if (insurance_ && !mayAskRedis(now)) {
-          outcomes[i].decision = insure(key, cost);
+          outcomes[i].decision = insure(key, cost, limit);
         } else {
           asked.push_back(requests[i]), asked_index.push_back(i);
         }
       } catch (const Error&) {
-        outcomes[i] = {detail::refusedBlind(limit()), std::current_exception()};
+        outcomes[i] = {detail::refusedBlind(limit), std::current_exception()};
       }
     }
     std::vector<Outcome> answers = redis_.decideMany(asked);
     for (std::size_t j = 0; j < answers.size(); ++j) {
       const std::size_t i = asked_index[j];
-      const auto [key, cost] = requests[i];
+      const auto& [key, cost, unused] = requests[i];
+      const Limit& limit = limitOf(requests[i]);
       if (answers[j].ok()) {
-        outcomes[i].decision = redisDecided(key, cost, answers[j].decision, now);
+        outcomes[i].decision = redisDecided(key, cost, limit, answers[j].decision, now);
       } else if (insurance_ && !detail::isInvalidArgument(answers[j].error)) {
         causes[i] = answers[j].error;
-        outcomes[i].decision = insuredAfter(key, cost);
+        outcomes[i].decision = insuredAfter(key, cost, limit);
       } else {
         causes[i] = answers[j].error;
         outcomes[i] = std::move(answers[j]);
@@ -191,19 +208,22 @@ class TieredLimiter {
   }
 
   // Redis answered: it is up, and a refusal is cached.
-  Decision redisDecided(std::string_view key, std::int64_t cost, const Decision& decision, std::int64_t now) {
+  Decision redisDecided(std::string_view key, std::int64_t cost, const Limit& limit, const Decision& decision,
+                        std::int64_t now) {
     redis_down_until_.store(kRedisUp);
-    if (!decision.allowed) cacheRefusal(key, cost, decision, now);
+    if (!decision.allowed) cacheRefusal(key, cost, limit, decision, now);
     return decision;
   }
 
   // Redis failed: insurance decides, and Redis is asked again only after the retry interval.
-  Decision insuredAfter(std::string_view key, std::int64_t cost) {
+  Decision insuredAfter(std::string_view key, std::int64_t cost, const Limit& limit) {
     redis_down_until_.store(localNow() + retryInterval());
-    return insure(key, cost);
+    return insure(key, cost, limit);
   }
 
-  std::optional<Decision> cachedRefusal(std::string_view key, std::int64_t cost, std::int64_t now) {
+  const Limit& limitOf(const AcquireRequest& request) const { return request.limit ? *request.limit : limit(); }
+
+  std::optional<Decision> cachedRefusal(std::string_view key, std::int64_t cost, const Limit& limit, std::int64_t now) {
     if (!cachesRefusals()) return std::nullopt;
     return refusals_.with(key, [&](detail::LruMap<Refusal>& refusals) -> std::optional<Decision> {
       const Refusal* refusal = refusals.find(key);
@@ -212,17 +232,18 @@ class TieredLimiter {
         refusals.erase(key);
         return std::nullopt;
       }
-      if (!refusal->stillRefuses(cost, now)) return std::nullopt;
-      return refusal->repeated(limit().max_requests, now);
+      if (!refusal->stillRefuses(limit, cost, now)) return std::nullopt;
+      return refusal->repeated(now);
     });
   }
 
   // `now` was read before the call went out (see Refusal::of).
-  void cacheRefusal(std::string_view key, std::int64_t cost, const Decision& decision, std::int64_t now) {
+  void cacheRefusal(std::string_view key, std::int64_t cost, const Limit& limit, const Decision& decision,
+                    std::int64_t now) {
     if (!cachesRefusals()) return;
     refusals_.with(key, [&](detail::LruMap<Refusal>& refusals) {
       refusals.dropIdle([&](const Refusal& refusal) { return refusal.retry_at <= now; }, 2);
-      refusals.obtain(key, [](std::string_view, const Refusal&) {}) = Refusal::of(cost, decision, now);
+      refusals.obtain(key, [](std::string_view, const Refusal&) {}) = Refusal::of(limit, cost, decision, now);
     });
   }
 
@@ -237,13 +258,15 @@ class TieredLimiter {
     return now >= down_until && redis_down_until_.compare_exchange_strong(down_until, now + retryInterval());
   }
 
-  Decision insure(std::string_view key, std::int64_t cost) {
-    if (cost > insurance_->limit().max_requests) {
-      Decision refused = detail::refusedBlind(insurance_->limit());
+  // This instance's share of `limit` decides (a cost above it could never be admitted here).
+  Decision insure(std::string_view key, std::int64_t cost, const Limit& limit) {
+    const Limit share = insuredLimit(limit, tiers_);
+    if (cost > share.max_requests) {
+      Decision refused = detail::refusedBlind(share);
       refused.tier = Tier::insurance;
       return refused;
     }
-    Decision decision = insurance_->decide(key, cost);
+    Decision decision = insurance_->decide(key, cost, share);
     decision.tier = Tier::insurance;
     return decision;
   }
@@ -282,7 +305,9 @@ class TieredLimiter {
     return limit;
   }
 
-  detail::Reporting reporting() const { return {options_.observer, options_.on_failure, Tier::redis}; }
+  detail::Reporting reporting() const {
+    return {options_.observer, options_.on_failure, Tier::redis, options_.enforcement};
+  }
 
   static LocalLimiterOptions insuranceOptions(const LimiterOptions& options, const TierOptions& tiers) {
     LocalLimiterOptions local;

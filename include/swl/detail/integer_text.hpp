@@ -9,6 +9,7 @@ namespace swl::detail {
 
 class IntegerText {
  public:
+  IntegerText() noexcept : IntegerText(0) {}
   explicit IntegerText(std::int64_t value) noexcept {
     length_ = static_cast<std::size_t>(std::to_chars(digits_, digits_ + sizeof digits_, value).ptr - digits_);
   }

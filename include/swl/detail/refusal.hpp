@@ -1,8 +1,8 @@
 #pragma once
 // Refusal: Redis's refusal of a key, kept to be repeated in memory. Nothing can shorten the wait it
 // named on the server (new entries only lengthen it), so until then a request of the same or a larger
-// cost gets the answer Redis would give, without a round trip. The refusal caches of TieredLimiter and
-// LeasingLimiter keep one per key.
+// cost under the same limit gets the answer Redis would give, without a round trip. The refusal caches of TieredLimiter
+// and LeasingLimiter keep one per key.
 
 #include <swl/decision.hpp>
 
@@ -13,6 +13,7 @@
 namespace swl::detail {
 
 struct Refusal {
+  Limit limit;  // what it was decided under: a call under another limit (a raised plan) asks again
   std::int64_t cost = 0;
   std::int64_t remaining = 0;
   std::int64_t retry_at = 0;  // microseconds on the owner's local clock
@@ -20,17 +21,19 @@ struct Refusal {
 
   // `refused` answered a request of `cost` asked at `asked_at`, read before the call went out: the
   // local wait then ends no later than Redis's, so nothing Redis would admit is refused here.
-  static Refusal of(std::int64_t cost, const Decision& refused, std::int64_t asked_at) {
-    return {cost, refused.remaining, asked_at + refused.retry_after.count(), asked_at + refused.reset_after.count()};
+  static Refusal of(const Limit& limit, std::int64_t cost, const Decision& refused, std::int64_t asked_at) {
+    return {limit, cost, refused.remaining, asked_at + refused.retry_after.count(),
+            asked_at + refused.reset_after.count()};
   }
 
-  bool stillRefuses(std::int64_t asked_cost, std::int64_t now) const noexcept {
-    return now < retry_at && asked_cost >= cost;  // a smaller request may fit where that one did not
+  bool stillRefuses(const Limit& asked_limit, std::int64_t asked_cost, std::int64_t now) const noexcept {
+    // A smaller request may fit where that one did not.
+    return now < retry_at && asked_cost >= cost && asked_limit == limit;
   }
 
-  Decision repeated(std::int64_t limit, std::int64_t now) const {
+  Decision repeated(std::int64_t now) const {
     Decision decision;
-    decision.limit = limit;
+    decision.limit = limit.max_requests;
     decision.remaining = remaining;
     decision.retry_after = std::chrono::microseconds(retry_at - now);
     decision.reset_after = std::chrono::microseconds(std::max(reset_at, retry_at) - now);

@@ -13,9 +13,9 @@
 //
 // What it exports, every series labelled limiter="<name>":
 //
-//   swl_decisions_total{verdict, tier}            counter   verdict: allowed, rejected, error
+//   swl_decisions_total{verdict, tier}            counter   verdict: allowed, rejected, shadow_rejected, error
 //                                                           tier: redis, fail_open, fail_closed, in_memory,
-//                                                                 blocked_cache, insurance (swl::Tier)
+//                                                                 blocked_cache, insurance, lease (swl::Tier)
 //   swl_errors_total{error}                       counter   why Redis or the input failed: invalid_argument,
 //                                                           timeout, auth, connection, protocol, reply, other;
 //                                                           counted also when a failure policy answered instead
@@ -62,7 +62,8 @@ class PrometheusMetrics {
   // Why a call went wrong, from the type of the swl::Error it met: the `error` label's values.
   enum class ErrorKind { invalid_argument, timeout, auth, connection, protocol, reply, other };
 
-  static constexpr std::array<Verdict, 3> kVerdicts{Verdict::allowed, Verdict::rejected, Verdict::error};
+  static constexpr std::array<Verdict, 4> kVerdicts{Verdict::allowed, Verdict::rejected, Verdict::shadow_rejected,
+                                                    Verdict::error};
   static constexpr std::array<Tier, 7> kTiers{Tier::redis,         Tier::fail_open, Tier::fail_closed, Tier::in_memory,
                                               Tier::blocked_cache, Tier::insurance, Tier::lease};
   static constexpr std::array<ErrorKind, 7> kErrorKinds{
