@@ -3,7 +3,13 @@
 // carries the IETF RateLimit-Policy and RateLimit fields (and, with --x-headers, X-RateLimit-*).
 //
 //   http_service --redis-port 6379 --port 8080 [--client-limit 5] [--route-limit 8] [--window-s 10] [--x-headers]
+//                [--plan NAME=LIMIT]... [--shadow]
 //                [--command-timeout-ms 50] [--breaker-cooldown-ms 250]   (swl's defaults; bench/stall.sh varies them)
+//
+// Plans: a request naming a plan in its X-Plan header ("X-Plan: pro") is limited per client by that
+// plan's limit per window instead of --client-limit, decided under it per call; an unknown plan gets
+// 400. --shadow rolls the limits out without enforcing them: nothing is refused, and a response the
+// limits would have refused carries "X-RateLimit-Shadow: refused".
 //
 // Routes: GET /hello and GET /search. It prints "listening on 127.0.0.1:PORT" once it serves, and runs
 // until it is stopped (SIGINT or SIGTERM).
@@ -17,6 +23,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,18 +37,33 @@ struct Settings {
   long route_limit = 8;
   long window_seconds = 10;
   bool x_headers = false;
-  swl::ConnectionOptions redis;  // swl's defaults unless the flags say otherwise
+  bool shadow = false;
+  std::map<std::string, long, std::less<>> plans;  // plan name -> its client limit per window
+  swl::ConnectionOptions redis;                    // swl's defaults unless the flags say otherwise
 };
+
+// "pro=50" -> {"pro", 50}.
+void addPlan(Settings& settings, std::string_view plan) {
+  const std::size_t equals = plan.find('=');
+  if (equals == 0 || equals == std::string_view::npos) {
+    throw swl::InvalidArgument("http_service: --plan takes NAME=LIMIT, not " + std::string(plan));
+  }
+  settings.plans[std::string(plan.substr(0, equals))] = std::stol(std::string(plan.substr(equals + 1)));
+}
 
 Settings parse(int argc, char** argv) {
   Settings settings;
   for (int i = 1; i < argc; ++i) {
     const std::string_view flag = argv[i];
-    if (flag == "--x-headers") {
-      settings.x_headers = true;
+    if (flag == "--x-headers" || flag == "--shadow") {
+      (flag == "--shadow" ? settings.shadow : settings.x_headers) = true;
       continue;
     }
     if (i + 1 == argc) throw swl::InvalidArgument("http_service: " + std::string(flag) + " needs a value");
+    if (flag == "--plan") {
+      addPlan(settings, argv[++i]);
+      continue;
+    }
     const long value = std::stol(argv[++i]);
     if (flag == "--redis-port")
       settings.redis_port = static_cast<int>(value);
@@ -70,13 +92,30 @@ class RateLimitMiddleware {
       : limiter_(redis,
                  {{"client", swl::Limit{settings.client_limit, std::chrono::seconds(settings.window_seconds)}},
                   {"route", swl::Limit{settings.route_limit, std::chrono::seconds(settings.window_seconds)}}},
-                 failOpen()),
-        x_headers_(settings.x_headers) {}
+                 options(settings)),
+        x_headers_(settings.x_headers) {
+    for (const auto& [plan, limit] : settings.plans) {
+      plans_[plan] = {swl::Limit{limit, std::chrono::seconds(settings.window_seconds)}, limiter_.limit(1)};
+    }
+  }
 
   httplib::Server::HandlerResponse operator()(const httplib::Request& request, httplib::Response& response) {
     const std::string route = request.method + " " + request.path;
-    const swl::MultiDecision decision = limiter_.tryAcquire({request.remote_addr, route});
-    if (decision.decision.tier == swl::Tier::redis) addHeaders(decision, response);
+    // The client's plan picks its limit for this call: no limiter per plan, and a plan changed in the
+    // tenant's record applies from its next request.
+    std::vector<swl::Limit> limits;
+    if (const std::string plan = request.get_header_value("X-Plan"); !plan.empty()) {
+      const auto found = plans_.find(plan);
+      if (found == plans_.end()) {
+        response.status = 400;
+        response.set_content("unknown plan " + plan + "\n", "text/plain");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      limits = found->second;
+    }
+    const swl::MultiDecision decision = limiter_.tryAcquire({request.remote_addr, route}, 1, limits);
+    if (decision.decision.tier == swl::Tier::redis) addHeaders(decision, limits, response);
+    if (decision.decision.shadow_refusal) response.set_header("X-RateLimit-Shadow", "refused");
     if (decision) return httplib::Server::HandlerResponse::Unhandled;  // on to the route
 
     response.status = 429;
@@ -87,16 +126,19 @@ class RateLimitMiddleware {
 
  private:
   // A web service stays up when Redis does not: it serves unlimited rather than not at all.
-  static swl::LimiterOptions failOpen() {
+  static swl::LimiterOptions options(const Settings& settings) {
     swl::LimiterOptions options;
     options.on_failure = swl::FailurePolicy::allow;
+    if (settings.shadow) options.enforcement = swl::Enforcement::shadow;
     return options;
   }
 
-  void addHeaders(const swl::MultiDecision& decision, httplib::Response& response) const {
+  void addHeaders(const swl::MultiDecision& decision, const std::vector<swl::Limit>& limits,
+                  httplib::Response& response) const {
     std::vector<swl::PolicyReport> policies;
     for (std::size_t rule = 0; rule < decision.rules.size(); ++rule) {
-      policies.push_back({limiter_.ruleNames()[rule], limiter_.limit(rule), decision.rules[rule]});
+      const swl::Limit& limit = limits.empty() ? limiter_.limit(rule) : limits[rule];
+      policies.push_back({limiter_.ruleNames()[rule], limit, decision.rules[rule]});
     }
     response.set_header("RateLimit-Policy", swl::rateLimitPolicyValue(policies));
     response.set_header("RateLimit", swl::rateLimitValue(policies));
@@ -110,6 +152,7 @@ class RateLimitMiddleware {
   }
 
   swl::MultiLimiter<> limiter_;
+  std::map<std::string, std::vector<swl::Limit>, std::less<>> plans_;  // plan -> a limit per rule
   bool x_headers_;
 };
 

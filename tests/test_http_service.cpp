@@ -41,9 +41,9 @@ class HttpService {
     }
   }
 
-  httplib::Result get(const std::string& path) {
+  httplib::Result get(const std::string& path, const httplib::Headers& headers = {}) {
     httplib::Client client("127.0.0.1", port_);
-    return client.Get(path.c_str());
+    return client.Get(path.c_str(), headers);
   }
 
  private:
@@ -104,6 +104,34 @@ TEST_CASE("the HTTP service keeps serving while Redis is down, without rate-limi
     CHECK(response->body == "hello\n");
     CHECK_FALSE(response->has_header("RateLimit"));
   }
+}
+
+TEST_CASE("the HTTP service limits each client by the plan its X-Plan header names, and refuses an unknown plan") {
+  RedisServer redis;
+  HttpService service(redis, {"--client-limit", "2", "--route-limit", "100", "--plan", "pro=5", "--plan", "free=2"});
+  // The probe's request took one unit from 127.0.0.1 under the default plan (its own route).
+  const httplib::Headers pro{{"X-Plan", "pro"}};
+  std::vector<int> statuses;
+  for (int i = 0; i < 5; ++i) statuses.push_back(service.get("/hello", pro)->status);
+  CHECK(statuses == std::vector<int>{200, 200, 200, 200, 429});
+  const httplib::Result refused = service.get("/hello", pro);
+  CHECK(refused->get_header_value("RateLimit-Policy") == R"("client";q=5;w=10, "route";q=100;w=10)");
+  // The same client under the free plan: its window already holds five.
+  CHECK(service.get("/hello", {{"X-Plan", "free"}})->status == 429);
+  CHECK(service.get("/hello", {{"X-Plan", "platinum"}})->status == 400);
+}
+
+TEST_CASE("in shadow mode the HTTP service refuses nothing and marks what it would have refused") {
+  RedisServer redis;
+  HttpService service(redis, {"--client-limit", "3", "--route-limit", "100", "--shadow"});
+  std::vector<std::string> marks;
+  for (int i = 0; i < 4; ++i) {
+    const httplib::Result response = service.get("/hello");
+    CHECK(response->status == 200);
+    marks.push_back(response->get_header_value("X-RateLimit-Shadow"));
+  }
+  // The probe took one unit: two more fit, then the limit would refuse.
+  CHECK(marks == std::vector<std::string>{"", "", "refused", "refused"});
 }
 
 TEST_CASE("the header values: delays in whole seconds rounded up, names as quoted structured strings") {
