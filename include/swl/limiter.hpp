@@ -294,15 +294,30 @@ std::vector<Outcome> eachDecided(Limiter& limiter, const std::vector<AcquireRequ
   return outcomes;
 }
 
+inline const Decision& decisionIn(const Decision& decision) noexcept { return decision; }
+// An answer that holds a decision and more (ConcurrencyLimiter's Slot).
+template <class Answer>
+auto decisionIn(const Answer& answer) noexcept -> decltype(answer.decision()) {
+  return answer.decision();
+}
+
+// The waiting of acquire: `try_once()` until its answer (a Decision, or what holds one) admits, sleeping
+// each refusal's retry_after, or until that sleep would end after the deadline: then the refusal.
+template <class TryOnce>
+auto retriedUntil(Deadline deadline, TryOnce&& try_once) {
+  for (;;) {
+    auto answer = try_once();
+    const Decision& decision = decisionIn(answer);
+    if (decision.allowed || std::chrono::steady_clock::now() + decision.retry_after > deadline.at()) return answer;
+    std::this_thread::sleep_for(decision.retry_after);
+  }
+}
+
 // acquire, for every limiter.
 template <class Limiter>
 Decision acquireUntil(Limiter& limiter, std::string_view key, std::int64_t cost, const Limit& limit,
                       Deadline deadline) {
-  for (;;) {
-    const Decision decision = limiter.tryAcquire(key, cost, limit);
-    if (decision.allowed || std::chrono::steady_clock::now() + decision.retry_after > deadline.at()) return decision;
-    std::this_thread::sleep_for(decision.retry_after);
-  }
+  return retriedUntil(deadline, [&] { return limiter.tryAcquire(key, cost, limit); });
 }
 
 }  // namespace detail

@@ -184,6 +184,23 @@ inline void checkScaledExact(const Limit& limit, std::string_view limiter) {
   }
 }
 
+// Client-clock time in microseconds for a script's ARGV[4], or 0 when the script reads Redis's clock.
+// Scores hold times exactly only below 2^53 us, and a window must fit before now.
+inline std::int64_t scriptNow(const Clock& clock, std::chrono::microseconds window) {
+  if (clock.isRedisTime()) return 0;
+  const std::int64_t now = clock.now().count();
+  if (now < window.count() || now >= kLargestExact) {
+    throw InvalidArgument("swl: the clock reads " + std::to_string(now) +
+                          " us, outside the window .. 2^53 us that scores can hold exactly");
+  }
+  return now;
+}
+
+// What the scripts take as now: nothing when they read Redis's clock.
+inline std::string_view nowArgument(const Clock& clock, const IntegerText& now) {
+  return clock.isRedisTime() ? std::string_view() : now.view();
+}
+
 inline ProtocolError badReply(const std::string& why) { return ProtocolError("a limiter script replied with " + why); }
 
 // The reply's integers, exactly `count` of them, into `values`.
@@ -354,15 +371,7 @@ class LimiterCalls {
   const LimiterOptions& options() const noexcept { return options_; }
 
   // Client-clock time in microseconds, or 0 when the script reads Redis's clock.
-  std::int64_t now(const Limit& limit) const {
-    if (options_.clock.isRedisTime()) return 0;
-    const std::int64_t now = options_.clock.now().count();
-    if (now < limit.window.count() || now >= kLargestExact) {
-      throw InvalidArgument("swl: the clock reads " + std::to_string(now) +
-                            " us, outside the window .. 2^53 us that scores can hold exactly");
-    }
-    return now;
-  }
+  std::int64_t now(const Limit& limit) const { return scriptNow(options_.clock, limit.window); }
 
  private:
   Request prepare(std::string_view key, std::int64_t cost, const LimitArguments& limit) {
@@ -388,10 +397,7 @@ class LimiterCalls {
     return {limit, IntegerText(limit.window.count()), IntegerText(limit.max_requests), IntegerText(ttl.count())};
   }
 
-  // What the scripts take as now: nothing when they read Redis's clock.
-  std::string_view nowArgument(const IntegerText& now) const {
-    return options_.clock.isRedisTime() ? std::string_view() : now.view();
-  }
+  std::string_view nowArgument(const IntegerText& now) const { return detail::nowArgument(options_.clock, now); }
 
   LimiterOptions options_;
   KeyPolicy keys_;

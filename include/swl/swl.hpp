@@ -8,6 +8,7 @@
 //   redis/                               the clients: one connection, a pool, a cluster, Sentinel
 //   redis_limiter, algorithms/           the Redis engine, and the five algorithms it runs
 //   local_limiter                        the same window in this process's memory
+//   concurrency_limiter                  at most N in flight per key, on Redis
 //   composites/                          limiters made of limiters: tiered, multi, sharded
 //   integrations/                        HTTP headers (here), Prometheus (swl::prometheus, not here)
 //   async/                               the event-loop connection and limiters (swl::async, not here)
@@ -22,6 +23,7 @@
 #include <swl/composites/multi_limiter.hpp>
 #include <swl/composites/sharded_limiter.hpp>
 #include <swl/composites/tiered_limiter.hpp>
+#include <swl/concurrency_limiter.hpp>
 #include <swl/decision.hpp>
 #include <swl/error.hpp>
 #include <swl/integrations/http_headers.hpp>

@@ -54,6 +54,21 @@ inline std::int64_t mostInOneWindow(const std::vector<Span>& spans, std::int64_t
   return most;
 }
 
+// The most spans that share one moment. Spans are [start, end): one that ends when another starts does
+// not overlap it, so a holder's span measured from after its acquire was answered to before its release
+// was sent can only under-count the slots held at once.
+inline std::int64_t mostAtOnce(const std::vector<Span>& spans) {
+  std::vector<std::pair<std::int64_t, int>> changes;  // (time, +1 start | -1 end): ends sort first
+  for (const Span& span : spans) {
+    changes.emplace_back(span.start_ns, 1);
+    changes.emplace_back(span.end_ns, -1);
+  }
+  std::sort(changes.begin(), changes.end());
+  std::int64_t now = 0, most = 0;
+  for (const auto& change : changes) most = std::max(most, now += change.second);
+  return most;
+}
+
 // What `threads` threads did asking as fast as they could from start_ns until stop_ns: their decisions,
 // their admissions, and each admission's span when `keep_spans`. `ask(thread)` makes one request and
 // says whether it was admitted.
