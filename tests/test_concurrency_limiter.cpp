@@ -389,8 +389,9 @@ TEST_CASE("on a Redis Cluster, each key's slots live on its master and are limit
   }
 }
 
-TEST_CASE("a concurrency given per call judges the key's held slots by it: lowered, it admits nothing until enough "
-          "are released") {
+TEST_CASE(
+    "a concurrency given per call judges the key's held slots by it: lowered, it admits nothing until enough "
+    "are released") {
   ManualTime time;
   Limiter limiter(time.connection, swl::Concurrency{4, 1s}, time.options);
   const swl::Concurrency pro{6, 2s};

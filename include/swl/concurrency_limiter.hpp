@@ -170,7 +170,8 @@ class ConcurrencyLimiter {
         : limiter_(other.limiter_),
           decision_(other.decision_),
           redis_key_(std::move(other.redis_key_)),
-          member_(std::exchange(other.member_, std::string())) {}
+          member_(std::exchange(other.member_, std::string())),
+          slot_ttl_(other.slot_ttl_) {}
     Slot& operator=(Slot&& other) noexcept {
       if (this != &other) {
         releaseQuietly();
@@ -178,6 +179,7 @@ class ConcurrencyLimiter {
         decision_ = other.decision_;
         redis_key_ = std::move(other.redis_key_);
         member_ = std::exchange(other.member_, std::string());
+        slot_ttl_ = other.slot_ttl_;
       }
       return *this;
     }
@@ -339,9 +341,9 @@ class ConcurrencyLimiter {
             std::string_view extra, const Concurrency& concurrency) {
     const detail::IntegerText now(detail::scriptNow(options_.clock, concurrency.slot_ttl));
     const detail::IntegerText slot_ttl(concurrency.slot_ttl.count()), max_in_flight(concurrency.max_in_flight);
-    return redis_->run(ScriptCall(
-        script, {redis_key},
-        {slot_ttl, max_in_flight, cost, detail::nowArgument(options_.clock, now), member, {}, "0", extra}));
+    return redis_->run(
+        ScriptCall(script, {redis_key},
+                   {slot_ttl, max_in_flight, cost, detail::nowArgument(options_.clock, now), member, {}, "0", extra}));
   }
 
   bool released(const std::string& redis_key, const std::string& member) {
