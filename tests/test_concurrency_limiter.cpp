@@ -10,19 +10,15 @@
 #include "support/manual_time.hpp"
 #include "support/redis_cluster.hpp"
 #include "support/replies.hpp"
+#include "support/workers.hpp"
 
 #include <catch2/catch.hpp>
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -234,73 +230,55 @@ TEST_CASE("threads sharing a pool never hold more than max_in_flight at once, an
   CHECK(limiter.inFlight("k") == 0);
 }
 
-namespace {
-
-std::string slotWorker() {
-  const char* path = std::getenv("SWL_SLOT_WORKER");
-  if (path == nullptr) FAIL("SWL_SLOT_WORKER names the slot_worker program (tests/CMakeLists.txt sets it)");
-  return path;
-}
-
-}  // namespace
-
 TEST_CASE("processes sharing one key never hold more than max_in_flight at once (client-side spans)") {
   swl::test::RedisServer server;
-  const std::string worker = slotWorker();
+  const std::string worker = swl::test::workerProgram("SWL_SLOT_WORKER");
   const std::int64_t max_in_flight = 4;
   const std::int64_t start_ns = swl::test::monotonicNs() + nanosecondsOf(300ms);  // all start together
-  std::vector<std::string> outputs;
-  std::vector<std::unique_ptr<swl::test::ChildProcess>> workers;
-  for (int i = 0; i < 3; ++i) {
-    outputs.push_back("/tmp/swl-slot-spans-" + std::to_string(::getpid()) + "-" + std::to_string(i));
-    workers.push_back(std::make_unique<swl::test::ChildProcess>());
-    workers.back()->start({worker, std::to_string(server.port()), "k", std::to_string(max_in_flight), "5000", "3",
-                           std::to_string(start_ns), "800", "500", outputs.back()});
-  }
-  std::vector<swl::test::Span> spans;
-  for (std::size_t i = 0; i < workers.size(); ++i) {
-    REQUIRE(workers[i]->waitForExit(30s) == 0);
-    const auto some = swl::test::readSpans(outputs[i]);
-    CHECK_FALSE(some.empty());
-    spans.insert(spans.end(), some.begin(), some.end());
-    std::remove(outputs[i].c_str());
-  }
+  const std::vector<std::string> arguments{worker,
+                                           std::to_string(server.port()),
+                                           "k",
+                                           std::to_string(max_in_flight),
+                                           "5000",
+                                           "3",
+                                           std::to_string(start_ns),
+                                           "800",
+                                           "500"};
+  int idle_workers = 0;
+  const std::vector<swl::test::Span> spans =
+      swl::test::spansOfWorkers({arguments, arguments, arguments}, &idle_workers);
+  CHECK(idle_workers == 0);
   const std::int64_t most = swl::test::mostAtOnce(spans);
   INFO(spans.size() << " slots held in all; at most " << most << " at once");
   CHECK(most <= max_in_flight);
   CHECK(most == max_in_flight);
 }
 
-TEST_CASE("a holder killed with its slots in hand: they are held until slot_ttl, then free themselves") {
+TEST_CASE(
+    "a holder killed with its slots in hand: they are held until slot_ttl after it took them, then free "
+    "themselves") {
   swl::test::RedisServer server;
   swl::Connection connection = server.connect();
-  const std::string output = "/tmp/swl-slot-holder-" + std::to_string(::getpid());
-  const auto started = std::chrono::steady_clock::now();  // the slots were taken after this
+  // Redis's clock is this host's. The holder takes its slots on it after `started` and before `held`, so
+  // they expire in [started + 1 s, held + 1 s]: a manual clock started from it checks both ends exactly.
+  const std::chrono::microseconds started = swl::Clock::system().now();
   swl::test::ChildProcess holder;
-  holder.start({slotWorker(), std::to_string(server.port()), "k", "2", "1000", "hold", "2"}, output);
-  std::string said;
-  for (int waited_ms = 0; said.empty() && waited_ms < 10'000; waited_ms += 5) {
-    std::this_thread::sleep_for(5ms);
-    std::ifstream(output) >> said;
-  }
-  REQUIRE(said == "held");
-  const auto held = std::chrono::steady_clock::now();  // ... and before this
+  swl::test::startHolding(holder, {swl::test::workerProgram("SWL_SLOT_WORKER"), std::to_string(server.port()), "k", "2",
+                                   "1000", "hold", "2"});
+  const std::chrono::microseconds held = swl::Clock::system().now();
   holder.kill();
-  std::remove(output.c_str());
 
-  Limiter limiter(connection, swl::Concurrency{2, 1s});
-  const Slot refused = limiter.tryAcquire("k");
-  if (std::chrono::steady_clock::now() < started + 1s) {
-    CHECK_FALSE(refused);
-    CHECK(refused.decision().retry_after <= Limiter::kLongestRetryAfter);
-  }
-  const Slot admitted = limiter.acquire("k", 5s);
-  const auto now = std::chrono::steady_clock::now();
-  CHECK(admitted);
-  CHECK(now >= started + 1s);
-  CHECK(now < held + 1s + Limiter::kLongestRetryAfter + 300ms);
-  // The other dead slot was taken moments after the first, and expires as much later.
-  const Slot second = limiter.acquire("k", 1s);
+  swl::ManualClock clock(started + 1s - 1us);
+  swl::LimiterOptions options;
+  options.clock = swl::Clock::manual(clock);
+  Limiter limiter(connection, swl::Concurrency{2, 1s}, options);
+  const Slot refused = limiter.tryAcquire("k");  // nobody released them, and neither has expired
+  CHECK_FALSE(refused);
+  CHECK(refused.decision().retry_after <= Limiter::kLongestRetryAfter);
+  clock.set(held + 1s);
+  const Slot first = limiter.tryAcquire("k");
+  const Slot second = limiter.tryAcquire("k");
+  CHECK(first);
   CHECK(second);
   CHECK_FALSE(limiter.tryAcquire("k"));
 }

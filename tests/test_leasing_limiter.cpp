@@ -9,17 +9,15 @@
 #include "support/child_process.hpp"
 #include "support/manual_time.hpp"
 #include "support/replies.hpp"
+#include "support/workers.hpp"
 
 #include <catch2/catch.hpp>
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <random>
@@ -277,37 +275,22 @@ TEST_CASE("A LeasingLimiter refuses options it cannot keep") {
   CHECK_THROWS_AS(limiter.tryAcquire("", 1), swl::InvalidArgument);
 }
 
-namespace {
-
-std::string leaseWorker() {
-  const char* path = std::getenv("SWL_LEASE_WORKER");
-  if (path == nullptr) FAIL("SWL_LEASE_WORKER names the lease_worker program (tests/CMakeLists.txt sets it)");
-  return path;
-}
-
-}  // namespace
-
 TEST_CASE("Processes leasing one key never admit more than the limit in any window (client-side spans)") {
   swl::test::RedisServer server;
-  const std::string worker = leaseWorker();
+  const std::string worker = swl::test::workerProgram("SWL_LEASE_WORKER");
   const swl::Limit limit{300, 300ms};
   const std::int64_t start_ns = swl::test::monotonicNs() + 300'000'000;  // all start together
   const std::int64_t run_ms = 1500;
-  std::vector<std::string> outputs;
-  std::vector<std::unique_ptr<swl::test::ChildProcess>> workers;
-  for (int i = 0; i < 3; ++i) {
-    outputs.push_back("/tmp/swl-lease-spans-" + std::to_string(::getpid()) + "-" + std::to_string(i));
-    workers.push_back(std::make_unique<swl::test::ChildProcess>());
-    workers.back()->start({worker, std::to_string(server.port()), "k", "300", "300", "30", "3",
-                           std::to_string(start_ns), std::to_string(run_ms), outputs.back()});
-  }
-  std::vector<swl::test::Span> spans;
-  for (std::size_t i = 0; i < workers.size(); ++i) {
-    REQUIRE(workers[i]->waitForExit(30s) == 0);
-    const auto some = swl::test::readSpans(outputs[i]);
-    spans.insert(spans.end(), some.begin(), some.end());
-    std::remove(outputs[i].c_str());
-  }
+  const std::vector<std::string> arguments{worker,
+                                           std::to_string(server.port()),
+                                           "k",
+                                           "300",
+                                           "300",
+                                           "30",
+                                           "3",
+                                           std::to_string(start_ns),
+                                           std::to_string(run_ms)};
+  const std::vector<swl::test::Span> spans = swl::test::spansOfWorkers({arguments, arguments, arguments});
   const std::int64_t most = swl::test::mostInOneWindow(spans, 300'000'000);
   INFO(spans.size() << " admitted in " << run_ms << " ms; the busiest window held " << most);
   CHECK(most <= limit.max_requests);
@@ -317,24 +300,24 @@ TEST_CASE("Processes leasing one key never admit more than the limit in any wind
 TEST_CASE("A holder that dies with a lease in hand gives nothing back; its units expire by themselves") {
   swl::test::RedisServer server;
   swl::Connection connection = server.connect();
-  const std::string output = "/tmp/swl-lease-holder-" + std::to_string(::getpid());
   swl::test::ChildProcess holder;
-  holder.start({leaseWorker(), std::to_string(server.port()), "k", "100", "500", "100", "hold"}, output);
-  std::string said;
-  for (int waited_ms = 0; said.empty() && waited_ms < 10'000; waited_ms += 10) {
-    std::this_thread::sleep_for(10ms);
-    std::ifstream(output) >> said;
-  }
-  REQUIRE(said == "held");
+  swl::test::startHolding(holder, {swl::test::workerProgram("SWL_LEASE_WORKER"), std::to_string(server.port()), "k",
+                                   "100", "500", "100", "hold"});
   holder.kill();
-  std::remove(output.c_str());
 
-  swl::SlidingWindowLimiter<> plain(connection, swl::Limit{100, 500ms});
+  // Redis's clock is this host's: a manual clock started from it reads the log as Redis would, and moves
+  // past the dead lease's end without waiting for it.
+  swl::ManualClock clock(swl::Clock::system().now());
+  swl::LimiterOptions options;
+  options.clock = swl::Clock::manual(clock);
+  swl::SlidingWindowLimiter<> plain(connection, swl::Limit{100, 500ms}, options);
   const swl::Usage held = plain.peek("k");
   INFO("the dead holder's units: " << held.used);
   CHECK(held.used >= 2);
   CHECK(held.reset_after <= 600ms);
-  std::this_thread::sleep_for(held.reset_after + 10ms);
+  clock.advance(held.reset_after - 1us);
+  CHECK(plain.peek("k").used == held.used);  // nothing gave them back
+  clock.advance(1us);
   CHECK(plain.peek("k").used == 0);
   for (int i = 0; i < 100; ++i) REQUIRE(plain.tryAcquire("k").allowed);
 }

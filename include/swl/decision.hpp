@@ -30,6 +30,9 @@ struct AcquireRequest {
   std::string_view key;
   std::int64_t cost = 1;
   std::optional<Limit> limit = std::nullopt;
+
+  // The limit this request is decided under, given the limiter's own.
+  const Limit& limitOr(const Limit& own) const noexcept { return limit ? *limit : own; }
 };
 
 // Which tier of a limiter produced a Decision.

@@ -272,7 +272,7 @@ std::vector<Outcome> reportedOutcomes(const Reporting& reporting, const Limit& l
   std::vector<Outcome> outcomes = decide_many();
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const std::exception_ptr cause = outcomes[i].error;
-    if (cause) outcomes[i] = answered(reporting.on_failure, requests[i].limit.value_or(limit), requests[i].cost, cause);
+    if (cause) outcomes[i] = answered(reporting.on_failure, requests[i].limitOr(limit), requests[i].cost, cause);
     enforce(reporting.enforcement, outcomes[i]);
     observation.report(requests[i].key, requests[i].cost, outcomes[i], cause);
   }
@@ -284,7 +284,7 @@ template <class Limiter>
 std::vector<Outcome> eachDecided(Limiter& limiter, const std::vector<AcquireRequest>& requests) {
   std::vector<Outcome> outcomes(requests.size());
   for (std::size_t i = 0; i < requests.size(); ++i) {
-    const Limit& limit = requests[i].limit ? *requests[i].limit : limiter.limit();
+    const Limit& limit = requests[i].limitOr(limiter.limit());
     try {
       outcomes[i].decision = limiter.decide(requests[i].key, requests[i].cost, limit);
     } catch (const Error&) {

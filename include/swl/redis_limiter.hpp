@@ -572,10 +572,10 @@ class RedisLimiter {
     prepared.reserve(requests.size()), sent.reserve(requests.size());
     for (std::size_t i = 0; i < requests.size(); ++i) {
       try {
-        prepared.push_back(calls_.prepare(requests[i].key, requests[i].cost, limitOf(requests[i])));
+        prepared.push_back(calls_.prepare(requests[i].key, requests[i].cost, requests[i].limitOr(limit())));
         sent.push_back(i);
       } catch (const InvalidArgument&) {
-        outcomes[i] = {detail::refusedBlind(limitOf(requests[i])), std::current_exception()};
+        outcomes[i] = {detail::refusedBlind(requests[i].limitOr(limit())), std::current_exception()};
       }
     }
     std::vector<ScriptCall> calls;
@@ -618,8 +618,6 @@ class RedisLimiter {
     const typename Calls::SettleTexts texts = calls_.settleTexts(receipt, actual);
     return redis_->run(calls_.settleCall(receipt, texts, to_now))->integer() == 1;
   }
-
-  const Limit& limitOf(const AcquireRequest& request) const { return request.limit ? *request.limit : limit(); }
 
   void checkTerms(const LeaseTerms& terms, std::int64_t cost, const Limit& limit, std::string_view key) const {
     const auto refuse = [&](const std::string& why) {

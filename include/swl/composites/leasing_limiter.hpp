@@ -282,8 +282,8 @@ class LeasingLimiter {
 
   // What to ask Redis for: the request, and a lease when the key's demand says one pays. Updates the
   // demand seen since the last call.
-  static LeaseTerms termsFor(detail::KeyLease& state, std::int64_t cost, const Limit& limit,
-                             std::chrono::microseconds duration, std::int64_t room_divisor, LocalTime now) {
+  LeaseTerms termsFor(detail::KeyLease& state, std::int64_t cost, const Limit& limit,
+                      std::chrono::microseconds duration, LocalTime now) const {
     if (state.last_call >= 0 && now > state.last_call) {
       const double rate = static_cast<double>(state.asked) / static_cast<double>(now - state.last_call);
       state.rate = state.rate == 0 ? rate : (state.rate + rate) / 2;
@@ -293,7 +293,7 @@ class LeasingLimiter {
     LeaseTerms terms;
     terms.units = cost;
     terms.duration = duration;
-    terms.room_divisor = room_divisor;
+    terms.room_divisor = leases_.room_divisor;
     const double expected = state.rate * static_cast<double>(duration.count());  // units one lease would serve
     if (expected >= 1) {
       terms.units += static_cast<std::int64_t>(std::min(expected, static_cast<double>(limit.max_requests)));
@@ -310,7 +310,7 @@ class LeasingLimiter {
                  std::chrono::microseconds duration, LocalTime now, std::unique_lock<std::mutex>& lock,
                  std::condition_variable& changed) {
     detail::KeyLease& state = *held;
-    const LeaseTerms terms = termsFor(state, cost, limit, duration, leases_.room_divisor, now);
+    const LeaseTerms terms = termsFor(state, cost, limit, duration, now);
     const bool leasing = terms.units > cost || terms.previous;
     if (leasing) state.calling = true;
     lock.unlock();

@@ -322,8 +322,7 @@ class MultiLimiter {
   MultiDecision failed(std::int64_t cost, const std::exception_ptr& error, const std::vector<Limit>& limits) const {
     MultiDecision result;
     for (std::size_t i = 0; i < rules_.size(); ++i) {
-      const Limit& limit = limits.size() == rules_.size() ? limits[i] : rules_[i].limit;
-      result.rules.push_back(detail::answered(options_.on_failure, limit, cost, error).decision);
+      result.rules.push_back(detail::answered(options_.on_failure, limitOf(i, limits), cost, error).decision);
     }
     return bound(std::move(result));
   }

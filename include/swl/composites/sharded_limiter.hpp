@@ -121,7 +121,7 @@ class ShardedLimiter {
     std::vector<std::vector<AcquireRequest>> batches(shards_.size());
     std::vector<std::vector<std::size_t>> indices(shards_.size());
     for (std::size_t i = 0; i < requests.size(); ++i) {
-      const Limit& limit = limitOf(requests[i]);
+      const Limit& limit = requests[i].limitOr(limit_);
       try {
         validate(requests[i].key, requests[i].cost, limit);
         const std::size_t shard = randomShard();
@@ -137,7 +137,7 @@ class ShardedLimiter {
       for (std::size_t j = 0; j < answers.size(); ++j) {
         Outcome& outcome = outcomes[indices[shard][j]];
         outcome = std::move(answers[j]);
-        if (outcome.ok()) outcome.decision = scaled(outcome.decision, limitOf(requests[indices[shard][j]]));
+        if (outcome.ok()) outcome.decision = scaled(outcome.decision, requests[indices[shard][j]].limitOr(limit_));
       }
     }
     return outcomes;
@@ -151,8 +151,6 @@ class ShardedLimiter {
   std::size_t randomShard() const {
     return std::uniform_int_distribution<std::size_t>(0, shards_.size() - 1)(detail::threadRandom());
   }
-
-  const Limit& limitOf(const AcquireRequest& request) const { return request.limit ? *request.limit : limit_; }
 
   // Shard i's part of `limit`: the units dealt out as evenly as they go, the first shards taking the rest.
   Limit share(const Limit& limit, std::size_t i) const {

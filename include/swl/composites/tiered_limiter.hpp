@@ -92,7 +92,7 @@ class TieredLimiter {
     std::vector<Outcome> outcomes = decideMany(requests, causes);
     for (std::size_t i = 0; i < requests.size(); ++i) {
       if (outcomes[i].error) {
-        outcomes[i] = detail::answered(options_.on_failure, limitOf(requests[i]), requests[i].cost, causes[i]);
+        outcomes[i] = detail::answered(options_.on_failure, requests[i].limitOr(limit()), requests[i].cost, causes[i]);
       }
       detail::enforce(options_.enforcement, outcomes[i]);
       observation.report(requests[i].key, requests[i].cost, outcomes[i], causes[i]);
@@ -171,8 +171,9 @@ class TieredLimiter {
     std::vector<std::size_t> asked_index;
     const std::int64_t now = localNow();
     for (std::size_t i = 0; i < requests.size(); ++i) {
-      const auto& [key, cost, unused] = requests[i];
-      const Limit& limit = limitOf(requests[i]);
+      const std::string_view key = requests[i].key;
+      const std::int64_t cost = requests[i].cost;
+      const Limit& limit = requests[i].limitOr(this->limit());
       try {
         validate(key, cost, limit);
         if (std::optional<Decision> refused = cachedRefusal(key, cost, limit, now)) {
@@ -189,8 +190,9 @@ class TieredLimiter {
     std::vector<Outcome> answers = redis_.decideMany(asked);
     for (std::size_t j = 0; j < answers.size(); ++j) {
       const std::size_t i = asked_index[j];
-      const auto& [key, cost, unused] = requests[i];
-      const Limit& limit = limitOf(requests[i]);
+      const std::string_view key = requests[i].key;
+      const std::int64_t cost = requests[i].cost;
+      const Limit& limit = requests[i].limitOr(this->limit());
       if (answers[j].ok()) {
         outcomes[i].decision = redisDecided(key, cost, limit, answers[j].decision, now);
       } else if (insurance_ && !detail::isInvalidArgument(answers[j].error)) {
@@ -220,8 +222,6 @@ class TieredLimiter {
     redis_down_until_.store(localNow() + retryInterval());
     return insure(key, cost, limit);
   }
-
-  const Limit& limitOf(const AcquireRequest& request) const { return request.limit ? *request.limit : limit(); }
 
   std::optional<Decision> cachedRefusal(std::string_view key, std::int64_t cost, const Limit& limit, std::int64_t now) {
     if (!cachesRefusals()) return std::nullopt;

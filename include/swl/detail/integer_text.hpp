@@ -9,7 +9,7 @@ namespace swl::detail {
 
 class IntegerText {
  public:
-  IntegerText() noexcept : IntegerText(0) {}
+  IntegerText() noexcept = default;  // empty, until a number is assigned
   explicit IntegerText(std::int64_t value) noexcept {
     length_ = static_cast<std::size_t>(std::to_chars(digits_, digits_ + sizeof digits_, value).ptr - digits_);
   }
@@ -18,7 +18,7 @@ class IntegerText {
 
  private:
   char digits_[24];
-  std::size_t length_;
+  std::size_t length_ = 0;
 };
 
 }  // namespace swl::detail
