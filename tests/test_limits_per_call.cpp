@@ -174,10 +174,10 @@ TEST_CASE("the in-memory limiter takes a limit per call as the log in Redis does
   swl::LocalLimiter limiter(kOwn, options);
   CHECK(admittedUntilRefused(limiter, "free", kFree) == 3);
   CHECK(admittedUntilRefused(limiter, "pro", kPro) == 20);
-  for (int i = 0; i < 8; ++i) REQUIRE(limiter.tryAcquire("k").allowed);
+  for (int i = 0; i < 8; ++i) REQUIRE(limiter.tryAcquire("k").allowed);  // recorded 1 us apart
   const swl::Decision refused = limiter.tryAcquire("k", 1, swl::Limit{5, 1s});
   CHECK_FALSE(refused.allowed);
-  CHECK(refused.retry_after == 1s);
+  CHECK(refused.retry_after == 1s + 3us);  // 4 must leave: the fourth, recorded 3 us after the first
   CHECK(admittedUntilRefused(limiter, "k", kPro) == 12);
   CHECK(limiter.peek("k", kPro).used == 20);
   CHECK(limiter.tryAcquireMany({{"free", 1, kFree}, {"free", 1, kPro}})[1].decision.allowed);

@@ -3,6 +3,7 @@
 
 #include <swl/swl.hpp>
 
+#include "support/log_layout.hpp"
 #include "support/manual_time.hpp"
 #include "support/replies.hpp"
 
@@ -29,6 +30,8 @@ using Micros = std::chrono::microseconds;
 
 // The oracle: per key, the recorded requests as (time, units). A request counts while now is before
 // the time it leaves: time + window for the exact window; its bucket's end + window for the bucketed one.
+// The exact log keeps a key's entries in time order: one recorded at or before the newest is recorded
+// 1 us after it (`in_time_order`).
 class Oracle {
  public:
   struct Entry {
@@ -38,8 +41,11 @@ class Oracle {
   };
   using LeavesAt = std::function<std::int64_t(std::int64_t at)>;
 
-  Oracle(swl::Limit limit, bool counted, LeavesAt leaves_at)
-      : limit_(limit.max_requests), counted_(counted), leaves_at_(std::move(leaves_at)) {}
+  Oracle(swl::Limit limit, bool counted, LeavesAt leaves_at, bool in_time_order = true)
+      : limit_(limit.max_requests),
+        counted_(counted),
+        in_time_order_(in_time_order),
+        leaves_at_(std::move(leaves_at)) {}
 
   struct Expected {
     bool allowed;
@@ -63,7 +69,10 @@ class Oracle {
     std::int64_t used = unitsOf(live);
     const bool allowed = used + cost <= limit_;
     if (recorded) {
-      entries_[key].push_back({now, cost, allowed ? receipt : -1});
+      std::int64_t at = now;
+      if (in_time_order_ && newest_.count(key) != 0) at = std::max(now, newest_[key] + 1);
+      newest_[key] = at;
+      entries_[key].push_back({at, cost, allowed ? receipt : -1});
       live.push_back(entries_[key].back());
       used += cost;
     }
@@ -89,16 +98,24 @@ class Oracle {
     for (auto& [key, entries] : entries_) {
       for (auto it = entries.begin(); it != entries.end(); ++it) {
         if (it->receipt != receipt || leaves_at_(it->at) <= now) continue;
-        it->receipt = -1;  // settled: a second settle finds nothing
-        it->units = actual;
-        if (actual == 0) entries.erase(it);
+        it->receipt = -1;    // settled: a second settle finds nothing
+        it->units = actual;  // at 0 it keeps its place until it leaves, as Redis's entry does
         return true;
       }
     }
     return false;
   }
 
-  void reset(const std::string& key) { entries_.erase(key); }
+  // When the last request recorded for `key` leaves the window.
+  std::int64_t lastLeaves(const std::string& key) const {
+    const auto found = newest_.find(key);
+    return found == newest_.end() ? 0 : leaves_at_(found->second);
+  }
+
+  void reset(const std::string& key) {
+    entries_.erase(key);
+    newest_.erase(key);
+  }
 
  private:
   const std::vector<Entry>& entriesOf(const std::string& key) const {
@@ -143,8 +160,10 @@ class Oracle {
 
   std::int64_t limit_;
   bool counted_;
+  bool in_time_order_;
   LeavesAt leaves_at_;
   std::map<std::string, std::vector<Entry>> entries_;
+  std::map<std::string, std::int64_t> newest_;
 };
 
 // A cost from 1..limit, mostly small (the gateway's short prompts), sometimes up to the whole limit; or,
@@ -242,6 +261,83 @@ TEST_CASE_METHOD(ManualTime,
 }
 
 TEST_CASE_METHOD(ManualTime,
+                 "random traces over windows of thousands of entries, bursts half slid out among them: every "
+                 "decision exact and every sum the set keeps right") {
+  const bool counted = GENERATE(false, true);
+  const std::uint64_t seed = GENERATE(7, 8);
+  INFO("seed " << seed << (counted ? ", refusals counted" : ", refusals free"));
+  std::mt19937_64 random(seed);
+
+  // Windows of up to some 6,000 entries (more when refusals count): the sums span two levels of nodes.
+  const swl::Limit limit{6'000, 10s};
+  const std::int64_t window = limit.window.count();
+  options.rejected = counted ? swl::RejectedRequests::counted : swl::RejectedRequests::not_counted;
+  const std::string prefix = "wide" + std::to_string(seed) + (counted ? "c" : "f");
+  swl::SlidingWindowLimiter<> limiter(connection, limit, options, swl::PrefixKey(prefix));
+  Oracle oracle(limit, counted, [&](std::int64_t at) { return at + window; });
+  const std::vector<std::string> keys = {"a", "b"};
+
+  std::vector<swl::Receipt> receipts;
+  std::vector<std::int64_t> leave_times;
+  std::int64_t now = clock.now().count();
+  const auto smallCost = [&] {
+    const int kind = std::uniform_int_distribution<int>(0, 19)(random);
+    if (kind < 12) return std::int64_t{1};
+    if (kind < 19) return std::uniform_int_distribution<std::int64_t>(2, 4)(random);
+    return std::uniform_int_distribution<std::int64_t>(1, limit.max_requests / 3)(random);
+  };
+  for (int step = 0; step < 1200; ++step) {
+    // Mostly small steps, so that windows fill; now and then to one microsecond around a recorded
+    // request's leaving (inside the bursts too), or past a whole window.
+    const int when = std::uniform_int_distribution<int>(0, 19)(random);
+    if (when < 14 || leave_times.empty()) {
+      now += std::uniform_int_distribution<std::int64_t>(0, window / 400)(random);
+    } else if (when < 19) {
+      const std::int64_t leaves =
+          leave_times[std::uniform_int_distribution<std::size_t>(0, leave_times.size() - 1)(random)];
+      now = std::max(now, leaves + std::uniform_int_distribution<std::int64_t>(-1, 1)(random));
+    } else {
+      now += window + std::uniform_int_distribution<std::int64_t>(0, window / 10)(random);
+    }
+    clock.set(Micros(now));
+    const std::string& key = keys[std::uniform_int_distribution<std::size_t>(0, keys.size() - 1)(random)];
+    const int op = std::uniform_int_distribution<int>(0, 19)(random);
+    INFO("step " << step << ", op " << op << ", key " << key << ", now " << now);
+    if (op < 2) {
+      // A burst in one microsecond: its entries lie 1 us apart, and later windows slide through them.
+      const int burst = std::uniform_int_distribution<int>(20, 400)(random);
+      for (int i = 0; i < burst; ++i) {
+        const std::int64_t cost = std::uniform_int_distribution<std::int64_t>(1, 2)(random);
+        INFO("burst request " << i << ", cost " << cost);
+        checkDecision(limiter.tryAcquire(key, cost), oracle.decide(key, cost, now));
+      }
+      leave_times.push_back(oracle.lastLeaves(key) - burst / 2);
+    } else if (op < 12) {
+      const std::int64_t cost = smallCost();
+      INFO("cost " << cost);
+      checkDecision(limiter.tryAcquire(key, cost), oracle.decide(key, cost, now));
+      leave_times.push_back(oracle.lastLeaves(key));
+    } else if (op < 15) {
+      const std::int64_t estimate = smallCost();
+      const swl::Reservation reservation = limiter.reserve(key, estimate);
+      checkDecision(reservation.decision, oracle.decide(key, estimate, now, static_cast<int>(receipts.size())));
+      receipts.push_back(reservation.receipt);
+      leave_times.push_back(oracle.lastLeaves(key));
+    } else if (op < 18 && !receipts.empty()) {
+      const int receipt = std::uniform_int_distribution<int>(0, static_cast<int>(receipts.size()) - 1)(random);
+      const std::int64_t actual = std::uniform_int_distribution<std::int64_t>(0, 6)(random);
+      INFO("settle receipt " << receipt << " at " << actual);
+      CHECK(limiter.settle(receipts[receipt], actual) == (receipts[receipt] && oracle.settle(receipt, actual, now)));
+    } else {
+      checkUsage(limiter.peek(key), oracle.peek(key, now));
+    }
+    if (step % 100 == 99) {
+      for (const std::string& each : keys) CHECK(swl::test::logLayoutProblem(connection, prefix + ":" + each) == "");
+    }
+  }
+}
+
+TEST_CASE_METHOD(ManualTime,
                  "random traces: the bucketed window never admits what the exact window refuses, and admits all "
                  "that a window one bucket longer admits") {
   const bool counted = GENERATE(false, true);
@@ -259,7 +355,8 @@ TEST_CASE_METHOD(ManualTime,
 
   // The rule the script keeps: a request counts until its bucket's end plus the window.
   const auto bucket_end = [&](std::int64_t at) { return (at / width + 1) * width; };
-  Oracle model(limit, counted, [&](std::int64_t at) { return bucket_end(at) + window; });
+  Oracle model(
+      limit, counted, [&](std::int64_t at) { return bucket_end(at) + window; }, false);
 
   std::vector<std::int64_t> leave_times;
   std::int64_t now = clock.now().count();
@@ -364,18 +461,19 @@ TEST_CASE_METHOD(ManualTime,
     CHECK_FALSE(limiter.settle(reservation.receipt, 3'000));
     CHECK(limiter.peek("k").used == 1'000);
   }
-  SECTION("a reservation settled at 0 is taken back whole") {
+  SECTION("a reservation settled at 0 is taken back whole, and keeps its place as an entry of no units") {
     const swl::Reservation reservation = limiter.reserve("k", 4'000);
     CHECK(limiter.settle(reservation.receipt, 0));
     CHECK(limiter.peek("k").used == 0);
-    CHECK(logEntries(connection, "swl:k") == 0);
+    CHECK(logEntries(connection, "swl:k") == 1);
+    CHECK(limiter.tryAcquire("k", 10'000).allowed);
   }
   SECTION("a reservation that left the window is left alone; one never settled ages out") {
     const swl::Reservation settled_late = limiter.reserve("k", 4'000);
-    const swl::Reservation never_settled = limiter.reserve("k", 3'000);
-    clock.set(start + 60s - 1us);
-    CHECK(limiter.peek("k").used == 7'000);
-    clock.set(start + 60s);  // the entry is still in the set, but no longer in the window
+    const swl::Reservation never_settled = limiter.reserve("k", 3'000);  // recorded 1 us later, at start + 1 us
+    clock.set(start + 60s);
+    CHECK(limiter.peek("k").used == 3'000);
+    clock.set(start + 60s + 1us);  // the entries are still in the set, but no longer in the window
     CHECK_FALSE(limiter.settle(settled_late.receipt, 9'000));
     CHECK(limiter.peek("k").used == 0);
     CHECK(limiter.tryAcquire("k", 10'000).allowed);

@@ -132,9 +132,9 @@ return 1
 
 // The three Scripts, each beside the text it views.
 struct SlotScripts {
-  std::string acquire_text = scriptText<ConcurrencySlots>({}, ConcurrencySlots::kAcquireScript);
-  std::string release_text = scriptText<ConcurrencySlots>({}, ConcurrencySlots::kReleaseScript);
-  std::string extend_text = scriptText<ConcurrencySlots>({}, ConcurrencySlots::kExtendScript);
+  std::string acquire_text = scriptText<ConcurrencySlots>(ConcurrencySlots::kAcquireScript);
+  std::string release_text = scriptText<ConcurrencySlots>(ConcurrencySlots::kReleaseScript);
+  std::string extend_text = scriptText<ConcurrencySlots>(ConcurrencySlots::kExtendScript);
   Script acquire{"concurrency_acquire", acquire_text};
   Script release{"concurrency_release", release_text};
   Script extend{"concurrency_extend", extend_text};

@@ -150,21 +150,11 @@ class LocalLimiter {
       }
     }
 
-    // A clock that stepped back (NTP, a manual clock) puts an entry before newer ones; keeping the log
-    // sorted keeps sliding and retry_after exact, as Redis's sorted set does.
+    // Entries stay in time order, as in Redis's log: one at or before the newest entry's time (a clock
+    // that stepped back) is recorded 1 us after it.
     void record(std::int64_t now, std::int64_t cost) {
       units += cost;
-      if (head == entries.size() || entries.back().time <= now) {
-        if (head < entries.size() && entries.back().time == now) {
-          entries.back().units += cost;
-        } else {
-          entries.push_back({now, cost});
-        }
-        return;
-      }
-      const auto later = std::upper_bound(entries.begin() + static_cast<std::ptrdiff_t>(head), entries.end(), now,
-                                          [](std::int64_t time, const Entry& entry) { return time < entry.time; });
-      entries.insert(later, {now, cost});
+      entries.push_back({entries.empty() ? now : std::max(now, entries.back().time + 1), cost});
     }
 
     std::int64_t resetAfter(std::int64_t now) const {
@@ -196,7 +186,7 @@ class LocalLimiter {
     return options;
   }
 
-  // The same arithmetic as the sliding window script (sliding_window_script.hpp).
+  // The same arithmetic as the sliding window script (algorithms/sliding_window.hpp).
   static Decision decide(Log& log, std::int64_t now, std::int64_t cost, const Limit& limit) {
     const std::int64_t window = limit.window.count();
     log.slide(now, window);

@@ -18,8 +18,9 @@
 //     static constexpr bool kRecordsMembers;          // whether it records a member per request (the log)
 //     static void check(const Limit&);                // throws InvalidArgument for limits it cannot keep exactly
 // and, optionally,
-//     static constexpr std::string_view kFastPath;    // Lua run first: its busiest path, which may answer
-//                                                     // before kFunctions defines anything
+//     static constexpr std::string_view kLayout;      // Lua run first: the numbers all its scripts share
+//     static constexpr std::string_view kFastPath;    // Lua run before kFunctions by kScript alone: its
+//                                                     // busiest path, answered before anything is defined
 //     static constexpr std::string_view kFunctions;   // Lua run before kScript, shared with other scripts
 //     static constexpr std::string_view kArgument;    // its own parameter, sent as ARGV[8] (bucketed: buckets)
 //     static constexpr std::string_view kSettleScriptName, kSettleScript;  // it can settle reservations
@@ -119,9 +120,11 @@ template <template <class> class Member, class T>
 struct Provides<Member, T, std::void_t<Member<T>>> : std::true_type {};
 
 template <class T>
-using FunctionsPart = decltype(T::kFunctions);
+using LayoutPart = decltype(T::kLayout);
 template <class T>
 using FastPathPart = decltype(T::kFastPath);
+template <class T>
+using FunctionsPart = decltype(T::kFunctions);
 template <class T>
 using ArgumentPart = decltype(T::kArgument);
 template <class T>
@@ -130,9 +133,11 @@ template <class T>
 using LeasePart = std::void_t<decltype(T::kLeaseScript), decltype(T::kLeaseScriptName)>;
 
 template <class T>
-inline constexpr bool hasFunctions = Provides<FunctionsPart, T>::value;
+inline constexpr bool hasLayout = Provides<LayoutPart, T>::value;
 template <class T>
 inline constexpr bool hasFastPath = Provides<FastPathPart, T>::value;
+template <class T>
+inline constexpr bool hasFunctions = Provides<FunctionsPart, T>::value;
 template <class T>
 inline constexpr bool hasArgument = Provides<ArgumentPart, T>::value;
 template <class T>
@@ -140,11 +145,15 @@ inline constexpr bool canSettle = Provides<SettlePart, T>::value;
 template <class T>
 inline constexpr bool canLease = Provides<LeasePart, T>::value;
 
-// The prelude, the algorithm's functions and then `part`: how every script of an algorithm is put together.
+// The prelude, the algorithm's layout, its fast path (for its decisions alone), its functions and then
+// `part`: how every script of an algorithm is put together.
 template <class Algorithm>
-std::string scriptText(std::string_view fast_path, std::string_view part) {
+std::string scriptText(std::string_view part, bool with_fast_path = false) {
   std::string whole(kScriptPrelude);
-  whole.append(fast_path);
+  if constexpr (hasLayout<Algorithm>) whole.append(Algorithm::kLayout);
+  if constexpr (hasFastPath<Algorithm>) {
+    if (with_fast_path) whole.append(Algorithm::kFastPath);
+  }
   if constexpr (hasFunctions<Algorithm>) whole.append(Algorithm::kFunctions);
   return whole.append(part);
 }
@@ -152,24 +161,21 @@ std::string scriptText(std::string_view fast_path, std::string_view part) {
 // The one Script its limiters run. (A Script views its text, so each text is kept beside it.)
 template <class Algorithm>
 const Script& scriptOf() {
-  static const std::string text = [] {
-    if constexpr (hasFastPath<Algorithm>) return scriptText<Algorithm>(Algorithm::kFastPath, Algorithm::kScript);
-    return scriptText<Algorithm>({}, Algorithm::kScript);
-  }();
+  static const std::string text = scriptText<Algorithm>(Algorithm::kScript, true);
   static const Script script(Algorithm::kScriptName, text);
   return script;
 }
 
 template <class Algorithm>
 const Script& settleScriptOf() {
-  static const std::string text = scriptText<Algorithm>({}, Algorithm::kSettleScript);
+  static const std::string text = scriptText<Algorithm>(Algorithm::kSettleScript);
   static const Script script(Algorithm::kSettleScriptName, text);
   return script;
 }
 
 template <class Algorithm>
 const Script& leaseScriptOf() {
-  static const std::string text = scriptText<Algorithm>({}, Algorithm::kLeaseScript);
+  static const std::string text = scriptText<Algorithm>(Algorithm::kLeaseScript);
   static const Script script(Algorithm::kLeaseScriptName, text);
   return script;
 }
@@ -250,6 +256,19 @@ inline Usage decodeUsage(ReplyView reply, std::int64_t limit) {
   return {limit, limit - values[1], seen.remaining, seen.reset_after};
 }
 
+// A member policy's member as the log can record it. The log marks an entry's units after its member
+// ('*', '+'; '=' in sets of 0.2) and keeps its bookkeeping under '#', and the marks must sort before every
+// byte a member holds, so that settling an entry keeps its place among entries of the same time.
+inline std::string checkedMember(std::string_view limiter, std::string member) {
+  const auto marks = [](char byte) { return static_cast<unsigned char>(byte) < ',' || byte == '='; };
+  if (std::any_of(member.begin(), member.end(), marks)) {
+    throw InvalidArgument(std::string(limiter) + ": the member policy made the member " + quoted(member) +
+                          ", which holds a byte below ',' (a space, a control byte or one of !\"#$%&'()*+) or '=': "
+                          "the log marks an entry's units with those");
+  }
+  return member;
+}
+
 // What one limiter's calls send and what their answers mean, without I/O: shared by the blocking
 // RedisLimiter and the async limiter.
 template <class Algorithm, class KeyPolicy, class MemberPolicy, class TtlPolicy>
@@ -325,8 +344,8 @@ class LimiterCalls {
     return prepare(key, cost, arguments(limit));
   }
 
-  // settle()'s call for `receipt` now holding `actual` units, in the window it was recorded under;
-  // `to_now` moves an entry ahead of now (a lease given back) to now. The texts it views live in `texts`.
+  // settle()'s call for `receipt` now holding `actual` units, in the window it was recorded under. The
+  // texts it views live in `texts`.
   struct SettleTexts {
     LimitArguments limit;
     IntegerText actual, now, recorded;
@@ -336,10 +355,10 @@ class LimiterCalls {
     const IntegerText now(this->now(limit.limit));
     return {std::move(limit), IntegerText(actual), now, IntegerText(receipt.units)};
   }
-  ScriptCall settleCall(const Receipt& receipt, const SettleTexts& texts, bool to_now) const {
+  ScriptCall settleCall(const Receipt& receipt, const SettleTexts& texts) const {
     return ScriptCall(settleScriptOf<Algorithm>(), {receipt.redis_key},
                       {texts.limit.window, texts.limit.max_requests, texts.actual, nowArgument(texts.now),
-                       receipt.member, texts.limit.ttl, "0", texts.recorded, to_now ? "1" : "0"});
+                       receipt.member, texts.limit.ttl, "0", texts.recorded});
   }
 
   // lease()'s call: `request` and the terms beyond it. The texts it views live in `texts`.
@@ -377,13 +396,7 @@ class LimiterCalls {
   Request prepare(std::string_view key, std::int64_t cost, const LimitArguments& limit) {
     validate(key, cost, limit.limit);
     std::string member;
-    if constexpr (Algorithm::kRecordsMembers) {
-      member = members_.next();
-      if (member.find_first_of("*=#") != std::string::npos) {
-        throw InvalidArgument(std::string(Algorithm::kName) + ": the member policy made the member " + quoted(member) +
-                              ", which holds '*', '=' or '#': those mark an entry's units");
-      }
-    }
+    if constexpr (Algorithm::kRecordsMembers) member = checkedMember(Algorithm::kName, members_.next());
     return Request(*this, limit, redisKey(key), std::move(member), cost);
   }
 
@@ -499,7 +512,7 @@ class RedisLimiter {
     static_assert(detail::canSettle<Algorithm>,
                   "swl::RedisLimiter::settle: only an algorithm that records one entry per request can settle "
                   "one (the sliding window log: swl::SlidingWindowLimiter)");
-    return settled(receipt, actual, "settle", false);
+    return settled(receipt, actual, "settle");
   }
 
   // The primitive LeasingLimiter is built on (use that): `cost` units for `key` decided now and, when
@@ -537,9 +550,9 @@ class RedisLimiter {
     return lease;
   }
 
-  // Gives a lease back (LeasingLimiter): of its units only `used` still count, and from now if its end
-  // was later, since every use came before now. Returns whether there was anything to give back.
-  bool giveBack(const Receipt& lease, std::int64_t used) { return settled(lease, used, "giveBack", true); }
+  // Gives a lease back (LeasingLimiter): of its units only `used` still count, until its end + window.
+  // Returns whether there was anything to give back.
+  bool giveBack(const Receipt& lease, std::int64_t used) { return settled(lease, used, "giveBack"); }
 
   Usage peek(std::string_view key) { return peek(key, limit()); }
   Usage peek(std::string_view key, const Limit& limit) {
@@ -609,14 +622,14 @@ class RedisLimiter {
     return {options().observer, options().on_failure, Tier::redis, options().enforcement};
   }
 
-  bool settled(const Receipt& receipt, std::int64_t actual, std::string_view call, bool to_now) {
+  bool settled(const Receipt& receipt, std::int64_t actual, std::string_view call) {
     if (!receipt) return false;
     if (actual < 0 || actual >= detail::kLargestExact) {
       throw InvalidArgument(std::string(Algorithm::kName) + "::" + std::string(call) + ": " + std::to_string(actual) +
                             " units are not in 0..2^53-1 (key " + detail::quoted(receipt.redis_key) + ")");
     }
     const typename Calls::SettleTexts texts = calls_.settleTexts(receipt, actual);
-    return redis_->run(calls_.settleCall(receipt, texts, to_now))->integer() == 1;
+    return redis_->run(calls_.settleCall(receipt, texts))->integer() == 1;
   }
 
   void checkTerms(const LeaseTerms& terms, std::int64_t cost, const Limit& limit, std::string_view key) const {

@@ -19,9 +19,10 @@ inline long long integerReply(swl::Connection& connection, std::initializer_list
   return reply->integer();
 }
 
-// The entries of a sliding window log (one per recorded request): its members but the running sum '#'.
+// The entries of a sliding window log (one per recorded request): its members scored by a time, not its
+// bookkeeping (below 0 and from 2^53 on).
 inline long long logEntries(swl::Connection& connection, const std::string& redis_key) {
-  return integerReply(connection, {"ZCOUNT", redis_key, "(0", "+inf"});
+  return integerReply(connection, {"ZCOUNT", redis_key, "(0", "(9007199254740992"});
 }
 
 inline std::string textReply(swl::Connection& connection, std::initializer_list<std::string_view> argv) {

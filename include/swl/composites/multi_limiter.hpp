@@ -46,7 +46,7 @@ namespace swl {
 // Several sliding window logs decided together, all or nothing, in one atomic Lua script: the log of
 // algorithms/sliding_window.hpp, whose steps (SlidingWindowLog::kFunctions) it runs for each rule's key.
 inline constexpr std::string_view kMultiWindowArguments = R"lua(
--- KEYS[i]  rule i's sorted set: the sliding window log, one entry per request and '#' for the sum
+-- KEYS[i]  rule i's sorted set: the sliding window log (SlidingWindowLog::kFunctions has its layout)
 -- ARGV[1]  cost: units this request asks of every rule (1 <= cost <= each limit, checked by the client)
 -- ARGV[2]  now in microseconds since the epoch; '' reads Redis's own clock
 -- ARGV[3]  this request's unique member; '' uses its millisecond timestamp
@@ -56,48 +56,68 @@ inline constexpr std::string_view kMultiWindowArguments = R"lua(
 -- The request is recorded in every log only if every rule admits it: no rule pays for a refusal.
 local cost = tonumber(ARGV[1])
 local now_text = ARGV[2]
-if now_text == '' then
+local redis_time = now_text == ''
+if redis_time then
   local time = redis.call('TIME')
   now_text = time[1] .. string.format('%06d', tonumber(time[2]))
 end
 local now = tonumber(now_text)
+local function idiv(a, b)
+  local q = math.floor(a / b)
+  if q * b > a then q = q - 1 elseif (q + 1) * b <= a then q = q + 1 end
+  return q
+end
 local function text(n) return string.format('%.0f', n) end
 )lua";
 
 inline constexpr std::string_view kMultiWindowScript = R"lua(
-local windows, limits, starts, counts, extras, stales, gones, refused = {}, {}, {}, {}, {}, {}, {}, {}
-local allowed = true
-for i, log in ipairs(KEYS) do
-  windows[i] = tonumber(ARGV[2 + 3 * i])
-  limits[i] = tonumber(ARGV[3 + 3 * i])
-  starts[i] = text(now - windows[i])
-  counts[i], extras[i], stales[i], gones[i] = readWindow(log, starts[i],
-    redis.call('ZCOUNT', log, '(' .. starts[i], '+inf'), redis.call('ZSCORE', log, '#'))
-  refused[i] = counts[i] + cost > limits[i]
-  if refused[i] then allowed = false end
+-- Each rule's window, as the log's own script counts it (SlidingWindowLog::kScript): by its entries, or
+-- by its sums once it holds entries of other units.
+local entries, units, rules, allowed = countedByEntries(), nil, {}, true
+for i, log_key in ipairs(KEYS) do
+  local window = tonumber(ARGV[2 + 3 * i])
+  local rule = {key = log_key, window = window, limit = tonumber(ARGV[3 + 3 * i]), ttl = tonumber(ARGV[4 + 3 * i]),
+                start = text(now - window)}
+  rule.held = redis.call('ZCOUNT', log_key, '(' .. rule.start, TIMES_END)
+  rule.lowest = redis.call('ZRANGE', log_key, 0, 0)[1]  -- '!' counted by entries, '#' by units
+  if rule.lowest == '#' then
+    units = units or countedByUnits()
+    rule.log = units.open(log_key, window, rule.start, rule.held)
+    rule.held = units.units(rule.log)
+  end
+  rule.refused = rule.held + cost > rule.limit
+  if rule.refused then allowed = false end
+  rules[i] = rule
 end
 
 -- The first rule's ZADD is the script's first write, so Redis over maxmemory refuses before any change.
-local recorded = allowed or ARGV[4] == '1'
-local member = ARGV[3]
-if member == '' then member = text(math.floor(now / 1000)) end
-for i, log in ipairs(KEYS) do
-  if recorded then
-    counts[i], extras[i] = recordEntry(log, member, cost, counts[i], extras[i], stales[i], gones[i],
-                                       ARGV[4 + 3 * i], starts[i], windows[i], now_text)
-  else
-    extras[i] = trim(log, starts[i], extras[i], stales[i], gones[i])
-  end
-end
-
+local member = nil
+if allowed or ARGV[4] == '1' then member = entries.member(ARGV[3]) end
 local result = {allowed and 1 or 0}
-for i, log in ipairs(KEYS) do
-  -- A rule that refused: the same cost fits once (count + cost - limit) of its units have left.
-  local retry_after = 0
-  if refused[i] then retry_after = freedIn(log, extras[i], counts[i] + cost - limits[i], windows[i]) end
-  result[#result + 1] = limits[i] - counts[i]  -- below 0 when counted refusals filled it past the limit
+for _, rule in ipairs(rules) do
+  local retry_after, reset_after = 0, 0
+  if rule.log == nil and (cost == 1 or member == nil) then
+    if member then
+      local at_text, at = entries.time(rule.key, now)
+      rule.held = rule.held + entries.record(rule.key, at_text, member, rule.lowest == '!')
+      entries.expire(rule.key, at, rule.window, rule.ttl)
+    end
+    entries.trim(rule.key, rule.start, member or rule.lowest == '!')
+    if rule.refused then
+      retry_after = entries.freedAfter(rule.key, rule.held, rule.held + cost - rule.limit, rule.window)
+    end
+    reset_after = entries.resetAfter(rule.key, rule.window)
+  else
+    units = units or countedByUnits()
+    rule.log = rule.log or units.open(rule.key, rule.window, rule.start, rule.held)
+    rule.held = units.commit(rule.log, member, cost, now, rule.ttl)
+    if rule.refused then retry_after = units.freedAfter(rule.log, rule.held + cost - rule.limit) end
+    reset_after = units.resetAfter(rule.log)
+  end
+  -- A rule that refused: the same cost fits once (held + cost - limit) of its units have left.
+  result[#result + 1] = rule.limit - rule.held  -- below 0 when counted refusals filled it past the limit
   result[#result + 1] = retry_after
-  result[#result + 1] = emptiesIn(log, windows[i])
+  result[#result + 1] = reset_after
 end
 return result
 )lua";
@@ -232,7 +252,7 @@ class MultiLimiter {
       rule_texts[3 * i + 1] = detail::IntegerText(limit.max_requests);
       rule_texts[3 * i + 2] = detail::IntegerText(ttl_.ttl(limit.window).count());
     }
-    const std::string member = members_.next();
+    const std::string member = detail::checkedMember("swl::MultiLimiter", members_.next());
     const detail::IntegerText cost_text(cost);
     const detail::IntegerText now(clientNow(limits));
     const std::string_view now_text = options_.clock.isRedisTime() ? std::string_view() : now.view();
@@ -252,8 +272,10 @@ class MultiLimiter {
   std::string redisKey(std::size_t rule, std::string_view key) const { return rules_.at(rule).keys.key(key); }
 
   static const Script& script() {
-    static const std::string text =
-        std::string(kMultiWindowArguments).append(SlidingWindowLog::kFunctions).append(kMultiWindowScript);
+    static const std::string text = std::string(kMultiWindowArguments)
+                                        .append(SlidingWindowLog::kLayout)
+                                        .append(SlidingWindowLog::kFunctions)
+                                        .append(kMultiWindowScript);
     static const Script multi_window("multi_window", text);
     return multi_window;
   }
