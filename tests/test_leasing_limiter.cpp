@@ -7,6 +7,7 @@
 
 #include "support/admission_spans.hpp"
 #include "support/child_process.hpp"
+#include "support/log_layout.hpp"
 #include "support/manual_time.hpp"
 #include "support/replies.hpp"
 #include "support/workers.hpp"
@@ -72,7 +73,7 @@ TEST_CASE("A key seen once costs one entry at its own time, as with a SlidingWin
   CHECK(decision.remaining == 97);
   const auto entries = entriesOf(time.connection, "swl:cold");
   REQUIRE(entries.size() == 1);
-  CHECK(entries.begin()->first.find("*3") != std::string::npos);
+  CHECK(swl::test::unitsOfEntry(entries.begin()->first) == 3);
   CHECK(entries.begin()->second == nowOf(time));
 }
 
@@ -91,7 +92,7 @@ TEST_CASE("A key in demand is leased: its next requests are decided here, from o
   const auto entries = entriesOf(time.connection, "swl:hot");
   REQUIRE(entries.size() == 2);
   const auto lease = std::find_if(entries.begin(), entries.end(),
-                                  [](const auto& entry) { return entry.first.find("*24") != std::string::npos; });
+                                  [](const auto& entry) { return swl::test::unitsOfEntry(entry.first) == 24; });
   REQUIRE(lease != entries.end());
   CHECK(lease->second == leased_at + 20'000);
 
@@ -129,8 +130,9 @@ TEST_CASE("What a lease did not use is given back on destruction; what it used c
   CHECK(plain.peek("k").used == 6);
   // The used units keep the lease's entry, and its place in time: the lease's end.
   const auto entries = entriesOf(time.connection, "swl:k");
-  const auto given_back = std::find_if(entries.begin(), entries.end(),
-                                       [](const auto& entry) { return entry.first.find("+5") != std::string::npos; });
+  const auto given_back = std::find_if(entries.begin(), entries.end(), [](const auto& entry) {
+    return entry.first[0] == '+' && swl::test::unitsOfEntry(entry.first) == 5;
+  });
   REQUIRE(given_back != entries.end());
   CHECK(given_back->second == nowOf(time) - 1'000 + 20'000);
 }

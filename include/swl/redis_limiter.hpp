@@ -256,15 +256,15 @@ inline Usage decodeUsage(ReplyView reply, std::int64_t limit) {
   return {limit, limit - values[1], seen.remaining, seen.reset_after};
 }
 
-// A member policy's member as the log can record it. The log marks an entry's units after its member
-// ('*', '+'; '=' in sets of 0.2) and keeps its bookkeeping under '#', and the marks must sort before every
-// byte a member holds, so that settling an entry keeps its place among entries of the same time.
+// A member policy's member as the log can record it. The log's own members begin with, or hold, bytes
+// below ',' ('!', '#', '*', '+', ')') and '=' (which marked units in sets of 0.2): a member holding one
+// could be read as one of them.
 inline std::string checkedMember(std::string_view limiter, std::string member) {
   const auto marks = [](char byte) { return static_cast<unsigned char>(byte) < ',' || byte == '='; };
   if (std::any_of(member.begin(), member.end(), marks)) {
     throw InvalidArgument(std::string(limiter) + ": the member policy made the member " + quoted(member) +
                           ", which holds a byte below ',' (a space, a control byte or one of !\"#$%&'()*+) or '=': "
-                          "the log marks an entry's units with those");
+                          "the log marks its own members with those");
   }
   return member;
 }

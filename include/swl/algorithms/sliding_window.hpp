@@ -34,20 +34,23 @@ struct SlidingWindowLog {
   // The log's layout and its numbers, read by every script of the log and by MultiLimiter's.
   static constexpr std::string_view kLayout = R"lua(
 -- The sliding window log: one sorted set per limited key, one entry per recorded request.
---   An entry: score = the request's time in microseconds; member = its unique member, followed by
---   '*units' when it holds other than one unit, or by '+units' once settled ('=units' in sets of 0.2).
+--   An entry: score = the request's time in microseconds; member = its unique member, as the member
+--   policy made it while the set holds one-unit entries only, and in a set counted by units '*' and
+--   its units (a big-endian double: read in one call, as names are read by the thousand), then the
+--   member; '+' instead of '*' once settled. (Sets of 0.2 wrote 'member*units' and 'member=units'.)
 --   A key's entries are kept in time order: one recorded at or before the newest entry's time (a
 --   client's clock behind another's, or stepped back; the end of a lease) is recorded 1 us after it.
 --   On Redis's own clock, which moves on between two scripts, that is each request's own time.
 -- While every entry holds one unit, the set is "counted by entries": its window's units are its
 -- entries (one ZCOUNT), and it holds the mark '!' (score 0) beside them. Once an entry of other units
--- is recorded, it is "counted by units" until it empties: its entries are all marked with their units
--- ('*1' too), and it holds '#' and '#o' instead of '!', with sums that keep every count and search
+-- is recorded, it is "counted by units" until it empties: its new entries all carry their units (one
+-- too), and it holds its bookkeeping ('#...') instead of '!', with sums that keep every count and search
 -- bounded: countedByUnits() below says how.
--- Entries that slid out are removed a few at a time (TRIM): no call's work grows with the window.
+-- Entries that slid out are removed a few at a time: no call's work grows with the window.
 local TIMES_END = '(9007199254740992'  -- every entry's time lies below 2^53; sums lie outside
-local TRIM = 32                        -- entries that slid out, removed by one call at most
-local TRIM_EVERY = 16                  -- a set counted by entries is trimmed on one call in TRIM_EVERY
+local TRIM, TRIM_EVERY = 16, 8         -- counted by entries: at most TRIM, on one call in TRIM_EVERY
+local UNITS_TRIM = 8                   -- counted by units: at most UNITS_TRIM, on every call
+local LOW = UNITS_TRIM + 3             -- members read at or below a window's start: marks, then entries
 )lua";
 
   // The busiest paths, run before kFunctions defines anything (a Lua function costs Redis on every call
@@ -68,7 +71,7 @@ if redis_time then
     local member = ARGV[5]
     if member == nil or member == '' then member = text(math.floor(now / 1000)) end
     local added = redis.call('ZADD', key, 'NX', now_text, member, 0, '!')
-    by_units = added == 2 and redis.call('ZSCORE', key, '#') ~= false
+    by_units = added == 2 and redis.call('ZCOUNT', key, '-inf', '(0') > 0
     if by_units then
       redis.call('ZREM', key, '!', member)
     else
@@ -76,7 +79,7 @@ if redis_time then
       answer, marked = {1, limit - live - math.min(added, 1), 0, window}, true
     end
   elseif cost == 0 or (live + cost > limit and not count_rejected) then
-    by_units = redis.call('ZSCORE', key, '#') ~= false
+    by_units = redis.call('ZCOUNT', key, '-inf', '(0') > 0
     if not by_units then
       local newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2] or 0)
       answer = {1, limit - live, 0, math.max(0, newest + window - now)}
@@ -139,10 +142,10 @@ local function countedByEntries()
 
   -- Removes up to TRIM entries that slid out, the oldest first (after the mark, when `marked`), on one
   -- call in TRIM_EVERY: they no longer count, so removing them is only for memory, and each removal
-  -- costs Redis a command.
-  local function trimEntries(key, start, marked)
+  -- costs Redis a command. `slid` is how many slid out, when the caller has read them.
+  local function trimEntries(key, start, marked, slid)
     if now % TRIM_EVERY ~= 0 then return end
-    local slid = redis.call('ZCOUNT', key, '(0', start)
+    if slid == nil or slid > TRIM then slid = redis.call('ZCOUNT', key, '(0', start) end
     if slid > TRIM then
       local first = marked and 1 or 0
       redis.call('ZREMRANGEBYRANK', key, first, first + TRIM - 1)
@@ -171,172 +174,187 @@ end
 -- A set counted by units ---------------------------------------------------------------------------
 -- Built only for a set that needs it: a Lua function costs Redis on every call that defines it.
 local function countedByUnits()
-  -- Beside its entries the set holds, outside the range of times:
-  --   '#'    score EXTRA_AT + E, E = the extra units (units - 1) of every entry in the set;
-  --   '#o'   score OLDEST_AT + O, O = the number of the set's oldest entry: entries are numbered in
-  --          time order, so entry n has the rank n - O + 2, after '#' and '#o';
-  --   '#k:j' (k = 1..LEVELS) score NODES_AT + 2 (x + FANOUT^k), x = the extra units of the entries
-  --          numbered j FANOUT^k .. (j + 1) FANOUT^k - 1, there only while x is not 0.
-  -- So every count and every search over a window reads at most LEVELS + 1 times FANOUT values, and
-  -- every write changes LEVELS of them, whatever the window holds and whatever a request costs.
-  local EXTRA_AT = -6755399441055744   -- -2^53 + 2^51: '#' sorts first; E within +-2^51
-  local OLDEST_AT = -4503599627370496  -- -2^52: '#o' sorts second; O below 2^52
-  local NODES_AT = 9007199254740992    -- 2^53: nodes sort after every time; 2^53..2^54 holds even numbers
-  local FANOUT, LEVELS = 64, 4
-
+  -- Entries are numbered in time order, from the oldest in the set (O) to the newest (next - 1): entry
+  -- n has the rank n - O + 1. Beside them the set holds, outside the range of times:
+  --   one bookkeeping member, scored -1 - G, G the number of its writes (so that each successor sorts
+  --     below the member it replaces, which then goes by rank with the entries that slid out): '#' and
+  --     thirteen big-endian doubles, E, O, newest, T, G, q1..q4, p1..p4, where
+  --     E is the extra units (units - 1) of the entries in the set, newest the newest entry's time, T the
+  --     number from which nodes are kept, qk the extra units of the newest entry's node of level k, and
+  --     pk those of the entries of the oldest node of level k that have already left the set;
+  --   nodes of levels k = 1..4, each over SIZE[k] consecutive numbers from T on, kept once an entry past
+  --     them is recorded (the newest node of a level lives in qk): '#' and two big-endian doubles, x and
+  --     j, score BAND[k] + 2 j, x = the extra units of entries j SIZE[k] .. (j + 1) SIZE[k] - 1 as
+  --     recorded and settled, those that left the set included (pk says how many of the oldest node's
+  --     left). A node's value is in its name, so that a run of nodes is one read of names: Redis formats
+  --     every score it returns, and Lua's tonumber costs more than struct.unpack.
+  -- So a count or a search over any window reads at most four runs of FANOUT members, and a write
+  -- changes the entry, the bookkeeping member and, once per SIZE[1] entries, a node: nothing grows with
+  -- the window or with a request's cost.
+  local FANOUT, LEVELS = 16, 4
+  local SIZE = {16, 256, 4096, 65536}
+  -- 2^53 and 2^50 beyond it, again and again: scores in 2^53..2^54 are even numbers
+  local BAND = {9007199254740992, 10133099161583616, 11258999068426240, 12384898975268864}
+  -- Entry numbers stay below 2^52, and sizes are powers of two: their quotients are exact.
+  local floor = function(a, b) return math.floor(a / b) end
   local function unitsOf(member)
-    return tonumber(string.match(member, '[*+=](%d+)$') or 1)
+    local mark = string.byte(member)
+    if mark == 42 or mark == 43 then return (struct.unpack('>d', member, 2)) end  -- '*' or '+'
+    local at = string.find(member, '[*=]%d+$')  -- 0.2's 'member*units', 'member=units'
+    return at and tonumber(string.sub(member, at + 1)) or 1
   end
 
-  local function capacity(level) return FANOUT ^ level end
-  local function nodeName(level, index) return '#' .. level .. ':' .. text(index) end
+  local function nodeName(value, index) return '#' .. struct.pack('>dd', value, index) end
 
-  -- Calls Redis with `head` followed by `items`, a few thousand at a time (Lua's unpack has a limit).
-  local function callWith(head, items)
-    local replies = {}
-    for from = 1, #items, 4000 do
-      local args = {unpack(head)}
-      for i = from, math.min(from + 3999, #items) do args[#args + 1] = items[i] end
-      local reply = redis.call(unpack(args))
-      if type(reply) == 'table' then for i = 1, #reply do replies[#replies + 1] = reply[i] end end
-    end
-    return replies
+  local function readBook(log, name)
+    local e, o, newest, kept, writes, q1, q2, q3, q4, p1, p2, p3, p4 = struct.unpack('>ddddddddddddd', name, 2)
+    log.book, log.extra, log.oldest, log.newest, log.kept, log.writes = name, e, o, newest, kept, writes
+    log.q, log.p = {q1, q2, q3, q4}, {p1, p2, p3, p4}
   end
 
-  -- The extra units of the nodes `from`..`to` of `level` (0 for absent ones).
-  local function nodeExtras(key, level, from, to)
-    local names = {}
-    for index = from, to do names[#names + 1] = nodeName(level, index) end
-    local scores = callWith({'ZMSCORE', key}, names)
-    local extras = {}
-    for i = 1, #names do extras[i] = scores[i] and (tonumber(scores[i]) - NODES_AT) / 2 - capacity(level) or 0 end
-    return extras
+  local function bookName(log)
+    local q, p = log.q, log.p
+    return '#' .. struct.pack('>ddddddddddddd', log.extra, log.oldest, log.newest, log.kept, log.writes, q[1], q[2], q[3],
+                              q[4], p[1], p[2], p[3], p[4])
   end
 
-  -- Node changes, in the order they were made: `extra` units more for every node over entry `n`.
-  local function addExtra(changes, n, extra)
-    for level = 1, LEVELS do
-      local name = nodeName(level, idiv(n, capacity(level)))
-      if changes[name] == nil then changes[#changes + 1] = name; changes[name] = 0 end
-      changes[name] = changes[name] + extra
-    end
-  end
-
-  -- The ZADD arguments (into `writes`) and the members to remove (into `removals`) that apply `changes`.
-  local function nodeWrites(key, changes, writes, removals)
-    if #changes == 0 then return end
-    local scores = callWith({'ZMSCORE', key}, changes)
-    for i, name in ipairs(changes) do
-      local size = capacity(tonumber(string.match(name, '^#(%d+)')))
-      local extra = (scores[i] and (tonumber(scores[i]) - NODES_AT) / 2 - size or 0) + changes[name]
-      if extra ~= 0 then
-        writes[#writes + 1] = NODES_AT + 2 * (extra + size)
-        writes[#writes + 1] = name
-      elseif scores[i] then
-        removals[#removals + 1] = name
+  -- Visits the nodes `from`..`to` of `level`, oldest first, with the units their present entries hold,
+  -- until `visit` returns true; returns the index it stopped at (or to). Nodes from T on are kept one
+  -- after another, so one read of names brings them; the newest is in the bookkeeping; before T only
+  -- settled entries made nodes, read with their numbers.
+  local function eachNode(log, level, from, to, visit)
+    local size, oldest, next = SIZE[level], log.oldest, log.next
+    local first_kept, newest, oldest_node = floor(log.kept, size), floor(next - 1, size), floor(oldest, size)
+    local a, b = math.max(from, first_kept), math.min(to, newest - 1)
+    local kept, sparse = {}, {}
+    if b >= a then kept = redis.call('ZRANGEBYSCORE', log.key, BAND[level] + 2 * a, BAND[level] + 2 * b) end
+    if from < first_kept then
+      for _, name in ipairs(redis.call('ZRANGEBYSCORE', log.key, BAND[level] + 2 * from,
+                                       BAND[level] + 2 * math.min(to, first_kept - 1))) do
+        local value, index = struct.unpack('>dd', name, 2)
+        sparse[index] = value
       end
     end
+    for index = from, to do
+      local extra
+      if index == newest then
+        extra = log.q[level]
+      elseif index < first_kept then
+        extra = sparse[index] or 0
+      else
+        extra = struct.unpack('>d', kept[index - a + 1], 2)
+      end
+      local units = size + extra
+      if index == oldest_node then units = units - (oldest - index * size) - log.p[level] end
+      if index == newest then units = units - ((index + 1) * size - next) end
+      if visit(index, units) then return index end
+    end
+    return to
   end
 
-  -- The lowest level whose nodes over entries first..last are at most FANOUT (LEVELS past 64^5 entries).
-  local function topLevel(first, last)
-    local level = 0
-    while level < LEVELS and idiv(last, capacity(level)) - idiv(first, capacity(level)) >= FANOUT do
+  -- The lowest level whose nodes over the set's entries number at most FANOUT (4 past 16^5 entries),
+  -- and the range of its nodes.
+  local function topLevel(log)
+    local level, first, last = 0, log.oldest, log.next - 1
+    while level < LEVELS and floor(last, SIZE[level + 1] / FANOUT) - floor(first, SIZE[level + 1] / FANOUT) >= FANOUT do
       level = level + 1
     end
-    return level
+    if level == 0 then return 0, first, last end
+    return level, floor(first, SIZE[level]), floor(last, SIZE[level])
   end
 
-  -- The extra units of the entries numbered first..n-1 of a set counted by units.
-  local function extraBefore(key, first, n)
-    if n <= first then return 0 end
-    local level = topLevel(first, n - 1)
-    local from, extra = idiv(first, capacity(level)), 0
+  -- The units of the present entries numbered below `n`.
+  local function unitsBefore(log, n)
+    local level, from = topLevel(log)
+    local units = 0
     for k = level, 1, -1 do
-      local at = idiv(n, capacity(k))  -- the node holding entry n
+      local at = floor(n, SIZE[k])  -- the node holding entry n
       if at > from then
-        for _, x in ipairs(nodeExtras(key, k, from, at - 1)) do extra = extra + x end
+        eachNode(log, k, from, at - 1, function(_, node_units) units = units + node_units end)
       end
-      from = math.max(at * FANOUT, idiv(first, capacity(k - 1)))
+      from = math.max(at * FANOUT, floor(log.oldest, k > 1 and SIZE[k - 1] or 1))
     end
     if n > from then
-      for _, member in ipairs(redis.call('ZRANGE', key, from - first + 2, n - 1 - first + 2)) do
-        extra = extra + unitsOf(member) - 1
+      for _, member in ipairs(redis.call('ZRANGE', log.key, from - log.oldest + 1, n - log.oldest)) do
+        units = units + unitsOf(member)
       end
     end
-    return extra
+    return units
   end
 
-  -- The time of the entry holding the `target`-th unit of a set counted by units, counting from its
-  -- oldest entry (numbered `first`; `next` is one past its newest).
-  local function timeOfUnit(key, first, next, target)
-    local level = topLevel(first, next - 1)
-    local from, to, before = idiv(first, capacity(level)), idiv(next - 1, capacity(level)), 0
+  -- The time of the entry holding the `target`-th unit of the set, counted from its oldest entry.
+  local function timeOfUnit(log, target)
+    local level, from, to = topLevel(log)
+    local before = 0
     for k = level, 1, -1 do
-      local size = capacity(k)
-      local extras, chosen = nodeExtras(key, k, from, to), to
-      for i, extra in ipairs(extras) do
-        local index = from + i - 1
-        local units = math.min((index + 1) * size, next) - math.max(index * size, first) + extra
-        if before + units >= target then
-          chosen = index
-          break
-        end
+      local chosen = eachNode(log, k, from, to, function(_, units)
+        if before + units >= target then return true end
         before = before + units
+      end)
+      local below = k > 1 and SIZE[k - 1] or 1
+      from = math.max(chosen * FANOUT, floor(log.oldest, below))
+      to = math.min(chosen * FANOUT + FANOUT - 1, floor(log.next - 1, below))
+    end
+    for i, member in ipairs(redis.call('ZRANGE', log.key, from - log.oldest + 1, to - log.oldest + 1)) do
+      before = before + unitsOf(member)
+      if before >= target then
+        local rank = from - log.oldest + i
+        return tonumber(redis.call('ZRANGE', log.key, rank, rank, 'WITHSCORES')[2])
       end
-      from = math.max(chosen * FANOUT, idiv(first, capacity(k - 1)))
-      to = math.min(chosen * FANOUT + FANOUT - 1, idiv(next - 1, capacity(k - 1)))
     end
-    local entries = redis.call('ZRANGE', key, from - first + 2, to - first + 2, 'WITHSCORES')
-    for i = 1, #entries, 2 do
-      before = before + unitsOf(entries[i])
-      if before >= target then return tonumber(entries[i + 1]) end
-    end
-    return error('swl: the log ' .. key .. ' holds fewer units than its sums say')
+    return error('swl: the log ' .. log.key .. ' holds fewer units than its sums say')
   end
 
-  -- Entries numbered from 0 by rank, for a set written by swl 0.2 ('#' held minus its extra units, and
-  -- no numbers). Once per such set: its work grows with the set, as 0.2's own did.
+  -- Numbers the entries of a set written by swl 0.2 ('#' held minus its extra units, and no numbers), and
+  -- keeps its nodes. Once per such set: its work grows with the set, as 0.2's own did.
   local function numberEntries(key)
-    local entries, changes, extra = redis.call('ZRANGEBYSCORE', key, '(0', '+inf'), {}, 0
-    for n = 0, #entries - 1 do
-      local x = unitsOf(entries[n + 1]) - 1
-      if x ~= 0 then
-        addExtra(changes, n, x)
-        extra = extra + x
+    local entries = redis.call('ZRANGEBYSCORE', key, '(0', '+inf', 'WITHSCORES')
+    local log = {extra = 0, oldest = 0, kept = 0, newest = 0, writes = 0, q = {0, 0, 0, 0}, p = {0, 0, 0, 0}}
+    local writes = {}
+    for i = 1, #entries, 2 do
+      local n, x = (i - 1) / 2, unitsOf(entries[i]) - 1
+      for k = 1, LEVELS do
+        if n > 0 and floor(n, SIZE[k]) ~= floor(n - 1, SIZE[k]) then
+          writes[#writes + 1], writes[#writes + 2] = BAND[k] + 2 * floor(n - 1, SIZE[k]), nodeName(log.q[k], floor(n - 1, SIZE[k]))
+          log.q[k] = 0
+        end
+        log.q[k] = log.q[k] + x
       end
+      log.extra, log.newest = log.extra + x, tonumber(entries[i + 1])
     end
-    local writes = {EXTRA_AT + extra, '#', OLDEST_AT, '#o'}
-    nodeWrites(key, changes, writes, {})
-    callWith({'ZADD', key}, writes)
+    writes[#writes + 1], writes[#writes + 2] = -1, bookName(log)
+    redis.call('ZREM', key, '#')
+    for from = 1, #writes, 4000 do
+      redis.call('ZADD', key, unpack(writes, from, math.min(from + 3999, #writes)))
+    end
   end
 
-  -- One key's log as this call finds it, for a window of `window` microseconds ending now (from `start`,
-  -- with `live` entries in it when the caller has read them): its entries that slid out (`slid`, their
-  -- members, oldest first, as many as one read brings) and, when counted by units, its extra units and
-  -- the number of its oldest entry.
-  local function openLog(key, window, start, live)
+  -- One key's log as this call finds it, for a window of `window` microseconds ending now. The caller may
+  -- bring what it has read: `start` (the window's start as text), `live` (its entries), and `low`, the
+  -- set's first LOW members at or below `start`. The log holds the members of the entries that slid out
+  -- but are still in the set (`slid`, oldest first, as many as that read brings) and, when the set is
+  -- counted by units, its bookkeeping.
+  local function openLog(key, window, start, live, low)
     start = start or text(now - window)
+    low = low or redis.call('ZRANGEBYSCORE', key, '-inf', start, 'LIMIT', 0, LOW)
     local log = {key = key, window = window, start = start, slid = {},
                  live = live or redis.call('ZCOUNT', key, '(' .. start, TIMES_END)}
-    local low = redis.call('ZRANGEBYSCORE', key, '-inf', start, 'WITHSCORES', 'LIMIT', 0, TRIM + 3)
-    local from = 1
     if low[1] == '#' then
-      if low[3] ~= '#o' then
-        numberEntries(key)
-        return openLog(key, window, start, log.live)
-      end
-      log.extra, log.oldest, from = tonumber(low[2]) - EXTRA_AT, tonumber(low[4]) - OLDEST_AT, 5
-      if low[5] == '!' then
-        -- The mark kFastPath leaves when a member policy repeats a member recorded before the set
-        -- was counted by units: gone before any rank is read.
-        redis.call('ZREM', key, '!')
-        return openLog(key, window, start, log.live)
-      end
-    elseif low[1] == '!' then
-      from = 3  -- the mark of a set counted by entries
+      numberEntries(key)
+      return openLog(key, window, start, log.live)
     end
-    for i = from, #low, 2 do log.slid[#log.slid + 1] = low[i] end
+    local from = 1
+    if low[1] ~= nil and string.byte(low[1]) == 35 then  -- '#...': its bookkeeping member
+      readBook(log, low[1])
+      from = 2
+    end
+    if low[from] == '!' then
+      -- A set counted by units shows the mark kFastPath leaves when a member policy repeats a member
+      -- recorded before the set was counted by units: it goes before any rank is read.
+      if log.book then redis.call('ZREM', key, '!') end
+      from = from + 1
+    end
+    for i = from, math.min(#low, from + UNITS_TRIM) do log.slid[#log.slid + 1] = low[i] end
     return log
   end
 
@@ -344,7 +362,7 @@ local function countedByUnits()
   local function slidCount(log)
     if log.slid_count == nil then
       log.slid_count = #log.slid
-      if #log.slid > TRIM then log.slid_count = redis.call('ZCOUNT', log.key, '(0', log.start) end
+      if #log.slid > UNITS_TRIM then log.slid_count = redis.call('ZCOUNT', log.key, '(0', log.start) end
     end
     return log.slid_count
   end
@@ -353,26 +371,21 @@ local function countedByUnits()
   local function unitsIn(log)
     if log.extra == nil then return log.live end
     if log.slid_extra == nil then
+      log.next = log.oldest + slidCount(log) + log.live
       log.slid_extra = 0
-      if #log.slid <= TRIM then
+      if #log.slid <= UNITS_TRIM then
         for _, member in ipairs(log.slid) do log.slid_extra = log.slid_extra + unitsOf(member) - 1 end
+      elseif log.live == 0 then
+        log.slid_extra = log.extra  -- everything slid out
       else
-        log.slid_extra = extraBefore(log.key, log.oldest, log.oldest + slidCount(log))
+        log.slid_extra = unitsBefore(log, log.oldest + slidCount(log)) - slidCount(log)
       end
     end
     return log.live + log.extra - log.slid_extra
   end
 
-  -- The time of the newest entry, 0 when there is none.
-  local function newestIn(log)
-    if log.newest == nil then
-      log.newest = tonumber(redis.call('ZREVRANGEBYSCORE', log.key, TIMES_END, '(0', 'WITHSCORES', 'LIMIT', 0, 1)[2] or 0)
-    end
-    return log.newest
-  end
-
   -- Records `units` units for `member` (none when member is nil) at time `at`, or 1 us after the newest
-  -- entry when that is not earlier, and removes up to TRIM entries that slid out. A set counted by
+  -- entry when that is not earlier, and removes up to UNITS_TRIM entries that slid out. A set counted by
   -- entries is counted by units from here on. Returns the units the window holds after.
   --
   -- The entry's ZADD is the script's first write: a Redis over maxmemory refuses a script's first write
@@ -380,72 +393,107 @@ local function countedByUnits()
   -- nothing to record, the removal goes first: it frees memory, so a refusal is still decided then.
   local function commit(log, member, units, at, ttl)
     local key, held = log.key, unitsIn(log)
-    if log.extra == nil then log.extra, log.oldest, log.slid_extra, log.marked = 0, 0, 0, true end
+    local counted_by_entries = log.extra == nil
+    if counted_by_entries then
+      if not member then return held end  -- nothing to count by units yet
+      -- Its entries are numbered so that the last is just below a multiple of SIZE[LEVELS], from which
+      -- nodes are kept: they all hold one unit, so no node is needed before it.
+      local entries = slidCount(log) + log.live
+      log.kept = SIZE[LEVELS] * math.ceil(entries / SIZE[LEVELS])
+      log.extra, log.oldest, log.next, log.slid_extra = 0, log.kept - entries, log.kept, 0
+      log.q, log.p, log.writes = {0, 0, 0, 0}, {0, 0, 0, 0}, 0
+      log.newest = tonumber(redis.call('ZREVRANGEBYSCORE', key, TIMES_END, '(0', 'WITHSCORES', 'LIMIT', 0, 1)[2] or 0)
+    end
     local slid = slidCount(log)
-    local entries, trim, changes = slid + log.live, math.min(slid, TRIM), {}
-    local extra, trimmed_extra = log.extra, 0
-    for i = 1, trim do
-      local x = unitsOf(log.slid[i]) - 1
-      if x ~= 0 then
-        addExtra(changes, log.oldest + i - 1, -x)
-        trimmed_extra = trimmed_extra + x
+    local trim = math.min(slid, UNITS_TRIM)
+    if not member and trim == 0 then
+      log.slid_left = slid
+      return held
+    end
+    local oldest, trimmed_extra, writes, gone = log.oldest + trim, 0, {}, {}
+    for i = 1, trim do trimmed_extra = trimmed_extra + unitsOf(log.slid[i]) - 1 end
+    -- What leaves: its extra units leave E, each oldest node counts its part that left, and nodes left
+    -- wholly behind go.
+    for k = 1, LEVELS do
+      local was, is = floor(log.oldest, SIZE[k]), floor(oldest, SIZE[k])
+      if is > was then
+        gone[#gone + 1] = {BAND[k] + 2 * was, BAND[k] + 2 * (is - 1)}
+        log.p[k] = 0
+        for i = is * SIZE[k] - log.oldest + 1, trim do log.p[k] = log.p[k] + unitsOf(log.slid[i]) - 1 end
+      else
+        log.p[k] = log.p[k] + trimmed_extra
       end
     end
     if member then
-      if newestIn(log) >= at then at = log.newest + 1 end
+      if log.newest >= at then at = log.newest + 1 end
+      local n, x = log.next, units - 1
+      for k = 1, LEVELS do
+        local index, previous = floor(n, SIZE[k]), floor(n - 1, SIZE[k])
+        if n > 0 and index ~= previous then
+          -- The newest node is complete: it is kept (before T only when it holds extra units, settled
+          -- there), and the entry starts the next one.
+          if n > log.kept or log.q[k] ~= 0 then
+            writes[#writes + 1], writes[#writes + 2] = BAND[k] + 2 * previous, nodeName(log.q[k], previous)
+          end
+          log.q[k] = 0
+        end
+        log.q[k] = log.q[k] + x
+      end
+      log.extra, log.newest, log.next, held = log.extra + x, at, n + 1, held + units
+    end
+    log.extra, log.oldest = log.extra - trimmed_extra, oldest
+    log.slid_left, log.slid_extra = slid - trim, log.slid_extra - trimmed_extra
+    local empty = log.next == oldest
+    -- The bookkeeping member's successor sorts below it, so that it goes by rank with the entries that
+    -- left (the mark of a set that was counted by entries, at rank 0 like a bookkeeping member, too).
+    local replaced = log.book or (counted_by_entries and redis.call('ZSCORE', key, '!'))
+    if not empty then
+      log.writes = log.writes + 1
+      log.book = bookName(log)
+      writes[#writes + 1], writes[#writes + 2] = -1 - log.writes, log.book
+    end
+    if member then
       -- Marked even for one unit: kFastPath's ZADD of an unmarked member then never finds it here.
       -- LT never moves an entry already there (every entry is older than `at`), so a member policy
       -- that repeats itself cannot take an entry out of its place: the repeat gets a suffix instead.
-      local name = member .. '*' .. text(units)
-      if redis.call('ZADD', key, 'LT', at, name) == 0 then
-        name = member .. ')' .. text(log.oldest + entries) .. '*' .. text(units)
-        redis.call('ZADD', key, at, name)
+      local marked = '*' .. struct.pack('>d', units)
+      if redis.call('ZADD', key, 'LT', at, marked .. member, unpack(writes)) == #writes / 2 then
+        redis.call('ZADD', key, at, marked .. member .. ')' .. text(log.next - 1))
       end
-      if units ~= 1 then addExtra(changes, log.oldest + entries, units - 1) end
-      extra = extra + units - 1
-      held = held + units
-      entries = entries + 1
-      log.newest = math.max(log.newest, at)
-    elseif trim > 0 then
-      redis.call('ZREMRANGEBYRANK', key, 2, trim + 1)
-    end
-    local writes, removals = {EXTRA_AT + extra - trimmed_extra, '#', OLDEST_AT + log.oldest + trim, '#o'}, {}
-    nodeWrites(key, changes, writes, removals)
-    if log.marked then removals[#removals + 1] = '!' end
-    if entries - trim == 0 then
-      removals[#removals + 1], removals[#removals + 2] = '#', '#o'
-    else
-      callWith({'ZADD', key}, writes)
-    end
-    if #removals > 0 then callWith({'ZREM', key}, removals) end
-    if member then
-      if trim > 0 then redis.call('ZREMRANGEBYRANK', key, 2, trim + 1) end
+      local last = trim + (replaced and 1 or 0)
+      if last > 0 then redis.call('ZREMRANGEBYRANK', key, 1, last) end
       redis.call('PEXPIRE', key, math.max(ttl, math.ceil((log.newest + log.window - now) / 1000)))
+    else
+      -- Nothing recorded: the removal first (it frees memory), then the bookkeeping member.
+      redis.call('ZREMRANGEBYRANK', key, 1, trim)
+      if empty then
+        redis.call('ZREMRANGEBYRANK', key, 0, 0)
+        log.book = nil
+      else
+        redis.call('ZADD', key, unpack(writes))
+        redis.call('ZREMRANGEBYRANK', key, 1, 1)
+      end
     end
-    log.extra, log.oldest = extra - trimmed_extra, log.oldest + trim
-    log.next = log.oldest + entries - trim
-    log.slid_left, log.slid_extra = slid - trim, log.slid_extra - trimmed_extra
+    if empty then
+      redis.call('ZREMRANGEBYSCORE', key, BAND[1], '+inf')
+    else
+      for _, range in ipairs(gone) do redis.call('ZREMRANGEBYSCORE', key, range[1], range[2]) end
+    end
     return held
   end
 
-  -- The time until the window is empty.
+  -- The time until the window is empty: its newest entry's time + window.
   local function resetAfter(log)
-    return math.max(0, newestIn(log) + log.window - now)
+    if log.newest == nil then
+      log.newest = tonumber(redis.call('ZREVRANGEBYSCORE', log.key, TIMES_END, '(0', 'WITHSCORES', 'LIMIT', 0, 1)[2] or 0)
+    end
+    return math.max(0, log.newest + log.window - now)
   end
 
   -- The time until `needed` more units have left the window, after commit: its oldest units leave first,
-  -- each at its entry's time + window.
+  -- each at its entry's time + window. Units of entries that slid out but are still in the set come first.
   local function freedAfter(log, needed)
-    local at
-    if log.extra == nil then
-      if log.slid_left == nil then log.slid_left = slidCount(log) end
-      local rank = log.slid_left + needed - 1
-      at = tonumber(redis.call('ZRANGE', log.key, rank, rank, 'WITHSCORES')[2])
-    else
-      -- Units of entries that slid out but are still in the set come first.
-      at = timeOfUnit(log.key, log.oldest, log.next, log.slid_left + log.slid_extra + needed)
-    end
-    return at + log.window - now
+    return timeOfUnit(log, log.slid_left + log.slid_extra + needed) + log.window - now
   end
 
   -- Settles the entry `member` recorded with `recorded` units: it now holds `actual` (0 keeps it as an
@@ -454,39 +502,61 @@ local function countedByUnits()
   -- expired, is left alone: its units no longer count. Returns 1 when it settled the entry.
   local function settleEntry(key, member, recorded, actual, window)
     -- Recorded as counted by units, or, for one unit, as counted by entries.
-    local recorded_member = member .. '*' .. text(recorded)
+    local recorded_member = '*' .. struct.pack('>d', recorded) .. member
     local score = redis.call('ZSCORE', key, recorded_member)
     if not score and recorded == 1 then
       recorded_member = member
       score = redis.call('ZSCORE', key, member)
     end
     if not score or tonumber(score) <= now - window then return 0 end
-    -- The marks '*' and '+' sort before every byte a member may hold, so the entry keeps its rank.
-    local writes, removals = {score, member .. '+' .. text(actual)}, {}
-    local book = redis.call('ZRANGE', key, 0, 1, 'WITHSCORES')
-    if book[1] == '#' and book[3] ~= '#o' then
+    -- No two entries share a time, so renamed, the entry keeps its rank.
+    local writes, removals = {score, '+' .. struct.pack('>d', actual) .. member}, {recorded_member}
+    local delta = actual - recorded
+    local lowest = redis.call('ZRANGE', key, 0, 0)
+    if lowest[1] == '#' then
       numberEntries(key)
-      book = redis.call('ZRANGE', key, 0, 1, 'WITHSCORES')
+      lowest = redis.call('ZRANGE', key, 0, 0)
     end
-    if actual ~= recorded or book[1] == '#' then
-      local extra, oldest, offset = 0, 0, 0
-      if book[1] == '#' then extra, oldest = tonumber(book[2]) - EXTRA_AT, tonumber(book[4]) - OLDEST_AT end
-      if book[1] == '#' then offset = 2 elseif book[1] == '!' then offset = 1 end
-      local changes = {}
-      addExtra(changes, oldest + redis.call('ZRANK', key, recorded_member) - offset, actual - recorded)
-      writes[#writes + 1], writes[#writes + 2] = EXTRA_AT + extra + actual - recorded, '#'
-      writes[#writes + 1], writes[#writes + 2] = OLDEST_AT + oldest, '#o'
-      nodeWrites(key, changes, writes, removals)
-      if book[1] == '!' then removals[#removals + 1] = '!' end
+    local by_units = lowest[1] ~= nil and string.byte(lowest[1]) == 35
+    if delta ~= 0 or by_units then
+      local log = {key = key}
+      local entries = redis.call('ZCOUNT', key, '(0', TIMES_END)
+      local rank = redis.call('ZRANK', key, recorded_member)
+      if by_units then
+        readBook(log, lowest[1])
+        removals[#removals + 1] = lowest[1]
+      else
+        -- Counted by entries until now, numbered as commit numbers them.
+        log.kept = SIZE[LEVELS] * math.ceil(entries / SIZE[LEVELS])
+        log.extra, log.oldest, log.q, log.p, log.writes = 0, log.kept - entries, {0, 0, 0, 0}, {0, 0, 0, 0}, 0
+        log.newest = tonumber(redis.call('ZREVRANGEBYSCORE', key, TIMES_END, '(0', 'WITHSCORES', 'LIMIT', 0, 1)[2])
+        if lowest[1] == '!' then removals[#removals + 1] = '!' else rank = rank + 1 end
+      end
+      local n, newest = log.oldest + rank - 1, log.oldest + entries - 1
+      for k = 1, LEVELS do
+        local index = floor(n, SIZE[k])
+        if index == floor(newest, SIZE[k]) then
+          log.q[k] = log.q[k] + delta
+        elseif delta ~= 0 then
+          -- A kept node, or one before T, kept from now on.
+          local node = redis.call('ZRANGEBYSCORE', key, BAND[k] + 2 * index, BAND[k] + 2 * index)[1]
+          local value = node and struct.unpack('>d', node, 2) or 0
+          if node then removals[#removals + 1] = node end
+          writes[#writes + 1], writes[#writes + 2] = BAND[k] + 2 * index, nodeName(value + delta, index)
+        end
+      end
+      log.extra = log.extra + delta
+      log.writes = log.writes + 1
+      writes[#writes + 1], writes[#writes + 2] = -1 - log.writes, bookName(log)
     end
     -- A charge grows the set: its ZADD goes first, so Redis over maxmemory refuses it before any change.
     -- A refund removes first, which frees memory, so it gets in even then.
     if actual > recorded then
-      callWith({'ZADD', key}, writes)
-      redis.call('ZREM', key, recorded_member, unpack(removals))
+      redis.call('ZADD', key, unpack(writes))
+      redis.call('ZREM', key, unpack(removals))
     else
-      redis.call('ZREM', key, recorded_member, unpack(removals))
-      callWith({'ZADD', key}, writes)
+      redis.call('ZREM', key, unpack(removals))
+      redis.call('ZADD', key, unpack(writes))
     end
     return 1
   end
@@ -500,22 +570,24 @@ end
   // kFastPath, which has read `start` and `live`.
   static constexpr std::string_view kScript = R"lua(
 local ttl = tonumber(ARGV[6]) or math.ceil(window / 1000)
--- The set's lowest member: '#' counted by units, '!' counted by entries, else one without its mark.
-local lowest = by_units and '#' or redis.call('ZRANGE', key, 0, 0)[1]
+-- The set's first members at or below the window's start: first its bookkeeping ('#...')
+-- when counted by units, or its mark '!' when counted by entries, then the entries that slid out.
+local low = redis.call('ZRANGEBYSCORE', key, '-inf', start, 'LIMIT', 0, LOW)
+by_units = low[1] ~= nil and string.byte(low[1]) == 35
 local allowed = live + cost <= limit
 -- A rejected request writes nothing unless the caller opted into the penalty: recording rejections
 -- by default would keep a flooded key full forever, admitting no one.
 local recorded = record and (allowed or count_rejected)
-if lowest ~= '#' and (cost <= 1 or not recorded) then
+if not by_units and (cost <= 1 or not recorded) then
   -- Counted by entries, and staying so: what it records holds one unit.
   local entries = countedByEntries()
   local held = live
   if recorded then
     local at_text, at = entries.time(key, now)
-    held = held + entries.record(key, at_text, entries.member(ARGV[5]), lowest == '!')
+    held = held + entries.record(key, at_text, entries.member(ARGV[5]), low[1] == '!')
     entries.expire(key, at, window, ttl)
   end
-  entries.trim(key, start, recorded or lowest == '!')
+  entries.trim(key, start, recorded or low[1] == '!', #low < LOW and #low - (low[1] == '!' and 1 or 0) or nil)
   local retry_after = 0
   if not allowed then retry_after = entries.freedAfter(key, held, held + cost - limit, window) end
   -- remaining is below 0 when counted refusals filled the window past the limit
@@ -523,10 +595,13 @@ if lowest ~= '#' and (cost <= 1 or not recorded) then
 end
 
 local units = countedByUnits()
-local log = units.open(key, window, start, live)
+local log = units.open(key, window, start, live, low)
 allowed = units.units(log) + cost <= limit
 local member = nil
-if record and (allowed or count_rejected) then member = countedByEntries().member(ARGV[5]) end
+if record and (allowed or count_rejected) then
+  member = ARGV[5]
+  if member == nil or member == '' then member = text(math.floor(now / 1000)) end
+end
 local held = units.commit(log, member, cost, now, ttl)
 local retry_after = 0
 if not allowed then retry_after = units.freedAfter(log, held + cost - limit) end

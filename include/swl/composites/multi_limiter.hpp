@@ -79,10 +79,11 @@ for i, log_key in ipairs(KEYS) do
   local rule = {key = log_key, window = window, limit = tonumber(ARGV[3 + 3 * i]), ttl = tonumber(ARGV[4 + 3 * i]),
                 start = text(now - window)}
   rule.held = redis.call('ZCOUNT', log_key, '(' .. rule.start, TIMES_END)
-  rule.lowest = redis.call('ZRANGE', log_key, 0, 0)[1]  -- '!' counted by entries, '#' by units
-  if rule.lowest == '#' then
+  -- The members at or below the window's start: first '#...' when counted by units, '!' by entries.
+  rule.low = redis.call('ZRANGEBYSCORE', log_key, '-inf', rule.start, 'LIMIT', 0, LOW)
+  if rule.low[1] ~= nil and string.byte(rule.low[1]) == 35 then
     units = units or countedByUnits()
-    rule.log = units.open(log_key, window, rule.start, rule.held)
+    rule.log = units.open(log_key, window, rule.start, rule.held, rule.low)
     rule.held = units.units(rule.log)
   end
   rule.refused = rule.held + cost > rule.limit
@@ -99,17 +100,18 @@ for _, rule in ipairs(rules) do
   if rule.log == nil and (cost == 1 or member == nil) then
     if member then
       local at_text, at = entries.time(rule.key, now)
-      rule.held = rule.held + entries.record(rule.key, at_text, member, rule.lowest == '!')
+      rule.held = rule.held + entries.record(rule.key, at_text, member, rule.low[1] == '!')
       entries.expire(rule.key, at, rule.window, rule.ttl)
     end
-    entries.trim(rule.key, rule.start, member or rule.lowest == '!')
+    entries.trim(rule.key, rule.start, member or rule.low[1] == '!',
+                 #rule.low < LOW and #rule.low - (rule.low[1] == '!' and 1 or 0) or nil)
     if rule.refused then
       retry_after = entries.freedAfter(rule.key, rule.held, rule.held + cost - rule.limit, rule.window)
     end
     reset_after = entries.resetAfter(rule.key, rule.window)
   else
     units = units or countedByUnits()
-    rule.log = rule.log or units.open(rule.key, rule.window, rule.start, rule.held)
+    rule.log = rule.log or units.open(rule.key, rule.window, rule.start, rule.held, rule.low)
     rule.held = units.commit(rule.log, member, cost, now, rule.ttl)
     if rule.refused then retry_after = units.freedAfter(rule.log, rule.held + cost - rule.limit) end
     reset_after = units.resetAfter(rule.log)

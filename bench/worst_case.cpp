@@ -1,0 +1,319 @@
+// The worst a call can cost Redis, in one run on one private redis-server: adversarial calls for every
+// algorithm and composite, each timed by Redis itself (SLOWLOG with a threshold of 0: the microseconds
+// the server spent executing that one EVALSHA), reported as the median and the maximum over the
+// scenario's calls and as the maximum's ratio to a cost-1 admitted decision of the same run.
+//
+//   build-bench/bench/worst_case [largest window in entries = 100000]
+//
+// Windows of 10^3 to the largest number of entries (10^5 by default) are built through the limiters
+// themselves (pipelined batches) on a manual clock, so every run sees the same sets. The baseline is
+// SlidingWindowLimiter<> on Redis's clock: cost 1, admitted, 10,000 keys (bench/script_cost's admitted
+// case). The goal (issue: "No call may cost Redis much more than a decision"): every adversarial call at
+// most 5x the baseline, 3x aimed for.
+
+#include <swl/swl.hpp>
+
+#include "support/redis_server.hpp"
+#include "support/replies.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+using Micros = std::chrono::microseconds;
+
+// Redis's own time for each EVALSHA that `calls` sends, from the slow log.
+std::vector<long long> timedByRedis(swl::Connection& connection, const std::function<void()>& calls) {
+  swl::test::textReply(connection, {"SLOWLOG", "RESET"});
+  calls();
+  const swl::Reply log = connection.command({"SLOWLOG", "GET", "-1"});
+  std::vector<long long> durations;
+  for (std::size_t i = 0; i < log->size(); ++i) {
+    const swl::ReplyView entry = (*log)[i];
+    if (entry.size() < 4 || entry[3].size() == 0) continue;
+    std::string command(entry[3][0].text());
+    std::transform(command.begin(), command.end(), command.begin(), ::toupper);
+    if (command == "EVALSHA") durations.push_back(entry[2].integer());
+  }
+  return durations;
+}
+
+struct Row {
+  std::string scenario;
+  std::vector<long long> durations;
+};
+
+double median(std::vector<long long> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return static_cast<double>(values[values.size() / 2]);
+}
+
+long long maximum(const std::vector<long long>& values) {
+  return values.empty() ? 0 : *std::max_element(values.begin(), values.end());
+}
+
+// Requests for `key` of `cost` units, `count` of them, sent in pipelined batches (the clock as it is).
+template <class Limiter>
+void fill(Limiter& limiter, const std::string& key, std::int64_t cost, long count) {
+  std::vector<swl::AcquireRequest> batch;
+  for (long done = 0; done < count;) {
+    batch.clear();
+    for (; done < count && batch.size() < 1000; ++done) batch.push_back({key, cost});
+    limiter.tryAcquireMany(batch);
+  }
+}
+
+class Bench {
+ public:
+  explicit Bench(long largest) : largest_(largest) {
+    swl::test::textReply(connection_, {"CONFIG", "SET", "slowlog-log-slower-than", "0"});
+    swl::test::textReply(connection_, {"CONFIG", "SET", "slowlog-max-len", "200000"});
+    options_.clock = swl::Clock::manual(clock_);
+  }
+
+  void run() {
+    baseline();
+    for (long entries = 1000; entries <= largest_; entries *= 10) {
+      refusalsOnWeightedWindows(entries);
+      countedFloods(entries);
+      settles(entries);
+      leases(entries);
+      slidOut(entries);
+    }
+    multiOfNineRules(std::min<long>(largest_, 10'000));
+    otherAlgorithms();
+    concurrency();
+    print();
+  }
+
+ private:
+  void record(std::string scenario, std::vector<long long> durations) {
+    rows_.push_back({std::move(scenario), std::move(durations)});
+  }
+
+  void reset() {
+    swl::test::textReply(connection_, {"FLUSHALL"});
+    clock_.set(std::chrono::seconds(1'700'000'000));
+  }
+
+  // Cost 1, admitted, on Redis's clock: the decision every other figure is measured against.
+  void baseline() {
+    reset();
+    swl::SlidingWindowLimiter<> limiter(connection_, swl::Limit{1'000'000, 60s});
+    std::vector<swl::AcquireRequest> batch;
+    for (int key = 0; key < 10'000; ++key) batch.push_back({"base:" + std::to_string(key % 10'000)});
+    fill(limiter, "warm", 1, 1);  // the script is loaded
+    base_ = timedByRedis(connection_, [&] {
+      for (int round = 0; round < 2; ++round) limiter.tryAcquireMany(batch);
+    });
+    record("baseline: cost 1 admitted, Redis's clock, 10,000 keys", base_);
+  }
+
+  // Windows of `entries` entries of 2 units, full (limit 2 x entries), refusing costs 1, limit / 2 and
+  // limit; with and without '#'-weighted entries at the start.
+  void refusalsOnWeightedWindows(long entries) {
+    reset();
+    const std::int64_t limit = 2 * entries;
+    swl::SlidingWindowLimiter<> limiter(connection_, swl::Limit{limit, 600s}, options_);
+    fill(limiter, "w", 2, entries);
+    clock_.advance(1s);
+    for (const std::int64_t cost : {std::int64_t{1}, limit / 2, limit}) {
+      record(label("refusal of cost " + costName(cost, limit) + ", weighted window", entries),
+             timedByRedis(connection_, [&] {
+               for (int i = 0; i < 200; ++i) limiter.tryAcquire("w", cost);
+             }));
+    }
+  }
+
+  // Refusals that record: a flood of cost limit / 2 on a full weighted window, and a flood of cost 1 on a
+  // window of one-unit entries and one of 2 units (the window counted by units for a single entry).
+  void countedFloods(long entries) {
+    reset();
+    swl::LimiterOptions counted = options_;
+    counted.rejected = swl::RejectedRequests::counted;
+    const std::int64_t limit = 2 * entries;
+    swl::SlidingWindowLimiter<> weighted(connection_, swl::Limit{limit, 600s}, counted);
+    fill(weighted, "w", 2, entries);
+    clock_.advance(1s);
+    record(label("counted refusal of cost limit/2, weighted window", entries), timedByRedis(connection_, [&] {
+             for (int i = 0; i < 500; ++i) weighted.tryAcquire("w", limit / 2);
+           }));
+    swl::SlidingWindowLimiter<> mixed(connection_, swl::Limit{entries, 600s}, counted);
+    fill(mixed, "m", 1, entries - 2);
+    mixed.tryAcquire("m", 2);
+    record(label("counted refusal of cost 1, one-unit window + one of 2", entries), timedByRedis(connection_, [&] {
+             for (int i = 0; i < 500; ++i) mixed.tryAcquire("m", 1);
+           }));
+  }
+
+  // Reservations settled at random (refunds, charges, 0), in a window of `entries` reservations.
+  void settles(long entries) {
+    reset();
+    swl::SlidingWindowLimiter<> limiter(connection_, swl::Limit{8 * entries, 600s}, options_);
+    std::vector<swl::Receipt> receipts;
+    for (long i = 0; i < entries; ++i) {
+      const swl::Reservation reservation = limiter.reserve("r", 4);
+      if (reservation) receipts.push_back(reservation.receipt);
+    }
+    std::mt19937_64 random(7);
+    std::shuffle(receipts.begin(), receipts.end(), random);
+    record(label("settle (refund, charge, 0)", entries), timedByRedis(connection_, [&] {
+             for (std::size_t i = 0; i < std::min<std::size_t>(500, receipts.size()); ++i) {
+               limiter.settle(receipts[i], static_cast<std::int64_t>(i % 9));
+             }
+           }));
+  }
+
+  // Leases scored ahead of now, each giving the previous back, on a window of `entries` entries.
+  void leases(long entries) {
+    reset();
+    const std::int64_t limit = 4 * entries;
+    swl::SlidingWindowLimiter<> limiter(connection_, swl::Limit{limit, 600s}, options_);
+    fill(limiter, "l", 2, entries);
+    swl::LeaseTerms terms;
+    terms.units = 64;
+    terms.duration = 10ms;
+    record(label("lease ahead of now, the previous given back", entries), timedByRedis(connection_, [&] {
+             for (int i = 0; i < 300; ++i) {
+               const swl::Lease lease = limiter.lease("l", 1, terms);
+               terms.previous = lease.receipt;
+               terms.previous_used = lease.receipt.units / 2;
+               clock_.advance(1ms);
+             }
+           }));
+    record(label("giveBack", entries), timedByRedis(connection_, [&] { limiter.giveBack(terms.previous, 1); }));
+  }
+
+  // Keys hit after their whole window slid out, and after half of a burst slid out (five keys each, one
+  // call per key: every call is a first one).
+  void slidOut(long entries) {
+    reset();
+    swl::SlidingWindowLimiter<> limiter(connection_, swl::Limit{4 * entries, 60s}, options_);
+    constexpr int kKeys = 5;
+    for (int key = 0; key < kKeys; ++key) {
+      fill(limiter, "plain" + std::to_string(key), 1, entries);
+      fill(limiter, "weighted" + std::to_string(key), 2, entries);
+    }
+    clock_.advance(61s);
+    record(label("first call after the whole window slid out, one-unit entries", entries),
+           timedByRedis(connection_, [&] {
+             for (int key = 0; key < kKeys; ++key) limiter.tryAcquire("plain" + std::to_string(key));
+           }));
+    record(label("first call after the whole window slid out, weighted entries", entries),
+           timedByRedis(connection_, [&] {
+             for (int key = 0; key < kKeys; ++key) limiter.tryAcquire("weighted" + std::to_string(key));
+           }));
+    reset();
+    const auto burst_start = clock_.now();
+    for (int key = 0; key < kKeys; ++key) fill(limiter, "burst" + std::to_string(key), 2, entries);
+    clock_.advance(1s);
+    for (int key = 0; key < kKeys; ++key) limiter.tryAcquire("burst" + std::to_string(key), 2);
+    clock_.set(burst_start + 60s + Micros(kKeys * entries / 2));
+    record(label("first call after half a burst slid out, weighted entries", entries), timedByRedis(connection_, [&] {
+             for (int key = 0; key < kKeys; ++key) limiter.tryAcquire("burst" + std::to_string(key), 4 * entries);
+           }));
+  }
+
+  // Nine rules, each over a full weighted window: refusals by the last rule, and admissions.
+  void multiOfNineRules(long entries) {
+    reset();
+    std::vector<swl::Rule> rules;
+    for (int i = 0; i < 9; ++i) rules.push_back({"r" + std::to_string(i), swl::Limit{2 * entries + i, 600s}});
+    swl::MultiLimiter<> limiter(connection_, rules, options_);
+    const std::vector<std::string_view> keys(9, "k");
+    for (long i = 0; i < entries; ++i) limiter.tryAcquire(keys, 2);
+    clock_.advance(1s);
+    record(label("MultiLimiter, 9 weighted rules, refusal of cost limit/2", entries), timedByRedis(connection_, [&] {
+             for (int i = 0; i < 200; ++i) limiter.tryAcquire(keys, entries);
+           }));
+    const std::vector<std::string_view> fresh(9, "fresh");
+    record("MultiLimiter, 9 rules, cost 1 admitted", timedByRedis(connection_, [&] {
+             for (int i = 0; i < 200; ++i) limiter.tryAcquire(fresh, 1);
+           }));
+  }
+
+  // The counting algorithms keep a few numbers per key: counted floods of the whole limit.
+  void otherAlgorithms() {
+    reset();
+    swl::LimiterOptions counted = options_;
+    counted.rejected = swl::RejectedRequests::counted;
+    const swl::Limit limit{1'000'000, 600s};
+    swl::FixedWindowLimiter<> fixed(connection_, limit, counted, swl::PrefixKey("fixed"));
+    swl::SlidingCounterLimiter<> counter(connection_, limit, counted, swl::PrefixKey("counter"));
+    swl::GcraLimiter<> gcra(connection_, limit, options_, swl::PrefixKey("gcra"));
+    swl::BucketedWindowLimiter<> bucketed(connection_, limit, counted, swl::PrefixKey("bucketed"));
+    const auto flood = [&](auto& limiter) {
+      return timedByRedis(connection_, [&] {
+        for (int i = 0; i < 300; ++i) {
+          limiter.tryAcquire("k", limit.max_requests);
+          clock_.advance(2s);  // every bucket of the bucketed window in turn
+        }
+      });
+    };
+    record("FixedWindowLimiter, counted flood of cost = limit", flood(fixed));
+    record("SlidingCounterLimiter, counted flood of cost = limit", flood(counter));
+    record("GcraLimiter, flood of cost = limit", flood(gcra));
+    record("BucketedWindowLimiter<64>, counted flood of cost = limit", flood(bucketed));
+  }
+
+  // Acquires that find every slot expired: their work is bounded by max_in_flight.
+  void concurrency() {
+    reset();
+    swl::ConcurrencyLimiter<> limiter(connection_, swl::Concurrency{1000, 1s}, options_);
+    std::vector<swl::ConcurrencyLimiter<>::Slot> held;
+    for (int i = 0; i < 1000; ++i) held.push_back(limiter.tryAcquire("c"));
+    clock_.advance(2s);
+    record("ConcurrencyLimiter acquire, 1,000 slots expired", timedByRedis(connection_, [&] {
+             for (int i = 0; i < 20; ++i) limiter.tryAcquire("c").release();
+           }));
+    for (auto& slot : held) slot.release();
+  }
+
+  static std::string costName(std::int64_t cost, std::int64_t limit) {
+    if (cost == 1) return "1";
+    return cost == limit ? "limit" : "limit/2";
+  }
+
+  static std::string label(const std::string& what, long entries) {
+    return what + ", " + std::to_string(entries) + " entries";
+  }
+
+  void print() const {
+    const double base = median(base_);
+    std::printf("| call | calls | median us | max us | max / baseline median |\n|---|--:|--:|--:|--:|\n");
+    double worst = 0;
+    for (const Row& row : rows_) {
+      const double ratio = static_cast<double>(maximum(row.durations)) / base;
+      if (&row != &rows_.front()) worst = std::max(worst, ratio);
+      std::printf("| %s | %zu | %.0f | %lld | %.2f |\n", row.scenario.c_str(), row.durations.size(),
+                  median(row.durations), maximum(row.durations), ratio);
+    }
+    std::printf("\nbaseline median %.0f us; worst adversarial call %.2fx the baseline (goal <= 5x, aim 3x)\n", base,
+                worst);
+  }
+
+  long largest_;
+  swl::test::RedisServer server_;
+  swl::Connection connection_ = server_.connect();
+  swl::ManualClock clock_;
+  swl::LimiterOptions options_;
+  std::vector<long long> base_;
+  std::vector<Row> rows_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  Bench(argc > 1 ? std::stol(argv[1]) : 100'000).run();
+} catch (const std::exception& error) {
+  std::fprintf(stderr, "worst_case: %s\n", error.what());
+  return 1;
+}
