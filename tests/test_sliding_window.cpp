@@ -1,5 +1,6 @@
 #include <swl/swl.hpp>
 
+#include "support/log_layout.hpp"
 #include "support/manual_time.hpp"
 #include "support/redis_server.hpp"
 #include "support/replies.hpp"
@@ -424,6 +425,42 @@ TEST_CASE("by default the window runs on Redis's clock, not the caller's") {
   const long long score = std::stoll(std::string((*entry)[1].text()));
   CHECK(score <= redis_now_us);
   CHECK(score > redis_now_us - 5'000'000);
+}
+
+TEST_CASE("on Redis's clock a set of weighted entries weighs a request of one unit against its sums") {
+  RedisServer server;
+  auto connection = server.connect();
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{10, 60s});
+  REQUIRE(limiter.tryAcquire("k", 8).allowed);
+  // One unit: the busiest path records it before it knows how the set counts, and takes it back here.
+  const swl::Decision first = limiter.tryAcquire("k");
+  CHECK(first.allowed);
+  CHECK(first.remaining == 1);
+  CHECK(limiter.tryAcquire("k").remaining == 0);
+  const swl::Decision refused = limiter.tryAcquire("k");
+  CHECK_FALSE(refused.allowed);
+  CHECK(refused.retry_after > 59s);
+  CHECK(refused.retry_after <= 60s);
+  CHECK(logEntries(connection, "swl:k") == 3);
+  CHECK(swl::test::logLayoutProblem(connection, "swl:k") == "");
+}
+
+TEST_CASE("a member repeated from before a set counted by units leaves no trace once the set is read again") {
+  RedisServer server;
+  auto connection = server.connect();
+  struct Repeating {
+    std::string next() { return "same"; }
+  };
+  swl::SlidingWindowLimiter<swl::PrefixKey, Repeating> limiter(connection, swl::Limit{10, 60s});
+  REQUIRE(limiter.tryAcquire("k").allowed);     // counted by entries: "same"
+  REQUIRE(limiter.tryAcquire("k", 3).allowed);  // counted by units from here on
+  // The busiest path cannot tell this repeat from an entry of a set counted by entries: it records
+  // nothing for it, and leaves its mark.
+  limiter.tryAcquire("k");
+  const swl::Decision next = limiter.tryAcquire("k", 2);  // the set is read again: the mark goes
+  CHECK(next.allowed);
+  CHECK(next.remaining == 4);
+  CHECK(swl::test::logLayoutProblem(connection, "swl:k") == "");
 }
 
 TEST_CASE("the system clock policy scores entries with this host's time, to the microsecond") {

@@ -286,7 +286,7 @@ TEST_CASE_METHOD(ManualTime,
     if (kind < 19) return std::uniform_int_distribution<std::int64_t>(2, 4)(random);
     return std::uniform_int_distribution<std::int64_t>(1, limit.max_requests / 3)(random);
   };
-  for (int step = 0; step < 1200; ++step) {
+  for (int step = 0; step < 600; ++step) {
     // Mostly small steps, so that windows fill; now and then to one microsecond around a recorded
     // request's leaving (inside the bursts too), or past a whole window.
     const int when = std::uniform_int_distribution<int>(0, 19)(random);
@@ -310,8 +310,8 @@ TEST_CASE_METHOD(ManualTime,
         const std::int64_t cost = std::uniform_int_distribution<std::int64_t>(1, 2)(random);
         INFO("burst request " << i << ", cost " << cost);
         checkDecision(limiter.tryAcquire(key, cost), oracle.decide(key, cost, now));
-        REQUIRE(swl::test::logLayoutProblem(connection, prefix + ":" + key) == "");
       }
+      CHECK(swl::test::logLayoutProblem(connection, prefix + ":" + key) == "");
       leave_times.push_back(oracle.lastLeaves(key) - burst / 2);
     } else if (op < 12) {
       const std::int64_t cost = smallCost();
@@ -335,6 +335,55 @@ TEST_CASE_METHOD(ManualTime,
     if (step % 100 == 99) {
       for (const std::string& each : keys) CHECK(swl::test::logLayoutProblem(connection, prefix + ":" + each) == "");
     }
+  }
+}
+
+TEST_CASE_METHOD(ManualTime,
+                 "a window of 70,000 entries: counts and waits exact through every level of sums, and while "
+                 "most of it has slid out") {
+  // Entries of 1, 2 and 3 units, 1 us apart (one clock reading: each is recorded after the newest).
+  const std::int64_t window = std::chrono::microseconds(60s).count();
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{1'000'000'000, 60s}, options);
+  const std::int64_t start = clock.now().count();
+  constexpr int kEntries = 70'000;
+  std::vector<std::int64_t> units(kEntries);
+  std::vector<swl::AcquireRequest> batch;
+  for (int i = 0; i < kEntries; ++i) {
+    units[i] = 1 + i % 3;
+    batch.push_back({"k", units[i]});
+    if (batch.size() == 1000) {
+      for (const swl::Outcome& outcome : limiter.tryAcquireMany(batch)) REQUIRE(outcome.value().allowed);
+      batch.clear();
+    }
+  }
+  REQUIRE(swl::test::logLayoutProblem(connection, "swl:k") == "");
+  // At `now`, what the window holds and when its `needed`-th oldest unit leaves.
+  const auto held = [&](std::int64_t now) {
+    std::int64_t sum = 0;
+    for (int i = 0; i < kEntries; ++i) sum += start + i > now - window ? units[i] : 0;
+    return sum;
+  };
+  const auto leaves = [&](std::int64_t now, std::int64_t needed) {
+    for (int i = 0; i < kEntries; ++i) {
+      if (start + i <= now - window) continue;
+      needed -= units[i];
+      if (needed <= 0) return std::chrono::microseconds(start + i + window - now);
+    }
+    return std::chrono::microseconds(-1);
+  };
+  for (const std::int64_t slid : {0, 1, 9, 1'000, 35'000, 65'537, 69'990}) {
+    const std::int64_t now = start + window + slid - 1;  // entries 0..slid-1 have left
+    clock.set(std::chrono::microseconds(now));
+    INFO(slid << " entries slid out");
+    const std::int64_t used = held(now);
+    CHECK(limiter.peek("k").used == used);
+    for (const std::int64_t cost : {std::int64_t{1}, used / 2, used}) {
+      INFO("cost " << cost);
+      const swl::Decision refused = limiter.tryAcquire("k", cost, swl::Limit{used, 60s});
+      CHECK_FALSE(refused.allowed);
+      CHECK(refused.retry_after == leaves(now, cost));
+    }
+    CHECK(swl::test::logLayoutProblem(connection, "swl:k") == "");
   }
 }
 
