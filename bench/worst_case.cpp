@@ -234,9 +234,11 @@ class Bench {
     record(label("MultiLimiter, 9 weighted rules, refusal of cost limit/2", entries), timedByRedis(connection_, [&] {
              for (int i = 0; i < 200; ++i) limiter.tryAcquire(keys, entries);
            }));
+    // The common case, for scale: cost 1, admitted, on Redis's clock.
+    swl::MultiLimiter<> plain(connection_, rules, {}, "plain");
     const std::vector<std::string_view> fresh(9, "fresh");
-    record("MultiLimiter, 9 rules, cost 1 admitted", timedByRedis(connection_, [&] {
-             for (int i = 0; i < 200; ++i) limiter.tryAcquire(fresh, 1);
+    record("MultiLimiter, 9 rules, cost 1 admitted, Redis's clock", timedByRedis(connection_, [&] {
+             for (int i = 0; i < 200; ++i) plain.tryAcquire(fresh, 1);
            }));
   }
 

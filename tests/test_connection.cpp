@@ -128,7 +128,7 @@ TEST_CASE("an ACL user allowed only the script's commands on the limiter's prefi
   // The rule the README documents, word for word.
   const std::string rule =
       "ACL SETUSER limiter on >limiter-pass resetkeys ~swl:* resetchannels -@all +evalsha +script|load +time "
-      "+zcount +zscore +zmscore +zrank +zrange +zrangebyscore +zrevrangebyscore +zadd +zrem +zremrangebyscore "
+      "+zcount +zscore +zrank +zrange +zrangebyscore +zrevrangebyscore +zadd +zrem +zremrangebyscore "
       "+zremrangebyrank +zcard +pexpire +hmget +hset +hdel +hkeys +get +set +del";
   std::vector<std::string> words;
   std::istringstream split(rule);

@@ -578,13 +578,23 @@ TEST_CASE_METHOD(ManualTime,
   CHECK(limiter.tryAcquire("old", 3).allowed);  // the three old units left together
 }
 
-TEST_CASE_METHOD(ManualTime, "a member policy that writes the marks of units is refused before anything is sent") {
+TEST_CASE_METHOD(ManualTime,
+                 "a member policy that writes the log's marks is refused before anything is sent, by every limiter "
+                 "that writes the log") {
   struct Starred {
     std::string next() { return "a*2"; }
   };
+  struct Spaced {
+    std::string next() { return "a b"; }
+  };
   swl::RedisLimiter<swl::SlidingWindowLog, swl::PrefixKey, Starred> limiter(connection, swl::Limit{5, 1s}, options);
-  CHECK_THROWS_AS(limiter.tryAcquire("k"), swl::InvalidArgument);
-  CHECK(integerReply(connection, {"EXISTS", "swl:k"}) == 0);
+  CHECK_THROWS_WITH(limiter.tryAcquire("k"), Catch::Contains("'a*2'"));
+  swl::SlidingWindowLimiter<swl::PrefixKey, Spaced> spaced(connection, swl::Limit{5, 1s}, options);
+  CHECK_THROWS_AS(spaced.reserve("k", 2), swl::InvalidArgument);
+  swl::MultiLimiter<swl::PrefixKey, Starred> multi(connection, {{"second", swl::Limit{5, 1s}}}, options);
+  CHECK_THROWS_WITH(multi.tryAcquire({"k"}, 3), Catch::Contains("swl::MultiLimiter"));
+  CHECK_THROWS_AS(multi.tryAcquire({"k"}, 3), swl::InvalidArgument);
+  CHECK(integerReply(connection, {"EXISTS", "swl:k", "swl:second:k"}) == 0);
 }
 
 TEST_CASE_METHOD(ManualTime, "a day of 70,000 requests in the bucketed window is at most B + 4 fields, all admitted") {

@@ -7,10 +7,11 @@
 //
 // A request of `cost` is admitted iff the units in (now - window, now] plus `cost` fit in the limit. Each
 // request is one entry, whatever its cost (a request of 4,000 tokens costs what a request of one does),
-// and a running sum keeps the window's units, so a decision's work and an entry's memory do not grow
-// with cost. Each tryAcquire is one EVALSHA of the script below, atomic on the server, so any number of
-// processes and threads sharing a Redis agree exactly. Everything around the script is RedisLimiter's,
-// including reserve() and settle() for costs known only afterwards (kSettleScript).
+// and sums of the entries' units keep every count and every retry_after exact in a bounded number of
+// steps: no call's work grows with the window or with a request's cost. Each tryAcquire is one EVALSHA
+// of the script below, atomic on the server, so any number of processes and threads sharing a Redis
+// agree exactly. Everything around the script is RedisLimiter's, including reserve() and settle() for
+// costs known only afterwards (kSettleScript).
 //
 // The script is the heart of swl: read it with the README's "The script" section beside it. It runs
 // after the prelude in redis_limiter.hpp, which reads the arguments.

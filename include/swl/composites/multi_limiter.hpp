@@ -108,7 +108,8 @@ for _, rule in ipairs(rules) do
     if rule.refused then
       retry_after = entries.freedAfter(rule.key, rule.held, rule.held + cost - rule.limit, rule.window)
     end
-    reset_after = entries.resetAfter(rule.key, rule.window)
+    -- On Redis's clock the entry just recorded is the newest: no read needed.
+    reset_after = (member and redis_time) and rule.window or entries.resetAfter(rule.key, rule.window)
   else
     units = units or countedByUnits()
     rule.log = rule.log or units.open(rule.key, rule.window, rule.start, rule.held, rule.low)

@@ -4,8 +4,8 @@
 //
 // A MemberPolicy is any type with
 //     std::string next();
-// called once per request from any thread. The log marks an entry's units after its member ('*', '='), and
-// keeps its running sum in '#', so a member must hold none of the three (a limiter refuses one that does).
+// called once per request from any thread. The log marks its own members with bytes below ',' and '=', so a
+// member must hold none of them (a limiter refuses one that does).
 // An empty string stands for the request's millisecond timestamp,
 // which only the script knows when Redis's clock is in use.
 
