@@ -29,11 +29,20 @@ inline std::string logLayoutProblem(swl::Connection& connection, const std::stri
   constexpr std::int64_t kTimesEnd = 9007199254740992;
   const std::int64_t sizes[] = {16, 256, 4096, 65536};
   constexpr int kLevels = 4;
-  const swl::Reply reply = connection.command({"ZRANGE", redis_key, "0", "-1", "WITHSCORES"});
   struct Member {
     std::string name;
     double score;
   };
+  // The set in pages: a reply holds at most 65,536 elements (swl's reader refuses more).
+  std::vector<Member> members;
+  for (long first = 0;; first += 10'000) {
+    const std::string from = std::to_string(first), to = std::to_string(first + 9'999);
+    const swl::Reply page = connection.command({"ZRANGE", redis_key, from, to, "WITHSCORES"});
+    for (std::size_t i = 0; i + 1 < page->size(); i += 2) {
+      members.push_back({std::string((*page)[i].text()), std::stod(std::string((*page)[i + 1].text()))});
+    }
+    if (page->size() < 20'000) break;
+  }
   std::vector<Member> entries;
   std::map<std::string, std::int64_t> nodes;  // "k:j" -> recorded extra
   std::vector<std::int64_t> book;
@@ -51,8 +60,7 @@ inline std::string logLayoutProblem(swl::Connection& connection, const std::stri
     const std::size_t mark = name.find_last_of("*=");
     return mark == std::string::npos ? 1 : std::stoll(name.substr(mark + 1));
   };
-  for (std::size_t i = 0; i + 1 < reply->size(); i += 2) {
-    const Member member{std::string((*reply)[i].text()), std::stod(std::string((*reply)[i + 1].text()))};
+  for (const Member& member : members) {
     if (member.name == "!") {
       if (member.score != 0) return "the mark has score " + std::to_string(member.score);
       marked = true;
