@@ -236,18 +236,17 @@ local function countedByUnits()
         sparse[index] = value
       end
     end
+    local unpack, offset = struct.unpack, 1 - a
     for index = from, to do
-      local extra
-      if index == newest then
-        extra = log.q[level]
-      elseif index < first_kept then
-        extra = sparse[index] or 0
+      local units
+      if index >= first_kept and index < newest then
+        units = size + unpack('>d', kept[index + offset], 2)
+      elseif index == newest then
+        units = log.q[level] + next - index * size
       else
-        extra = struct.unpack('>d', kept[index - a + 1], 2)
+        units = size + (sparse[index] or 0)
       end
-      local units = size + extra
       if index == oldest_node then units = units - (oldest - index * size) - log.p[level] end
-      if index == newest then units = units - ((index + 1) * size - next) end
       if visit(index, units) then return index end
     end
     return to
