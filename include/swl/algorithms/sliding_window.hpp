@@ -197,7 +197,7 @@ local function countedByUnits()
   -- 2^53 and 2^50 beyond it, again and again: scores in 2^53..2^54 are even numbers
   local BAND = {9007199254740992, 10133099161583616, 11258999068426240, 12384898975268864}
   -- Entry numbers stay below 2^52, and sizes are powers of two: their quotients are exact.
-  local floor = function(a, b) return math.floor(a / b) end
+  local fl = math.floor
   local function unitsOf(member)
     local mark = string.byte(member)
     if mark == 42 or mark == 43 then return (struct.unpack('>d', member, 2)) end  -- '*' or '+'
@@ -219,19 +219,20 @@ local function countedByUnits()
                               q[4], p[1], p[2], p[3], p[4])
   end
 
-  -- Visits the nodes `from`..`to` of `level`, oldest first, with the units their present entries hold,
-  -- until `visit` returns true; returns the index it stopped at (or to). Nodes from T on are kept one
-  -- after another, so one read of names brings them; the newest is in the bookkeeping; before T only
-  -- settled entries made nodes, read with their numbers.
-  local function eachNode(log, level, from, to, visit)
-    local size, oldest, next = SIZE[level], log.oldest, log.next
-    local first_kept, newest, oldest_node = floor(log.kept, size), floor(next - 1, size), floor(oldest, size)
+  -- Adds up the units of the present entries of the nodes `from`..`to` of `level`, oldest first, to
+  -- `before`, stopping at the first node that brings the sum to `target`: returns that node's index (or
+  -- to) and the sum before it (or the whole sum). Nodes from T on are kept one after another, so one
+  -- read of names brings them; the newest is in the bookkeeping; before T only settled entries made
+  -- nodes, read with their numbers. (One loop, no callback: a Lua call per node would cost more than
+  -- the read.)
+  local function scanNodes(log, level, from, to, target, before)
+    local size, oldest, next, band = SIZE[level], log.oldest, log.next, BAND[level]
+    local first_kept, newest, oldest_node = fl(log.kept / size), fl((next - 1) / size), fl(oldest / size)
     local a, b = math.max(from, first_kept), math.min(to, newest - 1)
     local kept, sparse = {}, {}
-    if b >= a then kept = redis.call('ZRANGEBYSCORE', log.key, BAND[level] + 2 * a, BAND[level] + 2 * b) end
+    if b >= a then kept = redis.call('ZRANGEBYSCORE', log.key, band + 2 * a, band + 2 * b) end
     if from < first_kept then
-      for _, name in ipairs(redis.call('ZRANGEBYSCORE', log.key, BAND[level] + 2 * from,
-                                       BAND[level] + 2 * math.min(to, first_kept - 1))) do
+      for _, name in ipairs(redis.call('ZRANGEBYSCORE', log.key, band + 2 * from, band + 2 * math.min(to, first_kept - 1))) do
         local value, index = struct.unpack('>dd', name, 2)
         sparse[index] = value
       end
@@ -247,20 +248,21 @@ local function countedByUnits()
         units = size + (sparse[index] or 0)
       end
       if index == oldest_node then units = units - (oldest - index * size) - log.p[level] end
-      if visit(index, units) then return index end
+      if before + units >= target then return index, before end
+      before = before + units
     end
-    return to
+    return to, before
   end
 
   -- The lowest level whose nodes over the set's entries number at most FANOUT (4 past 16^5 entries),
   -- and the range of its nodes.
   local function topLevel(log)
     local level, first, last = 0, log.oldest, log.next - 1
-    while level < LEVELS and floor(last, SIZE[level + 1] / FANOUT) - floor(first, SIZE[level + 1] / FANOUT) >= FANOUT do
+    while level < LEVELS and fl(last / (SIZE[level + 1] / FANOUT)) - fl(first / (SIZE[level + 1] / FANOUT)) >= FANOUT do
       level = level + 1
     end
     if level == 0 then return 0, first, last end
-    return level, floor(first, SIZE[level]), floor(last, SIZE[level])
+    return level, fl(first / SIZE[level]), fl(last / SIZE[level])
   end
 
   -- The units of the present entries numbered below `n`.
@@ -268,11 +270,12 @@ local function countedByUnits()
     local level, from = topLevel(log)
     local units = 0
     for k = level, 1, -1 do
-      local at = floor(n, SIZE[k])  -- the node holding entry n
+      local at = fl(n / SIZE[k])  -- the node holding entry n
       if at > from then
-        eachNode(log, k, from, at - 1, function(_, node_units) units = units + node_units end)
+        local _, sum = scanNodes(log, k, from, at - 1, math.huge, units)
+        units = sum
       end
-      from = math.max(at * FANOUT, floor(log.oldest, k > 1 and SIZE[k - 1] or 1))
+      from = math.max(at * FANOUT, fl(log.oldest / (k > 1 and SIZE[k - 1] or 1)))
     end
     if n > from then
       for _, member in ipairs(redis.call('ZRANGE', log.key, from - log.oldest + 1, n - log.oldest)) do
@@ -287,16 +290,16 @@ local function countedByUnits()
     local level, from, to = topLevel(log)
     local before = 0
     for k = level, 1, -1 do
-      local chosen = eachNode(log, k, from, to, function(_, units)
-        if before + units >= target then return true end
-        before = before + units
-      end)
+      local chosen
+      chosen, before = scanNodes(log, k, from, to, target, before)
       local below = k > 1 and SIZE[k - 1] or 1
-      from = math.max(chosen * FANOUT, floor(log.oldest, below))
-      to = math.min(chosen * FANOUT + FANOUT - 1, floor(log.next - 1, below))
+      from = math.max(chosen * FANOUT, fl(log.oldest / below))
+      to = math.min(chosen * FANOUT + FANOUT - 1, fl((log.next - 1) / below))
     end
+    local byte, unpack = string.byte, struct.unpack
     for i, member in ipairs(redis.call('ZRANGE', log.key, from - log.oldest + 1, to - log.oldest + 1)) do
-      before = before + unitsOf(member)
+      local mark = byte(member)
+      if mark == 42 or mark == 43 then before = before + unpack('>d', member, 2) else before = before + unitsOf(member) end
       if before >= target then
         local rank = from - log.oldest + i
         return tonumber(redis.call('ZRANGE', log.key, rank, rank, 'WITHSCORES')[2])
@@ -314,8 +317,8 @@ local function countedByUnits()
     for i = 1, #entries, 2 do
       local n, x = (i - 1) / 2, unitsOf(entries[i]) - 1
       for k = 1, LEVELS do
-        if n > 0 and floor(n, SIZE[k]) ~= floor(n - 1, SIZE[k]) then
-          writes[#writes + 1], writes[#writes + 2] = BAND[k] + 2 * floor(n - 1, SIZE[k]), nodeName(log.q[k], floor(n - 1, SIZE[k]))
+        if n > 0 and fl(n / SIZE[k]) ~= fl((n - 1) / SIZE[k]) then
+          writes[#writes + 1], writes[#writes + 2] = BAND[k] + 2 * fl((n - 1) / SIZE[k]), nodeName(log.q[k], fl((n - 1) / SIZE[k]))
           log.q[k] = 0
         end
         log.q[k] = log.q[k] + x
@@ -415,7 +418,7 @@ local function countedByUnits()
     -- What leaves: its extra units leave E, each oldest node counts its part that left, and nodes left
     -- wholly behind go.
     for k = 1, LEVELS do
-      local was, is = floor(log.oldest, SIZE[k]), floor(oldest, SIZE[k])
+      local was, is = fl(log.oldest / SIZE[k]), fl(oldest / SIZE[k])
       if is > was then
         gone[#gone + 1] = {BAND[k] + 2 * was, BAND[k] + 2 * (is - 1)}
         log.p[k] = 0
@@ -428,7 +431,7 @@ local function countedByUnits()
       if log.newest >= at then at = log.newest + 1 end
       local n, x = log.next, units - 1
       for k = 1, LEVELS do
-        local index, previous = floor(n, SIZE[k]), floor(n - 1, SIZE[k])
+        local index, previous = fl(n / SIZE[k]), fl((n - 1) / SIZE[k])
         if n > 0 and index ~= previous then
           -- The newest node is complete: it is kept (before T only when it holds extra units, settled
           -- there), and the entry starts the next one.
@@ -534,8 +537,8 @@ local function countedByUnits()
       end
       local n, newest = log.oldest + rank - 1, log.oldest + entries - 1
       for k = 1, LEVELS do
-        local index = floor(n, SIZE[k])
-        if index == floor(newest, SIZE[k]) then
+        local index = fl(n / SIZE[k])
+        if index == fl(newest / SIZE[k]) then
           log.q[k] = log.q[k] + delta
         elseif delta ~= 0 then
           -- A kept node, or one before T, kept from now on.
