@@ -238,16 +238,20 @@ class Bench {
     const std::vector<std::string_view> keys(9, "k");
     for (long i = 0; i < entries; ++i) limiter.tryAcquire(keys, 2);
     clock_.advance(1s);
-    record(label("MultiLimiter, 9 weighted rules, refusal of cost limit/2", entries), timedByRedis(connection_, [&] {
-             for (int i = 0; i < 200; ++i) limiter.tryAcquire(keys, entries);
-           }),
+    record(label("MultiLimiter, 9 weighted rules, refusal of cost limit/2", entries),
+           timedByRedis(connection_,
+                        [&] {
+                          for (int i = 0; i < 200; ++i) limiter.tryAcquire(keys, entries);
+                        }),
            9);
     // The common case, for scale: cost 1, admitted, on Redis's clock.
     swl::MultiLimiter<> plain(connection_, rules, {}, "plain");
     const std::vector<std::string_view> fresh(9, "fresh");
-    record("MultiLimiter, 9 rules, cost 1 admitted, Redis's clock", timedByRedis(connection_, [&] {
-             for (int i = 0; i < 200; ++i) plain.tryAcquire(fresh, 1);
-           }),
+    record("MultiLimiter, 9 rules, cost 1 admitted, Redis's clock",
+           timedByRedis(connection_,
+                        [&] {
+                          for (int i = 0; i < 200; ++i) plain.tryAcquire(fresh, 1);
+                        }),
            9);
   }
 
@@ -304,8 +308,9 @@ class Bench {
   void print() const {
     const double base = median(base_);
     const auto ratio = [base](double us, const Row& row) { return us / base / row.decisions; };
-    std::printf("| call | calls | median us | max us | median / baseline | max / baseline |\n"
-                "|---|--:|--:|--:|--:|--:|\n");
+    std::printf(
+        "| call | calls | median us | max us | median / baseline | max / baseline |\n"
+        "|---|--:|--:|--:|--:|--:|\n");
     const Row* worst_median = nullptr;
     const Row* worst_maximum = nullptr;
     for (const Row& row : rows_) {
