@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <string>
 #include <typeinfo>
@@ -381,4 +382,104 @@ TEST_CASE("the in-memory and multi-limit limiters keep shadow mode too") {
   CHECK(seen[1].tier == swl::Tier::in_memory);
   CHECK(seen[3].verdict == swl::Verdict::shadow_rejected);
   CHECK(seen[3].rule == "route");
+}
+
+namespace {
+
+// A limiter of a user's own over swl::LimiterFacade: a count per key kept in memory, and a key "down" that
+// fails as an unreachable store would. It supplies only what differs; the facade gives it the rest.
+class CountingLimiter : public swl::LimiterFacade<CountingLimiter> {
+ public:
+  CountingLimiter(swl::Limit limit, swl::Observer observer, swl::FailurePolicy on_failure, swl::Enforcement enforcement)
+      : limit_(limit), observer_(std::move(observer)), on_failure_(on_failure), enforcement_(enforcement) {}
+
+  using LimiterFacade::decide, LimiterFacade::peek, LimiterFacade::validate;
+
+  swl::Decision decide(std::string_view key, std::int64_t cost, const swl::Limit& limit) {
+    validate(key, cost, limit);
+    if (key == "down") throw swl::ConnectionError("the store is down");
+    std::int64_t& used = used_[std::string(key)];
+    swl::Decision decision;
+    decision.limit = limit.max_requests;
+    decision.allowed = used + cost <= limit.max_requests;
+    if (decision.allowed) used += cost;
+    decision.remaining = limit.max_requests - used;
+    if (!decision.allowed) decision.retry_after = 1ms;
+    return decision;
+  }
+  std::vector<swl::Outcome> decideMany(const std::vector<swl::AcquireRequest>& requests) {
+    return swl::detail::eachDecided(*this, requests);
+  }
+  swl::Usage peek(std::string_view key, const swl::Limit& limit) {
+    swl::Usage usage;
+    usage.limit = limit.max_requests;
+    usage.used = used_[std::string(key)];
+    return usage;
+  }
+  bool reset(std::string_view key) { return used_.erase(std::string(key)) > 0; }
+  const swl::Limit& limit() const { return limit_; }
+  void validate(std::string_view key, std::int64_t cost, const swl::Limit& limit) const {
+    swl::detail::checkRequest("CountingLimiter", "tryAcquire", key, cost, limit.max_requests);
+  }
+
+ private:
+  friend swl::LimiterFacade<CountingLimiter>;
+  swl::detail::Reporting reporting() const { return {observer_, on_failure_, swl::Tier::in_memory, enforcement_}; }
+
+  swl::Limit limit_;
+  swl::Observer observer_;
+  swl::FailurePolicy on_failure_;
+  swl::Enforcement enforcement_;
+  std::map<std::string, std::int64_t> used_;
+};
+
+static_assert(swl::keepsLimiterContract<CountingLimiter>());
+
+}  // namespace
+
+TEST_CASE("a limiter of one's own over LimiterFacade keeps the whole contract: observer, failure policy, shadow") {
+  Recorder recorder;
+  CountingLimiter limiter(swl::Limit{2, 60s}, recorder.observer(), swl::FailurePolicy::allow,
+                          swl::Enforcement::enforce);
+  CHECK(limiter.tryAcquire("k"));
+  CHECK(limiter.tryAcquire("k", 1, swl::Limit{3, 60s}).remaining == 1);  // its own limit is the default only
+  CHECK_FALSE(limiter.tryAcquire("k"));
+  const swl::Decision answered = limiter.tryAcquire("down");
+  CHECK(answered.allowed);
+  CHECK(answered.tier == swl::Tier::fail_open);
+  CHECK_THROWS_AS(limiter.tryAcquire(""), swl::InvalidArgument);  // bad input stays an error under allow
+  CHECK(limiter.peek("k").used == 2);
+  CHECK(limiter.decide("other", 2).remaining == 0);
+  CHECK_THROWS_AS(limiter.validate("k", 3), swl::InvalidArgument);
+  CHECK_FALSE(limiter.acquire("k", 1, 5ms).allowed);  // each wait of 1 ms retried, then given up
+
+  std::vector<Seen> seen = recorder.take();
+  REQUIRE(seen.size() >= 6);  // five calls above, and acquire's tries
+  CHECK(seen[0].verdict == swl::Verdict::allowed);
+  CHECK(seen[2].verdict == swl::Verdict::rejected);
+  CHECK(seen[3].tier == swl::Tier::fail_open);
+  CHECK(seen[3].error == "connection");
+  CHECK(seen[4].error == "invalid");
+  CHECK(seen[4].tier == swl::Tier::in_memory);
+
+  const std::vector<swl::Outcome> outcomes = limiter.tryAcquireMany({{"fresh"}, {"down"}, {"", 1}});
+  REQUIRE(outcomes.size() == 3);
+  CHECK(outcomes[0].value().allowed);
+  CHECK(outcomes[1].value().tier == swl::Tier::fail_open);
+  CHECK_THROWS_AS(outcomes[2].value(), swl::InvalidArgument);
+  seen = recorder.take();
+  REQUIRE(seen.size() == 3);
+  CHECK(seen[1].error == "connection");
+
+  CountingLimiter shadowed(swl::Limit{1, 60s}, recorder.observer(), swl::FailurePolicy::throw_error,
+                           swl::Enforcement::shadow);
+  CHECK_FALSE(shadowed.tryAcquire("k").shadow_refusal);
+  const swl::Decision refused = shadowed.tryAcquire("k");
+  CHECK(refused.allowed);
+  CHECK(refused.shadow_refusal);
+  CHECK_THROWS_AS(shadowed.tryAcquire("down"), swl::ConnectionError);
+  seen = recorder.take();
+  REQUIRE(seen.size() == 3);
+  CHECK(seen[1].verdict == swl::Verdict::shadow_rejected);
+  CHECK(seen[2].verdict == swl::Verdict::error);
 }

@@ -1,7 +1,8 @@
 #pragma once
 // The limiter contract: what every limiter in swl promises, whatever decides behind it (Redis through any
-// algorithm, this process's memory, or a composite of limiters), and the one home of what they all do
-// alike: check a request, answer for a Redis that could not, report to the observer, wait.
+// algorithm, this process's memory, or a composite of limiters); the check that a type keeps it, member
+// by member; and LimiterFacade, the one implementation of its public methods, which every limiter
+// derives from (what they do alike around a decision is in detail/reporting.hpp).
 //
 // A limiter offers
 //
@@ -40,19 +41,18 @@
 // Every decision and every error of tryAcquire and tryAcquireMany reaches the observer exactly once.
 // Thread safety: a Redis limiter is as safe as its RedisClient; the in-memory limiters and tiers lock.
 // MultiLimiter (several limits, one decision) and the async limiters (the answer comes to a callback)
-// keep the same promises in their own shape; their headers say how. `swl::isLimiter<L>` checks the
-// shape at compile time.
+// keep the same promises in their own shape; their headers say how. `swl::isLimiter<L>` tells whether L
+// keeps the shape at compile time, and `static_assert(swl::keepsLimiterContract<L>())` names each member
+// it lacks.
 
 #include <swl/decision.hpp>
+#include <swl/detail/reporting.hpp>
 #include <swl/error.hpp>
-#include <swl/observer.hpp>
 #include <swl/options.hpp>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <exception>
-#include <string>
 #include <string_view>
 #include <thread>
 #include <type_traits>
@@ -76,208 +76,94 @@ class Deadline {
   std::chrono::steady_clock::time_point at_;
 };
 
-// Whether L keeps the shape of the contract above (its meaning is for the tests to show).
-template <class L, class = void>
-struct IsLimiter : std::false_type {};
-template <class L>
-struct IsLimiter<
-    L, std::void_t<decltype(std::declval<L&>().tryAcquire(std::string_view(), std::int64_t())),
-                   decltype(std::declval<L&>().tryAcquireMany(std::declval<const std::vector<AcquireRequest>&>())),
-                   decltype(std::declval<L&>().acquire(std::string_view(), std::int64_t(), std::declval<Deadline>())),
-                   decltype(std::declval<L&>().peek(std::string_view())),
-                   decltype(std::declval<L&>().reset(std::string_view())), decltype(std::declval<const L&>().limit()),
-                   decltype(std::declval<const L&>().validate(std::string_view(), std::int64_t())),
-                   decltype(std::declval<L&>().decide(std::string_view(), std::int64_t())),
-                   decltype(std::declval<L&>().tryAcquire(std::string_view(), std::int64_t(), Limit())),
-                   decltype(std::declval<L&>().decide(std::string_view(), std::int64_t(), Limit())),
-                   decltype(std::declval<L&>().peek(std::string_view(), Limit())),
-                   decltype(std::declval<L&>().decideMany(std::declval<const std::vector<AcquireRequest>&>()))>>
-    : std::bool_constant<
-          std::is_same_v<decltype(std::declval<L&>().tryAcquire(std::string_view(), std::int64_t())), Decision> &&
-          std::is_same_v<decltype(std::declval<L&>().tryAcquireMany(
-                             std::declval<const std::vector<AcquireRequest>&>())),
-                         std::vector<Outcome>> &&
-          std::is_same_v<decltype(std::declval<L&>().peek(std::string_view())), Usage> &&
-          std::is_same_v<decltype(std::declval<L&>().reset(std::string_view())), bool> &&
-          std::is_same_v<decltype(std::declval<const L&>().limit()), const Limit&> &&
-          std::is_same_v<decltype(std::declval<L&>().decide(std::string_view(), std::int64_t())), Decision> &&
-          std::is_same_v<decltype(std::declval<L&>().tryAcquire(std::string_view(), std::int64_t(), Limit())),
-                         Decision> &&
-          std::is_same_v<decltype(std::declval<L&>().decide(std::string_view(), std::int64_t(), Limit())), Decision>> {
-};
+namespace detail::contract {
 
+// Each member the contract names, as the type a call of it gives.
 template <class L>
-inline constexpr bool isLimiter = IsLimiter<L>::value;
+using TryAcquire = decltype(std::declval<L&>().tryAcquire(std::string_view(), std::int64_t()));
+template <class L>
+using TryAcquireUnder = decltype(std::declval<L&>().tryAcquire(std::string_view(), std::int64_t(), Limit()));
+template <class L>
+using TryAcquireMany = decltype(std::declval<L&>().tryAcquireMany(std::declval<const std::vector<AcquireRequest>&>()));
+template <class L>
+using Acquire = decltype(std::declval<L&>().acquire(std::string_view(), std::int64_t(), std::declval<Deadline>()));
+template <class L>
+using AcquireUnder =
+    decltype(std::declval<L&>().acquire(std::string_view(), std::int64_t(), Limit(), std::declval<Deadline>()));
+template <class L>
+using Peek = decltype(std::declval<L&>().peek(std::string_view()));
+template <class L>
+using PeekUnder = decltype(std::declval<L&>().peek(std::string_view(), Limit()));
+template <class L>
+using Reset = decltype(std::declval<L&>().reset(std::string_view()));
+template <class L>
+using LimitOf = decltype(std::declval<const L&>().limit());
+template <class L>
+using Validate = decltype(std::declval<const L&>().validate(std::string_view(), std::int64_t()));
+template <class L>
+using ValidateUnder = decltype(std::declval<const L&>().validate(std::string_view(), std::int64_t(), Limit()));
+template <class L>
+using Decide = decltype(std::declval<L&>().decide(std::string_view(), std::int64_t()));
+template <class L>
+using DecideUnder = decltype(std::declval<L&>().decide(std::string_view(), std::int64_t(), Limit()));
+template <class L>
+using DecideMany = decltype(std::declval<L&>().decideMany(std::declval<const std::vector<AcquireRequest>&>()));
+
+// Whether L has the member and a call of it gives R.
+template <template <class> class Member, class L, class R, class = void>
+struct Gives : std::false_type {};
+template <template <class> class Member, class L, class R>
+struct Gives<Member, L, R, std::void_t<Member<L>>> : std::is_same<Member<L>, R> {};
+template <template <class> class Member, class L, class R>
+inline constexpr bool gives = Gives<Member, L, R>::value;
+
+}  // namespace detail::contract
+
+// Whether L keeps the shape of the contract above (its meaning is for the tests to show).
+template <class L>
+inline constexpr bool isLimiter = [] {
+  using namespace detail::contract;
+  return gives<TryAcquire, L, Decision> && gives<TryAcquireUnder, L, Decision> &&
+         gives<TryAcquireMany, L, std::vector<Outcome>> && gives<Acquire, L, Decision> &&
+         gives<AcquireUnder, L, Decision> && gives<Peek, L, Usage> && gives<PeekUnder, L, Usage> &&
+         gives<Reset, L, bool> && gives<LimitOf, L, const Limit&> && gives<Validate, L, void> &&
+         gives<ValidateUnder, L, void> && gives<Decide, L, Decision> && gives<DecideUnder, L, Decision> &&
+         gives<DecideMany, L, std::vector<Outcome>>;
+}();
+
+// The same check, failing with one message per member L lacks (or gives the wrong type from):
+// `static_assert(swl::keepsLimiterContract<MyLimiter>());`
+template <class L>
+constexpr bool keepsLimiterContract() {
+  using namespace detail::contract;
+  static_assert(gives<TryAcquire, L, Decision>,
+                "a limiter needs Decision tryAcquire(std::string_view key, std::int64_t cost) (swl/limiter.hpp)");
+  static_assert(gives<TryAcquireUnder, L, Decision>,
+                "a limiter needs Decision tryAcquire(std::string_view key, std::int64_t cost, const Limit&)");
+  static_assert(gives<TryAcquireMany, L, std::vector<Outcome>>,
+                "a limiter needs std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>&)");
+  static_assert(gives<Acquire, L, Decision>,
+                "a limiter needs Decision acquire(std::string_view key, std::int64_t cost, Deadline)");
+  static_assert(gives<AcquireUnder, L, Decision>,
+                "a limiter needs Decision acquire(std::string_view key, std::int64_t cost, const Limit&, Deadline)");
+  static_assert(gives<Peek, L, Usage>, "a limiter needs Usage peek(std::string_view key)");
+  static_assert(gives<PeekUnder, L, Usage>, "a limiter needs Usage peek(std::string_view key, const Limit&)");
+  static_assert(gives<Reset, L, bool>, "a limiter needs bool reset(std::string_view key)");
+  static_assert(gives<LimitOf, L, const Limit&>, "a limiter needs const Limit& limit() const");
+  static_assert(gives<Validate, L, void>,
+                "a limiter needs void validate(std::string_view key, std::int64_t cost) const");
+  static_assert(gives<ValidateUnder, L, void>,
+                "a limiter needs void validate(std::string_view key, std::int64_t cost, const Limit&) const");
+  static_assert(gives<Decide, L, Decision>,
+                "a limiter needs Decision decide(std::string_view key, std::int64_t cost) for composites");
+  static_assert(gives<DecideUnder, L, Decision>,
+                "a limiter needs Decision decide(std::string_view key, std::int64_t cost, const Limit&)");
+  static_assert(gives<DecideMany, L, std::vector<Outcome>>,
+                "a limiter needs std::vector<Outcome> decideMany(const std::vector<AcquireRequest>&)");
+  return isLimiter<L>;
+}
 
 namespace detail {
-
-// Scores are microseconds held in Lua doubles: counts and times must stay below 2^53 to be exact.
-inline constexpr std::int64_t kLargestExact = std::int64_t{1} << 53;
-
-inline Limit checkedLimit(Limit limit) {
-  if (limit.max_requests <= 0 || limit.max_requests >= kLargestExact) {
-    throw InvalidArgument("swl::Limit: max_requests " + std::to_string(limit.max_requests) + " is not in 1..2^53-1");
-  }
-  if (limit.window.count() <= 0 || limit.window.count() >= kLargestExact) {
-    throw InvalidArgument("swl::Limit: window of " + std::to_string(limit.window.count()) +
-                          " us is not positive (or not below 2^53 us)");
-  }
-  return limit;
-}
-
-// The checks every limiter applies to a request before it decides anything, so that all of them refuse
-// the same input with the same words. `limiter` and `call` name the call ("swl::LocalLimiter",
-// "tryAcquire"). Nothing is built unless the request is refused: this runs on every decision.
-inline void checkRequest(std::string_view limiter, std::string_view call, std::string_view key, std::int64_t cost,
-                         std::int64_t limit) {
-  const auto refuse = [&](const std::string& why) {
-    return InvalidArgument(std::string(limiter) + "::" + std::string(call) + ": " + why);
-  };
-  if (key.empty()) throw refuse("the key is empty");
-  const auto of_key = [&] { return " (key " + quoted(key) + ")"; };
-  if (cost <= 0) throw refuse("cost " + std::to_string(cost) + " is not positive" + of_key());
-  if (cost > limit) {
-    throw refuse("cost " + std::to_string(cost) + " exceeds the limit of " + std::to_string(limit) +
-                 " per window, so it could never be admitted" + of_key());
-  }
-}
-
-// No count to go by: ask the caller back after a second, or sooner for a shorter window.
-inline Decision refusedBlind(const Limit& limit) {
-  Decision decision;
-  decision.limit = limit.max_requests;
-  decision.retry_after = std::min<std::chrono::microseconds>(limit.window, std::chrono::seconds(1));
-  decision.reset_after = decision.retry_after;
-  decision.tier = Tier::fail_closed;
-  return decision;
-}
-
-inline bool isInvalidArgument(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const InvalidArgument&) {
-    return true;
-  } catch (...) {
-    return false;
-  }
-}
-
-// The failure policy: what a request of `cost` gets when no tier could decide it because of `error`.
-// Invalid input (and a call the client refused to send, such as keys in two cluster slots) is the
-// caller's mistake and stays an error whatever the policy: failing open on it would hide it.
-inline Outcome answered(FailurePolicy policy, const Limit& limit, std::int64_t cost, std::exception_ptr error) {
-  if (policy == FailurePolicy::throw_error || isInvalidArgument(error)) return {refusedBlind(limit), std::move(error)};
-  if (policy == FailurePolicy::deny) return {refusedBlind(limit), nullptr};
-  Decision admitted;
-  admitted.allowed = true;
-  admitted.limit = limit.max_requests;
-  admitted.remaining = std::max<std::int64_t>(0, limit.max_requests - cost);
-  admitted.tier = Tier::fail_open;
-  return {admitted, nullptr};
-}
-
-// Times one call and reports it to an observer, if there is one; costs a branch when there is none.
-class Observation {
- public:
-  // `asked` is the tier an error is reported against.
-  Observation(const Observer& observer, Tier asked)
-      : observer_(&observer), asked_(asked), started_(observer ? Clock::now() : Clock::time_point()) {}
-
-  // `decision` is null when the call failed; `failure` is what went wrong, if anything did.
-  void report(std::string_view key, std::int64_t cost, const Decision* decision, const std::exception_ptr& failure,
-              std::string_view rule = {}) const noexcept {
-    if (!*observer_) return;
-    DecisionEvent event;
-    event.key = key;
-    event.rule = rule;
-    event.cost = cost;
-    event.decision = decision;
-    event.verdict = decision == nullptr        ? Verdict::error
-                    : decision->shadow_refusal ? Verdict::shadow_rejected
-                    : decision->allowed        ? Verdict::allowed
-                                               : Verdict::rejected;
-    event.tier = decision == nullptr ? asked_ : decision->tier;
-    event.latency = Clock::now() - started_;
-    try {
-      if (!failure) return (*observer_)(event);
-      try {
-        std::rethrow_exception(failure);
-      } catch (const Error& error) {
-        event.error = &error;
-        return (*observer_)(event);
-      }
-    } catch (...) {  // see observer.hpp: an observer's failure is not the caller's
-    }
-  }
-
-  void report(std::string_view key, std::int64_t cost, const Outcome& outcome, const std::exception_ptr& failure,
-              std::string_view rule = {}) const noexcept {
-    report(key, cost, outcome.ok() ? &outcome.decision : nullptr, failure, rule);
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-
-  const Observer* observer_;
-  Tier asked_;
-  Clock::time_point started_;
-};
-
-// Shadow mode (options.hpp): a refusal becomes an admission that says what it was. The one place it
-// happens, after the failure policy, so that a fail-closed answer is shadowed like any refusal.
-inline void enforce(Enforcement enforcement, Decision& decision) noexcept {
-  if (enforcement == Enforcement::enforce || decision.allowed) return;
-  decision.allowed = true;
-  decision.shadow_refusal = true;
-}
-
-inline void enforce(Enforcement enforcement, Outcome& outcome) noexcept {
-  if (outcome.ok()) enforce(enforcement, outcome.decision);
-}
-
-// Who watches a limiter, who answers for it when Redis cannot, and whether its refusals are carried
-// out: what the two helpers below apply.
-struct Reporting {
-  const Observer& observer;
-  FailurePolicy on_failure = FailurePolicy::throw_error;
-  Tier asked = Tier::redis;
-  Enforcement enforcement = Enforcement::enforce;
-};
-
-// tryAcquire, for every limiter: `decide(cause)` returns the decision or throws swl::Error; a tier that
-// answered in place of a failed one (insurance) keeps the failure in `cause` for the observer.
-template <class Decide>
-Decision reportedDecision(const Reporting& reporting, const Limit& limit, std::string_view key, std::int64_t cost,
-                          Decide&& decide) {
-  const Observation observation(reporting.observer, reporting.asked);
-  std::exception_ptr cause;
-  Outcome outcome;
-  try {
-    outcome.decision = decide(cause);
-  } catch (const Error&) {
-    cause = std::current_exception();
-    outcome = answered(reporting.on_failure, limit, cost, cause);
-  }
-  enforce(reporting.enforcement, outcome);
-  observation.report(key, cost, outcome, cause);
-  return outcome.value();
-}
-
-// tryAcquireMany, for every limiter: `decide_many()` returns decideMany's Outcomes, whose errors the
-// failure policy may answer. Each request is reported with the whole batch's latency.
-template <class DecideMany>
-std::vector<Outcome> reportedOutcomes(const Reporting& reporting, const Limit& limit,
-                                      const std::vector<AcquireRequest>& requests, DecideMany&& decide_many) {
-  const Observation observation(reporting.observer, reporting.asked);
-  std::vector<Outcome> outcomes = decide_many();
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    const std::exception_ptr cause = outcomes[i].error;
-    if (cause) outcomes[i] = answered(reporting.on_failure, requests[i].limitOr(limit), requests[i].cost, cause);
-    enforce(reporting.enforcement, outcomes[i]);
-    observation.report(requests[i].key, requests[i].cost, outcomes[i], cause);
-  }
-  return outcomes;
-}
 
 // decideMany for a limiter without a cheaper way: decide() each request in turn.
 template <class Limiter>
@@ -313,12 +199,78 @@ auto retriedUntil(Deadline deadline, TryOnce&& try_once) {
   }
 }
 
-// acquire, for every limiter.
-template <class Limiter>
-Decision acquireUntil(Limiter& limiter, std::string_view key, std::int64_t cost, const Limit& limit,
-                      Deadline deadline) {
-  return retriedUntil(deadline, [&] { return limiter.tryAcquire(key, cost, limit); });
-}
+// Whether a limiter's tiers may answer in place of one that failed (see LimiterFacade).
+template <class L, class = void>
+struct AnswersForFailures : std::false_type {};
+template <class L>
+struct AnswersForFailures<L, std::enable_if_t<L::kAnswersForFailures>> : std::true_type {};
 
 }  // namespace detail
+
+// The contract's public methods, written once for every limiter, as boost's iterator_facade writes an
+// iterator's operators once over the few each iterator supplies. A limiter derives from
+// LimiterFacade<itself> and supplies only what differs:
+//
+//   Decision decide(std::string_view key, std::int64_t cost, const Limit& limit);   throws swl::Error
+//   std::vector<Outcome> decideMany(const std::vector<AcquireRequest>& requests);   errors in the Outcomes
+//   Usage peek(std::string_view key, const Limit& limit);
+//   bool reset(std::string_view key);
+//   const Limit& limit() const;
+//   void validate(std::string_view key, std::int64_t cost, const Limit& limit) const;
+//   detail::Reporting reporting() const;   its observer, failure policy, tier and enforcement (private,
+//                                          with `friend LimiterFacade<Self>;`)
+//
+// with `using LimiterFacade<Self>::decide, ...::peek, ...::validate;`, so that its own overloads do not
+// hide the ones below that take its own limit. Here, once for all of them: the observer sees every
+// decision and error exactly once, the failure policy answers what Redis could not, and shadow mode turns
+// refusals into marked admissions.
+//
+// A limiter whose tiers may answer in place of a failed one (TieredLimiter's insurance) also has
+// `static constexpr bool kAnswersForFailures = true` and decides through decide(key, cost, limit, cause)
+// and decideMany(requests, causes): each failure an answer stood in for still reaches the observer.
+template <class Self>
+class LimiterFacade {
+ public:
+  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) { return tryAcquire(key, cost, self().limit()); }
+
+  // tryAcquire under a limit chosen for this call (a tenant's plan) rather than the limiter's own.
+  Decision tryAcquire(std::string_view key, std::int64_t cost, const Limit& limit) {
+    return detail::reportedDecision(self().reporting(), limit, key, cost,
+                                    [&]([[maybe_unused]] std::exception_ptr& cause) {
+                                      if constexpr (detail::AnswersForFailures<Self>::value)
+                                        return self().decide(key, cost, limit, cause);
+                                      else
+                                        return self().decide(key, cost, limit);
+                                    });
+  }
+
+  std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>& requests) {
+    return detail::reportedOutcomes(self().reporting(), self().limit(), requests,
+                                    [&]([[maybe_unused]] std::vector<std::exception_ptr>& causes) {
+                                      if constexpr (detail::AnswersForFailures<Self>::value)
+                                        return self().decideMany(requests, causes);
+                                      else
+                                        return self().decideMany(requests);
+                                    });
+  }
+
+  Decision acquire(std::string_view key, std::int64_t cost, Deadline deadline) {
+    return acquire(key, cost, self().limit(), deadline);
+  }
+  Decision acquire(std::string_view key, std::int64_t cost, const Limit& limit, Deadline deadline) {
+    return detail::retriedUntil(deadline, [&] { return tryAcquire(key, cost, limit); });
+  }
+
+  Decision decide(std::string_view key, std::int64_t cost) { return self().decide(key, cost, self().limit()); }
+  Usage peek(std::string_view key) { return self().peek(key, self().limit()); }
+  void validate(std::string_view key, std::int64_t cost) const { self().validate(key, cost, self().limit()); }
+
+ protected:
+  LimiterFacade() = default;
+
+ private:
+  Self& self() noexcept { return static_cast<Self&>(*this); }
+  const Self& self() const noexcept { return static_cast<const Self&>(*this); }
+};
+
 }  // namespace swl

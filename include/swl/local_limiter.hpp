@@ -42,33 +42,15 @@ struct LocalLimiterOptions {
   Enforcement enforcement = Enforcement::enforce;  // Enforcement::shadow admits what it would refuse
 };
 
-class LocalLimiter {
+class LocalLimiter : public LimiterFacade<LocalLimiter> {
  public:
   explicit LocalLimiter(Limit limit, LocalLimiterOptions options = {})
       : limit_(detail::checkedLimit(limit)), options_(checked(std::move(options))), logs_(options_.max_keys) {}
 
-  // A request of `cost` is admitted iff the units in (now - window, now] plus `cost` fit in the limit.
-  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) { return tryAcquire(key, cost, limit_); }
+  using LimiterFacade::decide, LimiterFacade::peek, LimiterFacade::validate;
 
-  // tryAcquire under a limit chosen for this call (a tenant's plan): the key's log is the same whatever
-  // limit a call brings, and the new limit applies to it from this decision on.
-  Decision tryAcquire(std::string_view key, std::int64_t cost, const Limit& limit) {
-    return detail::reportedDecision(reporting(), limit, key, cost,
-                                    [&](std::exception_ptr&) { return decide(key, cost, limit); });
-  }
-
-  std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>& requests) {
-    return detail::reportedOutcomes(reporting(), limit_, requests, [&] { return decideMany(requests); });
-  }
-
-  Decision acquire(std::string_view key, std::int64_t cost, Deadline deadline) {
-    return acquire(key, cost, limit_, deadline);
-  }
-  Decision acquire(std::string_view key, std::int64_t cost, const Limit& limit, Deadline deadline) {
-    return detail::acquireUntil(*this, key, cost, limit, deadline);
-  }
-
-  Decision decide(std::string_view key, std::int64_t cost) { return decide(key, cost, limit_); }
+  // A request of `cost` is admitted iff the units in (now - window, now] plus `cost` fit in the limit. A
+  // limit chosen for one call (a tenant's plan) applies to the key's one log from that decision on.
   Decision decide(std::string_view key, std::int64_t cost, const Limit& limit) {
     validate(key, cost, limit);
     const std::int64_t now = options_.clock.now().count();
@@ -87,14 +69,12 @@ class LocalLimiter {
     return detail::eachDecided(*this, requests);
   }
 
-  void validate(std::string_view key, std::int64_t cost) const { validate(key, cost, limit_); }
   void validate(std::string_view key, std::int64_t cost, const Limit& limit) const {
     if (limit != limit_) detail::checkedLimit(limit);
     detail::checkRequest("swl::LocalLimiter", "tryAcquire", key, cost, limit.max_requests);
   }
 
   // What `key` has used of its limit now, recording nothing.
-  Usage peek(std::string_view key) { return peek(key, limit_); }
   Usage peek(std::string_view key, const Limit& limit) {
     if (key.empty()) throw InvalidArgument("swl::LocalLimiter::peek: the key is empty");
     if (limit != limit_) detail::checkedLimit(limit);
@@ -127,6 +107,8 @@ class LocalLimiter {
   std::uint64_t evictions() const noexcept { return evictions_.load(std::memory_order_relaxed); }
 
  private:
+  friend LimiterFacade<LocalLimiter>;
+
   // One key's admitted requests, oldest first: (time, units) pairs in a vector whose front part
   // [0, head) has slid out already and is reclaimed in bulk, so sliding costs O(1) amortised. `window`
   // is the one it last slid under: a limit chosen per call may change it, as it may in Redis's log.
@@ -209,5 +191,7 @@ class LocalLimiter {
   detail::ShardedLruMap<Log> logs_;
   std::atomic<std::uint64_t> evictions_{0};
 };
+
+static_assert(keepsLimiterContract<LocalLimiter>());
 
 }  // namespace swl

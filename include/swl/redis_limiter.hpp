@@ -444,7 +444,7 @@ struct Lease {
 };
 
 template <class Algorithm, class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
-class RedisLimiter {
+class RedisLimiter : public LimiterFacade<RedisLimiter<Algorithm, KeyPolicy, MemberPolicy, TtlPolicy>> {
   static_assert(isAlgorithm<Algorithm>,
                 "swl::RedisLimiter<Algorithm, ...>: Algorithm must provide kName, kScriptName, kScript, "
                 "kRecordsMembers and static void check(const Limit&) (see swl/redis_limiter.hpp)");
@@ -464,25 +464,14 @@ class RedisLimiter {
                MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
       : redis_(&redis), calls_(limit, std::move(options), std::move(keys), std::move(members), std::move(ttl)) {}
 
-  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) { return tryAcquire(key, cost, limit()); }
+  using LimiterFacade<RedisLimiter>::decide, LimiterFacade<RedisLimiter>::peek, LimiterFacade<RedisLimiter>::validate;
 
-  // tryAcquire under a limit chosen for this call (a tenant's plan) rather than the limiter's own, still
-  // one EVALSHA. The key's state is the same whatever limit a call brings; the README's "Limits per
-  // tenant" says what each algorithm makes of a limit that changes.
-  Decision tryAcquire(std::string_view key, std::int64_t cost, const Limit& limit) {
-    return detail::reportedDecision(reporting(), limit, key, cost,
-                                    [&](std::exception_ptr&) { return decide(key, cost, limit); });
-  }
-
-  std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>& requests) {
-    return detail::reportedOutcomes(reporting(), limit(), requests, [&] { return decideMany(requests); });
-  }
-
-  Decision acquire(std::string_view key, std::int64_t cost, Deadline deadline) {
-    return acquire(key, cost, limit(), deadline);
-  }
-  Decision acquire(std::string_view key, std::int64_t cost, const Limit& limit, Deadline deadline) {
-    return detail::acquireUntil(*this, key, cost, limit, deadline);
+  // One EVALSHA, under the limiter's own limit or one chosen for this call (a tenant's plan): the key's
+  // state is the same whatever limit a call brings; the README's "Limits per tenant" says what each
+  // algorithm makes of a limit that changes.
+  Decision decide(std::string_view key, std::int64_t cost, const Limit& limit) {
+    const auto request = calls_.prepare(key, cost, limit);
+    return request.decide(*redis_->run(request.call()));
   }
 
   // tryAcquire for a cost known only afterwards (an LLM call's tokens): `estimate` units are decided
@@ -554,7 +543,6 @@ class RedisLimiter {
   // Returns whether there was anything to give back.
   bool giveBack(const Receipt& lease, std::int64_t used) { return settled(lease, used, "giveBack"); }
 
-  Usage peek(std::string_view key) { return peek(key, limit()); }
   Usage peek(std::string_view key, const Limit& limit) {
     const auto request = calls_.preparePeek(key, limit);
     return Calls::usage(*redis_->run(request.call()), request);
@@ -567,15 +555,8 @@ class RedisLimiter {
 
   const Limit& limit() const noexcept { return calls_.limit(); }
   const LimiterOptions& options() const noexcept { return calls_.options(); }
-  void validate(std::string_view key, std::int64_t cost) const { validate(key, cost, limit()); }
   void validate(std::string_view key, std::int64_t cost, const Limit& limit) const {
     calls_.validate(key, cost, limit);
-  }
-
-  Decision decide(std::string_view key, std::int64_t cost) { return decide(key, cost, limit()); }
-  Decision decide(std::string_view key, std::int64_t cost, const Limit& limit) {
-    const auto request = calls_.prepare(key, cost, limit);
-    return request.decide(*redis_->run(request.call()));
   }
 
   std::vector<Outcome> decideMany(const std::vector<AcquireRequest>& requests) {
@@ -616,6 +597,7 @@ class RedisLimiter {
   static const Script& script() { return detail::scriptOf<Algorithm>(); }
 
  private:
+  friend LimiterFacade<RedisLimiter>;
   using Calls = detail::LimiterCalls<Algorithm, KeyPolicy, MemberPolicy, TtlPolicy>;
 
   detail::Reporting reporting() const {

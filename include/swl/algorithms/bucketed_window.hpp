@@ -138,4 +138,6 @@ return redis.error_reply('swl bucketed_window: the buckets of ' .. key .. ' do n
 template <unsigned Buckets = 64, class KeyPolicy = PrefixKey>
 using BucketedWindowLimiter = RedisLimiter<BucketedWindow<Buckets>, KeyPolicy>;
 
+static_assert(keepsLimiterContract<BucketedWindowLimiter<>>());
+
 }  // namespace swl

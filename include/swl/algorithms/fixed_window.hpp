@@ -56,4 +56,6 @@ return {0, remaining, ends_in, reset_after}
 template <class KeyPolicy = PrefixKey>
 using FixedWindowLimiter = RedisLimiter<FixedWindow, KeyPolicy>;
 
+static_assert(keepsLimiterContract<FixedWindowLimiter<>>());
+
 }  // namespace swl

@@ -77,4 +77,6 @@ return {0, remaining, ceiling(next_tat, next_frac) - window - now, reset_after}
 template <class KeyPolicy = PrefixKey>
 using GcraLimiter = RedisLimiter<Gcra, KeyPolicy>;
 
+static_assert(keepsLimiterContract<GcraLimiter<>>());
+
 }  // namespace swl

@@ -83,4 +83,6 @@ return {0, remaining, window - elapsed + at, reset_after}
 template <class KeyPolicy = PrefixKey>
 using SlidingCounterLimiter = RedisLimiter<SlidingCounter, KeyPolicy>;
 
+static_assert(keepsLimiterContract<SlidingCounterLimiter<>>());
+
 }  // namespace swl

@@ -652,4 +652,6 @@ return {1, limit - held, 0, units.resetAfter(log), leased}
 template <class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
 using SlidingWindowLimiter = RedisLimiter<SlidingWindowLog, KeyPolicy, MemberPolicy, TtlPolicy>;
 
+static_assert(keepsLimiterContract<SlidingWindowLimiter<>>());
+
 }  // namespace swl

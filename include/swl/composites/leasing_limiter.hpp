@@ -96,7 +96,7 @@ struct KeyLease {
 }  // namespace detail
 
 template <class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
-class LeasingLimiter {
+class LeasingLimiter : public LimiterFacade<LeasingLimiter<KeyPolicy, MemberPolicy, TtlPolicy>> {
   using Log = SlidingWindowLimiter<KeyPolicy, MemberPolicy, TtlPolicy>;
   using LocalTime = std::int64_t;  // microseconds on localNow()'s clock
 
@@ -121,30 +121,10 @@ class LeasingLimiter {
     }
   }
 
-  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) { return tryAcquire(key, cost, limit()); }
-
-  // tryAcquire under a limit chosen for this call (a tenant's plan). A key's lease and cached refusal
-  // serve only calls under the limit they were decided under; a call under another gives the lease
-  // back and asks Redis, so a lowered limit is never exceeded by units leased under the old one.
-  Decision tryAcquire(std::string_view key, std::int64_t cost, const Limit& limit) {
-    return detail::reportedDecision(reporting(), limit, key, cost,
-                                    [&](std::exception_ptr&) { return decide(key, cost, limit); });
-  }
-
-  std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>& requests) {
-    return detail::reportedOutcomes(reporting(), limit(), requests,
-                                    [&] { return detail::eachDecided(*this, requests); });
-  }
-
-  Decision acquire(std::string_view key, std::int64_t cost, Deadline deadline) {
-    return acquire(key, cost, limit(), deadline);
-  }
-  Decision acquire(std::string_view key, std::int64_t cost, const Limit& limit, Deadline deadline) {
-    return detail::acquireUntil(*this, key, cost, limit, deadline);
-  }
+  using LimiterFacade<LeasingLimiter>::decide, LimiterFacade<LeasingLimiter>::peek,
+      LimiterFacade<LeasingLimiter>::validate;
 
   // What the key's window holds, leased units (used or not) included.
-  Usage peek(std::string_view key) { return log_.peek(key); }
   Usage peek(std::string_view key, const Limit& limit) { return log_.peek(key, limit); }
 
   // Forgets the key here and in Redis. Other instances' leases on it are forgotten in Redis too, so
@@ -172,12 +152,13 @@ class LeasingLimiter {
   // The lease duration in use (LeaseOptions::duration, or the one it chose).
   std::chrono::microseconds leaseDuration() const noexcept { return duration_; }
 
-  void validate(std::string_view key, std::int64_t cost) const { validate(key, cost, limit()); }
   void validate(std::string_view key, std::int64_t cost, const Limit& limit) const {
     detail::checkRequest(kName, "tryAcquire", key, cost, limit.max_requests);
   }
 
-  Decision decide(std::string_view key, std::int64_t cost) { return decide(key, cost, limit()); }
+  // Under the limiter's limit or one chosen for this call (a tenant's plan). A key's lease and cached
+  // refusal serve only calls under the limit they were decided under; a call under another gives the
+  // lease back and asks Redis, so a lowered limit is never exceeded by units leased under the old one.
   Decision decide(std::string_view key, std::int64_t cost, const Limit& limit) {
     validate(key, cost, limit);
     const std::chrono::microseconds duration = durationFor(limit);
@@ -210,6 +191,8 @@ class LeasingLimiter {
   }
 
  private:
+  friend LimiterFacade<LeasingLimiter>;
+
   static constexpr std::chrono::microseconds kShortestLease = std::chrono::milliseconds(1);
 
   static LimiterOptions checked(LimiterOptions options) {
@@ -353,5 +336,7 @@ class LeasingLimiter {
   std::chrono::microseconds duration_;
   detail::ShardedLruMap<std::shared_ptr<detail::KeyLease>> states_;
 };
+
+static_assert(keepsLimiterContract<LeasingLimiter<>>());
 
 }  // namespace swl

@@ -40,7 +40,7 @@
 namespace swl {
 
 template <class Algorithm = SlidingWindowLog, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
-class ShardedLimiter {
+class ShardedLimiter : public LimiterFacade<ShardedLimiter<Algorithm, MemberPolicy, TtlPolicy>> {
  public:
   using Shard = RedisLimiter<Algorithm, ShardKey, MemberPolicy, TtlPolicy>;
 
@@ -54,27 +54,10 @@ class ShardedLimiter {
     }
   }
 
-  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) { return tryAcquire(key, cost, limit_); }
-
-  // tryAcquire under a limit chosen for this call, shared out over the shards as the limiter's own is.
-  Decision tryAcquire(std::string_view key, std::int64_t cost, const Limit& limit) {
-    return detail::reportedDecision(reporting(), limit, key, cost,
-                                    [&](std::exception_ptr&) { return decide(key, cost, limit); });
-  }
-
-  std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>& requests) {
-    return detail::reportedOutcomes(reporting(), limit_, requests, [&] { return decideMany(requests); });
-  }
-
-  Decision acquire(std::string_view key, std::int64_t cost, Deadline deadline) {
-    return acquire(key, cost, limit_, deadline);
-  }
-  Decision acquire(std::string_view key, std::int64_t cost, const Limit& limit, Deadline deadline) {
-    return detail::acquireUntil(*this, key, cost, limit, deadline);
-  }
+  using LimiterFacade<ShardedLimiter>::decide, LimiterFacade<ShardedLimiter>::peek,
+      LimiterFacade<ShardedLimiter>::validate;
 
   // The shards' usage summed.
-  Usage peek(std::string_view key) { return peek(key, limit_); }
   Usage peek(std::string_view key, const Limit& limit) {
     Usage usage;
     usage.limit = limit.max_requests;
@@ -96,7 +79,6 @@ class ShardedLimiter {
   const Limit& limit() const noexcept { return limit_; }
 
   // A cost above the smallest share could never be admitted by some shards, so it is refused.
-  void validate(std::string_view key, std::int64_t cost) const { validate(key, cost, limit_); }
   void validate(std::string_view key, std::int64_t cost, const Limit& limit) const {
     detail::checkRequest("swl::ShardedLimiter", "tryAcquire", key, cost, limit.max_requests);
     if (limit != limit_) checkShared(detail::checkedLimit(limit));
@@ -108,7 +90,7 @@ class ShardedLimiter {
     }
   }
 
-  Decision decide(std::string_view key, std::int64_t cost) { return decide(key, cost, limit_); }
+  // A shard at random decides under its share of the limiter's limit, or of one chosen for this call.
   Decision decide(std::string_view key, std::int64_t cost, const Limit& limit) {
     validate(key, cost, limit);
     const std::size_t shard = randomShard();
@@ -148,6 +130,8 @@ class ShardedLimiter {
   std::size_t shards() const noexcept { return shards_.size(); }
 
  private:
+  friend LimiterFacade<ShardedLimiter>;
+
   std::size_t randomShard() const {
     return std::uniform_int_distribution<std::size_t>(0, shards_.size() - 1)(detail::threadRandom());
   }
@@ -183,5 +167,7 @@ class ShardedLimiter {
   std::size_t count_;
   std::vector<Shard> shards_;
 };
+
+static_assert(keepsLimiterContract<ShardedLimiter<>>());
 
 }  // namespace swl

@@ -60,7 +60,7 @@ struct TierOptions {
 };
 
 template <class RedisLimiter = SlidingWindowLimiter<>>
-class TieredLimiter {
+class TieredLimiter : public LimiterFacade<TieredLimiter<RedisLimiter>> {
   static_assert(isLimiter<RedisLimiter>,
                 "swl::TieredLimiter<RedisLimiter>: RedisLimiter must keep the limiter contract (swl/limiter.hpp)");
 
@@ -76,39 +76,14 @@ class TieredLimiter {
     if (tiers_.instances > 0) insurance_.emplace(insuredLimit(limit, tiers_), insuranceOptions(options_, tiers_));
   }
 
-  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) { return tryAcquire(key, cost, limit()); }
+  using LimiterFacade<TieredLimiter>::decide, LimiterFacade<TieredLimiter>::peek,
+      LimiterFacade<TieredLimiter>::validate;
 
-  // tryAcquire under a limit chosen for this call (a tenant's plan): Redis decides under it, a cached
-  // refusal repeats only for the limit it was made under, and insurance takes its share of it.
-  Decision tryAcquire(std::string_view key, std::int64_t cost, const Limit& limit) {
-    return detail::reportedDecision(reporting(), limit, key, cost,
-                                    [&](std::exception_ptr& cause) { return decide(key, cost, limit, cause); });
-  }
-
-  // Each request goes through the tiers as tryAcquire would; those Redis must decide go in one batch.
-  std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>& requests) {
-    const detail::Observation observation(options_.observer, Tier::redis);
-    std::vector<std::exception_ptr> causes(requests.size());
-    std::vector<Outcome> outcomes = decideMany(requests, causes);
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-      if (outcomes[i].error) {
-        outcomes[i] = detail::answered(options_.on_failure, requests[i].limitOr(limit()), requests[i].cost, causes[i]);
-      }
-      detail::enforce(options_.enforcement, outcomes[i]);
-      observation.report(requests[i].key, requests[i].cost, outcomes[i], causes[i]);
-    }
-    return outcomes;
-  }
-
-  Decision acquire(std::string_view key, std::int64_t cost, Deadline deadline) {
-    return acquire(key, cost, limit(), deadline);
-  }
-  Decision acquire(std::string_view key, std::int64_t cost, const Limit& limit, Deadline deadline) {
-    return detail::acquireUntil(*this, key, cost, limit, deadline);
-  }
+  // Insurance answers in place of a Redis that failed: the failure still reaches the observer (see
+  // LimiterFacade), through the decide and decideMany below that keep it.
+  static constexpr bool kAnswersForFailures = true;
 
   // Redis's view of the key; errors are thrown, as RedisLimiter::peek does.
-  Usage peek(std::string_view key) { return redis_.peek(key); }
   Usage peek(std::string_view key, const Limit& limit) { return redis_.peek(key, limit); }
 
   // Forgets the key in Redis and in this instance's tiers (other instances' caches keep their refusals
@@ -120,12 +95,13 @@ class TieredLimiter {
   }
 
   const Limit& limit() const noexcept { return redis_.limit(); }
-  void validate(std::string_view key, std::int64_t cost) const { redis_.validate(key, cost); }
   void validate(std::string_view key, std::int64_t cost, const Limit& limit) const {
     redis_.validate(key, cost, limit);
   }
 
-  Decision decide(std::string_view key, std::int64_t cost) { return decide(key, cost, limit()); }
+  // The tiers in order, under the limiter's limit or one chosen for this call (a tenant's plan): Redis
+  // decides under it, a cached refusal repeats only for the limit it was made under, and insurance takes
+  // its share of it.
   Decision decide(std::string_view key, std::int64_t cost, const Limit& limit) {
     std::exception_ptr cause;
     return decide(key, cost, limit, cause);
@@ -142,6 +118,8 @@ class TieredLimiter {
   RedisLimiter& redisTier() noexcept { return redis_; }
 
  private:
+  friend LimiterFacade<TieredLimiter>;
+
   static constexpr std::int64_t kRedisUp = -1;
 
   using Refusal = detail::Refusal;
@@ -164,6 +142,9 @@ class TieredLimiter {
     }
   }
 
+  // Each request goes through the tiers as decide would; those Redis must decide go in one batch. A
+  // request insurance answered for keeps Redis's failure in `causes`; one no tier could answer, in its
+  // Outcome.
   std::vector<Outcome> decideMany(const std::vector<AcquireRequest>& requests,
                                   std::vector<std::exception_ptr>& causes) {
     std::vector<Outcome> outcomes(requests.size());
@@ -199,12 +180,8 @@ class TieredLimiter {
         causes[i] = answers[j].error;
         outcomes[i].decision = insuredAfter(key, cost, limit);
       } else {
-        causes[i] = answers[j].error;
         outcomes[i] = std::move(answers[j]);
       }
-    }
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-      if (outcomes[i].error && !causes[i]) causes[i] = outcomes[i].error;
     }
     return outcomes;
   }
@@ -324,5 +301,7 @@ class TieredLimiter {
   // kRedisUp, or the local time after which one call may ask Redis again.
   std::atomic<std::int64_t> redis_down_until_{kRedisUp};
 };
+
+static_assert(keepsLimiterContract<TieredLimiter<>>());
 
 }  // namespace swl
