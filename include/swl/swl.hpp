@@ -42,3 +42,4 @@
 #include <swl/redis/hash_slot.hpp>
 #include <swl/redis/sentinel_connection.hpp>
 #include <swl/redis_limiter.hpp>
+#include <swl/scripts.hpp>
