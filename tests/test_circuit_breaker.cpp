@@ -30,7 +30,7 @@ TEST_CASE("a breaker opens on a failure, refuses for the cool-down, lets one pro
   breaker.admit("r:1", start);  // closed: everyone may go
   CHECK_FALSE(breaker.isOpen());
 
-  breaker.failed("redis at r:1 timed out", start);
+  breaker.recordFailure("redis at r:1 timed out", start);
   CHECK(breaker.isOpen());
   CHECK_THROWS_AS(breaker.admit("r:1", start + 249ms), swl::CircuitOpenError);
   CHECK_THROWS_WITH(breaker.admit("r:1", start + 100ms),
@@ -40,10 +40,10 @@ TEST_CASE("a breaker opens on a failure, refuses for the cool-down, lets one pro
 
   breaker.admit("r:1", start + 250ms);                                          // the probe
   CHECK_THROWS_AS(breaker.admit("r:1", start + 251ms), swl::CircuitOpenError);  // one probe at a time
-  breaker.failed("redis at r:1 timed out again", start + 300ms);                // the probe failed: another cool-down
+  breaker.recordFailure("redis at r:1 timed out again", start + 300ms);         // the probe failed: another cool-down
   CHECK_THROWS_AS(breaker.admit("r:1", start + 549ms), swl::CircuitOpenError);
   breaker.admit("r:1", start + 550ms);
-  breaker.succeeded();
+  breaker.recordSuccess();
   CHECK_FALSE(breaker.isOpen());
   breaker.admit("r:1", start + 551ms);
   breaker.admit("r:1", start + 551ms);
@@ -52,7 +52,7 @@ TEST_CASE("a breaker opens on a failure, refuses for the cool-down, lets one pro
 TEST_CASE("a probe that never reports holds the circuit half open only for its patience") {
   Breaker breaker(100ms, 500ms);
   const auto start = Breaker::Clock::now();
-  breaker.failed("refused", start);
+  breaker.recordFailure("refused", start);
   breaker.admit("r:1", start + 100ms);  // a probe whose thread never comes back
   CHECK_THROWS_AS(breaker.admit("r:1", start + 599ms), swl::CircuitOpenError);
   CHECK_NOTHROW(breaker.admit("r:1", start + 600ms));  // another probe may go
@@ -60,7 +60,7 @@ TEST_CASE("a probe that never reports holds the circuit half open only for its p
 
 TEST_CASE("a breaker with no cool-down never opens") {
   Breaker breaker(0ms, 0ms);
-  breaker.failed("refused");
+  breaker.recordFailure("refused");
   CHECK_FALSE(breaker.isOpen());
   CHECK_NOTHROW(breaker.admit("r:1"));
 }

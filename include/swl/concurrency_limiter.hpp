@@ -200,7 +200,7 @@ class ConcurrencyLimiter {
     bool extend() { return extend(slot_ttl_); }
     bool extend(std::chrono::microseconds duration) {
       if (!held()) return false;
-      if (limiter_->extended(redis_key_, member_, duration, slot_ttl_)) return true;
+      if (limiter_->extendSlot(redis_key_, member_, duration, slot_ttl_)) return true;
       member_.clear();
       return false;
     }
@@ -211,7 +211,7 @@ class ConcurrencyLimiter {
     bool release() {
       if (!held()) return false;
       const std::string member = std::exchange(member_, std::string());
-      return limiter_->released(redis_key_, member);
+      return limiter_->releaseSlot(redis_key_, member);
     }
 
    private:
@@ -346,12 +346,12 @@ class ConcurrencyLimiter {
                    {slot_ttl, max_in_flight, cost, detail::nowArgument(options_.clock, now), member, {}, "0", extra}));
   }
 
-  bool released(const std::string& redis_key, const std::string& member) {
+  bool releaseSlot(const std::string& redis_key, const std::string& member) {
     return run(detail::slotScripts().release, redis_key, "0", member, {}, concurrency_)->integer() == 1;
   }
 
-  bool extended(const std::string& redis_key, const std::string& member, std::chrono::microseconds duration,
-                std::chrono::microseconds slot_ttl) {
+  bool extendSlot(const std::string& redis_key, const std::string& member, std::chrono::microseconds duration,
+                  std::chrono::microseconds slot_ttl) {
     if (duration.count() <= 0 || duration > slot_ttl) {
       throw InvalidArgument(std::string(kName) + "::extend: " + std::to_string(duration.count()) +
                             " us is not in 1 us..slot_ttl (" + std::to_string(slot_ttl.count()) + " us) (key " +

@@ -174,7 +174,7 @@ std::vector<Outcome> eachDecided(Limiter& limiter, const std::vector<AcquireRequ
     try {
       outcomes[i].decision = limiter.decide(requests[i].key, requests[i].cost, limit);
     } catch (const Error&) {
-      outcomes[i] = {refusedBlind(limit), std::current_exception()};
+      outcomes[i] = {blindRefusal(limit), std::current_exception()};
     }
   }
   return outcomes;

@@ -402,11 +402,7 @@ class LimiterCalls {
 
   LimitArguments arguments(const Limit& limit) const {
     Algorithm::check(checkedLimit(limit));
-    const std::chrono::milliseconds ttl = ttl_.ttl(limit.window);
-    if (ttl < limit.window) {
-      throw InvalidArgument("swl: a TTL of " + std::to_string(ttl.count()) + " ms is shorter than the window of " +
-                            std::to_string(limit.window.count()) + " us; Redis would drop entries that still count");
-    }
+    const std::chrono::milliseconds ttl = checkedTtl(ttl_, limit.window, Algorithm::kName);
     return {limit, IntegerText(limit.window.count()), IntegerText(limit.max_requests), IntegerText(ttl.count())};
   }
 
@@ -501,7 +497,7 @@ class RedisLimiter : public LimiterFacade<RedisLimiter<Algorithm, KeyPolicy, Mem
     static_assert(detail::canSettle<Algorithm>,
                   "swl::RedisLimiter::settle: only an algorithm that records one entry per request can settle "
                   "one (the sliding window log: swl::SlidingWindowLimiter)");
-    return settled(receipt, actual, "settle");
+    return runSettleScript(receipt, actual, "settle");
   }
 
   // The primitive LeasingLimiter is built on (use that): `cost` units for `key` decided now and, when
@@ -541,7 +537,7 @@ class RedisLimiter : public LimiterFacade<RedisLimiter<Algorithm, KeyPolicy, Mem
 
   // Gives a lease back (LeasingLimiter): of its units only `used` still count, until its end + window.
   // Returns whether there was anything to give back.
-  bool giveBack(const Receipt& lease, std::int64_t used) { return settled(lease, used, "giveBack"); }
+  bool giveBack(const Receipt& lease, std::int64_t used) { return runSettleScript(lease, used, "giveBack"); }
 
   Usage peek(std::string_view key, const Limit& limit) {
     const auto request = calls_.preparePeek(key, limit);
@@ -569,7 +565,7 @@ class RedisLimiter : public LimiterFacade<RedisLimiter<Algorithm, KeyPolicy, Mem
         prepared.push_back(calls_.prepare(requests[i].key, requests[i].cost, requests[i].limitOr(limit())));
         sent.push_back(i);
       } catch (const InvalidArgument&) {
-        outcomes[i] = {detail::refusedBlind(requests[i].limitOr(limit())), std::current_exception()};
+        outcomes[i] = {detail::blindRefusal(requests[i].limitOr(limit())), std::current_exception()};
       }
     }
     std::vector<ScriptCall> calls;
@@ -586,7 +582,7 @@ class RedisLimiter : public LimiterFacade<RedisLimiter<Algorithm, KeyPolicy, Mem
           replies[i].error = std::current_exception();
         }
       }
-      outcome = {detail::refusedBlind(prepared[i].limit()), std::move(replies[i].error)};
+      outcome = {detail::blindRefusal(prepared[i].limit()), std::move(replies[i].error)};
     }
     return outcomes;
   }
@@ -604,7 +600,7 @@ class RedisLimiter : public LimiterFacade<RedisLimiter<Algorithm, KeyPolicy, Mem
     return {options().observer, options().on_failure, Tier::redis, options().enforcement};
   }
 
-  bool settled(const Receipt& receipt, std::int64_t actual, std::string_view call) {
+  bool runSettleScript(const Receipt& receipt, std::int64_t actual, std::string_view call) {
     if (!receipt) return false;
     if (actual < 0 || actual >= detail::kLargestExact) {
       throw InvalidArgument(std::string(Algorithm::kName) + "::" + std::string(call) + ": " + std::to_string(actual) +

@@ -177,7 +177,7 @@ class AsyncConnection {
     if (context->err != 0) {
       const std::string why = "redis at " + endpoint_ + " failed connecting (" + context->errstr + ")";
       redisAsyncFree(context);
-      breaker_->failed(why);
+      breaker_->recordFailure(why);
       throw ConnectionError(why);
     }
     context->data = this;
@@ -207,7 +207,7 @@ class AsyncConnection {
           const std::string why =
               no_password ? "redis at " + endpoint_ + " requires a password, and ConnectionOptions::password is empty"
                           : "redis at " + endpoint_ + " refused " + what + ": " + reply_error.what();
-          breaker_->failed(why);
+          breaker_->recordFailure(why);
           drop(context_, std::make_exception_ptr(AuthError(why)));
         } catch (const Error&) {
         }
@@ -260,7 +260,7 @@ class AsyncConnection {
   }
 
   void answer(redisAsyncContext* context, ReplyView reply, Pending pending) {
-    if (!reply.isNull()) breaker_->succeeded();
+    if (!reply.isNull()) breaker_->recordSuccess();
     if (reply.isNull()) {
       // The context is going away: the next call connects afresh.
       if (context == context_) context_ = nullptr;
@@ -306,7 +306,7 @@ class AsyncConnection {
     }
     // hiredis frees the context itself after this, calling back everything queued on it.
     const std::string why = "redis at " + self.endpoint_ + " failed connecting (" + context->errstr + ")";
-    self.breaker_->failed(why);
+    self.breaker_->recordFailure(why);
     self.blame(context, std::make_exception_ptr(ConnectionError(why)));
     self.context_ = nullptr;
   }
@@ -336,7 +336,7 @@ class AsyncConnection {
     }
     const std::string why = "redis at " + endpoint_ + " timed out waiting for a reply (no answer within " +
                             std::to_string(options_.command_timeout.count()) + " ms)";
-    breaker_->failed(why);
+    breaker_->recordFailure(why);
     drop(oldest.context, std::make_exception_ptr(TimeoutError(why)));
     if (!in_flight_.empty() && !evtimer_pending(timeout_timer_.get(), nullptr)) armTimer(options_.command_timeout);
   }

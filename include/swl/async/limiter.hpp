@@ -77,7 +77,7 @@ class AsyncLimiter {
           error = std::current_exception();
         }
       }
-      if (error) outcome = detail::answered(calls->options().on_failure, limit, cost, error);
+      if (error) outcome = detail::answerForFailure(calls->options().on_failure, limit, cost, error);
       detail::enforce(calls->options().enforcement, outcome);
       observation.report(key, cost, outcome, error);
       done(std::move(outcome));

@@ -176,7 +176,7 @@ class LeasingLimiter : public LimiterFacade<LeasingLimiter<KeyPolicy, MemberPoli
           return leased(*state, cost, now);
         }
         if (state->refusal.stillRefuses(limit, cost, now)) return state->refusal.repeated(now);
-        if (!state->calling) return asked(held ? held : slot, key, cost, limit, duration, now, lock, changed);
+        if (!state->calling) return askRedis(held ? held : slot, key, cost, limit, duration, now, lock, changed);
         // Another thread is asking Redis for this key's next lease: its answer is likely ours too.
         if (!held) held = slot;
         const std::uint64_t awaited = state->calls;
@@ -289,9 +289,9 @@ class LeasingLimiter : public LimiterFacade<LeasingLimiter<KeyPolicy, MemberPoli
   // Asks Redis for `cost` units of `key`, and for a lease when one pays, with the key's state locked by
   // `lock`; unlocked during the call, and left so after a plain admission. Those who wait on the key wake
   // when a lease call comes back.
-  Decision asked(std::shared_ptr<detail::KeyLease> held, std::string_view key, std::int64_t cost, const Limit& limit,
-                 std::chrono::microseconds duration, LocalTime now, std::unique_lock<std::mutex>& lock,
-                 std::condition_variable& changed) {
+  Decision askRedis(std::shared_ptr<detail::KeyLease> held, std::string_view key, std::int64_t cost, const Limit& limit,
+                    std::chrono::microseconds duration, LocalTime now, std::unique_lock<std::mutex>& lock,
+                    std::condition_variable& changed) {
     detail::KeyLease& state = *held;
     const LeaseTerms terms = termsFor(state, cost, limit, duration, now);
     const bool leasing = terms.units > cost || terms.previous;

@@ -224,7 +224,7 @@ class MultiLimiter {
         observation.report(keys.empty() ? std::string_view() : keys.front(), cost, nullptr, cause);
         throw;
       }
-      MultiDecision result = failed(cost, cause, limits);
+      MultiDecision result = answerEveryRuleForFailure(cost, cause, limits);
       detail::enforce(options_.enforcement, result.decision);
       observation.report(keys.at(result.binding), cost, &result.decision, cause, result.binding_name);
       return result;
@@ -258,7 +258,7 @@ class MultiLimiter {
     const std::string member = detail::checkedMember("swl::MultiLimiter", members_.next());
     const detail::IntegerText cost_text(cost);
     const detail::IntegerText now(clientNow(limits));
-    const std::string_view now_text = options_.clock.isRedisTime() ? std::string_view() : now.view();
+    const std::string_view now_text = detail::nowArgument(options_.clock, now);
     const std::string_view count_rejected = options_.rejected == RejectedRequests::counted ? "1" : "0";
 
     // The call's keys and arguments are views, so they go on the stack: at most 9 rules.
@@ -267,7 +267,8 @@ class MultiLimiter {
     std::array<std::string_view, 4 + 3 * ScriptCall::kMaxKeys> args{cost_text.view(), now_text, member, count_rejected};
     std::size_t arg_count = 4;
     for (std::size_t i = 0; i < 3 * rules_.size(); ++i) args[arg_count++] = rule_texts[i];
-    return decided(*redis_->run(ScriptCall(script(), key_views.data(), rules_.size(), args.data(), arg_count)), limits);
+    return decodeReply(*redis_->run(ScriptCall(script(), key_views.data(), rules_.size(), args.data(), arg_count)),
+                       limits);
   }
 
   const std::vector<std::string>& ruleNames() const noexcept { return names_; }
@@ -295,40 +296,27 @@ class MultiLimiter {
   }
 
   Limit checkedRuleLimit(const Limit& limit) const {
-    detail::checkedLimit(limit);
-    if (ttl_.ttl(limit.window) < limit.window) {
-      throw InvalidArgument("swl::MultiLimiter: a TTL of " + std::to_string(ttl_.ttl(limit.window).count()) +
-                            " ms is shorter than the window of " + std::to_string(limit.window.count()) +
-                            " us; Redis would drop entries that still count");
-    }
+    detail::checkedTtl(ttl_, detail::checkedLimit(limit).window, "swl::MultiLimiter");
     return limit;
   }
 
-  // Client-clock time in microseconds, or 0 when the script reads Redis's clock.
+  // Client-clock time in microseconds (past every rule's window), or 0 when the script reads Redis's clock.
   std::int64_t clientNow(const std::vector<Limit>& limits) const {
-    if (options_.clock.isRedisTime()) return 0;
-    const std::int64_t now = options_.clock.now().count();
-    if (now >= detail::kLargestExact) {
-      throw InvalidArgument("swl: the clock reads " + std::to_string(now) + " us, beyond the 2^53 us scores hold");
-    }
-    for (std::size_t i = 0; i < rules_.size(); ++i) {
-      if (now < limitOf(i, limits).window.count()) {
-        throw InvalidArgument("swl: the clock reads " + std::to_string(now) + " us, less than a window");
-      }
-    }
-    return now;
+    std::chrono::microseconds longest{0};
+    for (std::size_t i = 0; i < rules_.size(); ++i) longest = std::max(longest, limitOf(i, limits).window);
+    return detail::scriptNow(options_.clock, longest);
   }
 
-  MultiDecision decided(ReplyView reply, const std::vector<Limit>& limits) const {
+  MultiDecision decodeReply(ReplyView reply, const std::vector<Limit>& limits) const {
     std::array<std::int64_t, ScriptCall::kMaxKeys> maxima;
     for (std::size_t i = 0; i < rules_.size(); ++i) maxima[i] = limitOf(i, limits).max_requests;
     MultiDecision result;
     result.rules = detail::decodeRuleDecisions<ScriptCall::kMaxKeys>(reply, maxima.data(), rules_.size());
-    return bound(std::move(result));
+    return pickBindingRule(std::move(result));
   }
 
   // Picks the binding rule and copies its numbers into the overall decision.
-  MultiDecision bound(MultiDecision result) const {
+  MultiDecision pickBindingRule(MultiDecision result) const {
     const auto& rules = result.rules;
     const bool admitted = std::all_of(rules.begin(), rules.end(), [](const Decision& d) { return d.allowed; });
     const auto binding =
@@ -344,12 +332,13 @@ class MultiLimiter {
   }
 
   // Redis could not decide: every rule answers with the failure policy.
-  MultiDecision failed(std::int64_t cost, const std::exception_ptr& error, const std::vector<Limit>& limits) const {
+  MultiDecision answerEveryRuleForFailure(std::int64_t cost, const std::exception_ptr& error,
+                                          const std::vector<Limit>& limits) const {
     MultiDecision result;
     for (std::size_t i = 0; i < rules_.size(); ++i) {
-      result.rules.push_back(detail::answered(options_.on_failure, limitOf(i, limits), cost, error).decision);
+      result.rules.push_back(detail::answerForFailure(options_.on_failure, limitOf(i, limits), cost, error).decision);
     }
-    return bound(std::move(result));
+    return pickBindingRule(std::move(result));
   }
 
   RedisClient* redis_;

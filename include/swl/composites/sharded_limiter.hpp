@@ -110,7 +110,7 @@ class ShardedLimiter : public LimiterFacade<ShardedLimiter<Algorithm, MemberPoli
         batches[shard].push_back({requests[i].key, requests[i].cost, share(limit, shard)});
         indices[shard].push_back(i);
       } catch (const InvalidArgument&) {
-        outcomes[i] = {detail::refusedBlind(limit), std::current_exception()};
+        outcomes[i] = {detail::blindRefusal(limit), std::current_exception()};
       }
     }
     for (std::size_t shard = 0; shard < shards_.size(); ++shard) {

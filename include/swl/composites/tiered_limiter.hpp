@@ -165,7 +165,7 @@ class TieredLimiter : public LimiterFacade<TieredLimiter<RedisLimiter>> {
           asked.push_back(requests[i]), asked_index.push_back(i);
         }
       } catch (const Error&) {
-        outcomes[i] = {detail::refusedBlind(limit), std::current_exception()};
+        outcomes[i] = {detail::blindRefusal(limit), std::current_exception()};
       }
     }
     std::vector<Outcome> answers = redis_.decideMany(asked);
@@ -239,7 +239,7 @@ class TieredLimiter : public LimiterFacade<TieredLimiter<RedisLimiter>> {
   Decision insure(std::string_view key, std::int64_t cost, const Limit& limit) {
     const Limit share = insuredLimit(limit, tiers_);
     if (cost > share.max_requests) {
-      Decision refused = detail::refusedBlind(share);
+      Decision refused = detail::blindRefusal(share);
       refused.tier = Tier::insurance;
       return refused;
     }

@@ -51,14 +51,14 @@ class CircuitBreaker {
   }
 
   // The server answered (an error reply is an answer too): the circuit closes.
-  void succeeded() noexcept {
+  void recordSuccess() noexcept {
     if (state_.load(std::memory_order_acquire) == kClosed) return;
     std::lock_guard<std::mutex> lock(mutex_);
     state_ = kClosed;
   }
 
   // A timeout or a failed connect: the circuit opens for a cool-down.
-  void failed(const std::string& why, Clock::time_point now = Clock::now()) {
+  void recordFailure(const std::string& why, Clock::time_point now = Clock::now()) {
     if (cooldown_.count() == 0) return;
     std::lock_guard<std::mutex> lock(mutex_);
     state_ = kOpen;

@@ -55,7 +55,7 @@ inline void checkRequest(std::string_view limiter, std::string_view call, std::s
 }
 
 // No count to go by: ask the caller back after a second, or sooner for a shorter window.
-inline Decision refusedBlind(const Limit& limit) {
+inline Decision blindRefusal(const Limit& limit) {
   Decision decision;
   decision.limit = limit.max_requests;
   decision.retry_after = std::min<std::chrono::microseconds>(limit.window, std::chrono::seconds(1));
@@ -77,9 +77,9 @@ inline bool isInvalidArgument(const std::exception_ptr& error) {
 // The failure policy: what a request of `cost` gets when no tier could decide it because of `error`.
 // Invalid input (and a call the client refused to send, such as keys in two cluster slots) is the
 // caller's mistake and stays an error whatever the policy: failing open on it would hide it.
-inline Outcome answered(FailurePolicy policy, const Limit& limit, std::int64_t cost, std::exception_ptr error) {
-  if (policy == FailurePolicy::throw_error || isInvalidArgument(error)) return {refusedBlind(limit), std::move(error)};
-  if (policy == FailurePolicy::deny) return {refusedBlind(limit), nullptr};
+inline Outcome answerForFailure(FailurePolicy policy, const Limit& limit, std::int64_t cost, std::exception_ptr error) {
+  if (policy == FailurePolicy::throw_error || isInvalidArgument(error)) return {blindRefusal(limit), std::move(error)};
+  if (policy == FailurePolicy::deny) return {blindRefusal(limit), nullptr};
   Decision admitted;
   admitted.allowed = true;
   admitted.limit = limit.max_requests;
@@ -168,7 +168,7 @@ Decision reportedDecision(const Reporting& reporting, const Limit& limit, std::s
     outcome.decision = decide(cause);
   } catch (const Error&) {
     cause = std::current_exception();
-    outcome = answered(reporting.on_failure, limit, cost, cause);
+    outcome = answerForFailure(reporting.on_failure, limit, cost, cause);
   }
   enforce(reporting.enforcement, outcome);
   observation.report(key, cost, outcome, cause);
@@ -187,7 +187,7 @@ std::vector<Outcome> reportedOutcomes(const Reporting& reporting, const Limit& l
   for (std::size_t i = 0; i < requests.size(); ++i) {
     if (outcomes[i].error) {
       causes[i] = outcomes[i].error;
-      outcomes[i] = answered(reporting.on_failure, requests[i].limitOr(limit), requests[i].cost, causes[i]);
+      outcomes[i] = answerForFailure(reporting.on_failure, requests[i].limitOr(limit), requests[i].cost, causes[i]);
     }
     enforce(reporting.enforcement, outcomes[i]);
     observation.report(requests[i].key, requests[i].cost, outcomes[i], causes[i]);

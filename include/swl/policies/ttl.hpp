@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -60,4 +61,21 @@ class FixedTtl {
   std::chrono::milliseconds ttl_;
 };
 
+namespace detail {
+
+// The TTL `policy` gives a key whose window is `window`, refused when it is shorter: Redis would drop
+// entries that still count. `limiter` names who asks, for the message.
+template <class TtlPolicy>
+std::chrono::milliseconds checkedTtl(const TtlPolicy& policy, std::chrono::microseconds window,
+                                     std::string_view limiter) {
+  const std::chrono::milliseconds ttl = policy.ttl(window);
+  if (ttl < window) {
+    throw InvalidArgument(std::string(limiter) + ": a TTL of " + std::to_string(ttl.count()) +
+                          " ms is shorter than the window of " + std::to_string(window.count()) +
+                          " us; Redis would drop entries that still count");
+  }
+  return ttl;
+}
+
+}  // namespace detail
 }  // namespace swl

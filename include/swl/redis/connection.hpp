@@ -217,7 +217,7 @@ class Link {
       context_ = handshake(open_());
       return *context_;
     } catch (const Error& error) {
-      breaker_->failed(error.what());
+      breaker_->recordFailure(error.what());
       throw;
     }
   }
@@ -225,7 +225,7 @@ class Link {
   Reply commandOn(redisContext& context, const std::string_view* argv, std::size_t argc) {
     redisReply* reply = send(context, argv, argc);
     if (reply == nullptr) broke("waiting for a reply");
-    breaker_->succeeded();
+    breaker_->recordSuccess();
     return Reply(reply);
   }
 
@@ -237,7 +237,7 @@ class Link {
     try {
       throwContextError(*broken, endpoint_, doing);
     } catch (const TimeoutError& timeout) {
-      breaker_->failed(timeout.what());
+      breaker_->recordFailure(timeout.what());
       throw;
     }
   }
@@ -377,7 +377,7 @@ class Link {
       if (!context_ || redisGetReply(context_.get(), &reply) != REDIS_OK || reply == nullptr) {
         broke("waiting for pipelined replies");
       }
-      breaker_->succeeded();
+      breaker_->recordSuccess();
       try {
         on_reply(i, Reply(static_cast<redisReply*>(reply)));
       } catch (...) {
@@ -399,15 +399,15 @@ class Link {
   std::uint64_t connected_epoch_ = 0;
 };
 
-// A script call's reply judged: an error reply becomes the ReplyError it stands for.
-inline Reply judged(Reply reply, std::string_view endpoint, const Script& script) {
+// A script call's reply, or the ReplyError its error reply stands for, thrown.
+inline Reply throwIfError(Reply reply, std::string_view endpoint, const Script& script) {
   if (reply->isError()) throw scriptError(endpoint, script, *reply);
   return reply;
 }
 
-// A batch's replies judged alike, each error reply turned into its Outcome's error.
-inline std::vector<ScriptReply> judged(std::vector<ScriptReply> results, std::string_view endpoint,
-                                       const std::vector<ScriptCall>& calls) {
+// A batch's replies, each error reply turned into its Outcome's error (a batch throws for none).
+inline std::vector<ScriptReply> errorRepliesAsErrors(std::vector<ScriptReply> results, std::string_view endpoint,
+                                                     const std::vector<ScriptCall>& calls) {
   for (std::size_t i = 0; i < calls.size(); ++i) {
     ScriptReply& result = results[i];
     if (result.reply && result.reply->isError()) {
@@ -476,11 +476,11 @@ class Connection : public RedisClient {
 
   using RedisClient::run;
   Reply run(const ScriptCall& call) override {
-    return detail::judged(link_.evaluate(call), link_.endpoint(), call.script());
+    return detail::throwIfError(link_.evaluate(call), link_.endpoint(), call.script());
   }
 
   std::vector<ScriptReply> runMany(const std::vector<ScriptCall>& calls) override {
-    return detail::judged(link_.evaluateMany(calls), link_.endpoint(), calls);
+    return detail::errorRepliesAsErrors(link_.evaluateMany(calls), link_.endpoint(), calls);
   }
 
   // Round trip to check that Redis answers (connecting first if needed).

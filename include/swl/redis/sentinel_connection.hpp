@@ -310,7 +310,7 @@ class SentinelConnection : public RedisClient {
     for (;;) {
       Reply reply = master.evaluate(call);
       if (!demoted(*reply) || !askAgainAfter(master, pacing)) {
-        return detail::judged(std::move(reply), master.endpoint(), call.script());
+        return detail::throwIfError(std::move(reply), master.endpoint(), call.script());
       }
     }
   }
@@ -332,7 +332,7 @@ class SentinelConnection : public RedisClient {
       std::vector<ScriptReply> retried = master.evaluateMany(again);
       for (std::size_t i = 0; i < refused.size(); ++i) results[refused[i]] = std::move(retried[i]);
     }
-    return detail::judged(std::move(results), master.endpoint(), calls);
+    return detail::errorRepliesAsErrors(std::move(results), master.endpoint(), calls);
   }
 
   // "host:port" of the master, asked of the sentinels now. Throws like a call that could not connect.
