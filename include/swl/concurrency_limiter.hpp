@@ -15,7 +15,7 @@
 // expires unless extended or released first (microseconds). A holder that crashes never releases its
 // slot: it frees itself slot_ttl after it was taken (or last extended). Acquiring, releasing and
 // extending are one EVALSHA each, atomic on the server, so any number of processes and threads agree
-// exactly; they run after kScriptPrelude (redis_limiter.hpp), so the clock (LimiterOptions::clock) works
+// exactly; they run after kScriptPrelude (algorithm.hpp), so the clock (LimiterOptions::clock) works
 // as for every limiter. ARGV[1] (the window) is slot_ttl, ARGV[2] (the limit) max_in_flight.
 //
 // tryAcquire keeps the limiter contract's promises for one decision (limiter.hpp): invalid input throws
@@ -32,8 +32,10 @@
 #include <swl/options.hpp>
 #include <swl/policies/keys.hpp>
 #include <swl/policies/members.hpp>
+#include <swl/algorithm.hpp>
+#include <swl/limiter_calls.hpp>
 #include <swl/redis/client.hpp>
-#include <swl/redis_limiter.hpp>
+#include <swl/script_reply.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -341,9 +343,9 @@ class ConcurrencyLimiter {
             std::string_view extra, const Concurrency& concurrency) {
     const detail::IntegerText now(detail::scriptNow(options_.clock, concurrency.slot_ttl));
     const detail::IntegerText slot_ttl(concurrency.slot_ttl.count()), max_in_flight(concurrency.max_in_flight);
-    return redis_->run(
-        ScriptCall(script, {redis_key},
-                   {slot_ttl, max_in_flight, cost, detail::nowArgument(options_.clock, now), member, {}, "0", extra}));
+    return redis_->run(detail::preludeCall(
+        script, redis_key, {slot_ttl, max_in_flight, cost, detail::nowArgument(options_.clock, now), member, {}, "0"},
+        {extra}));
   }
 
   bool releaseSlot(const std::string& redis_key, const std::string& member) {

@@ -27,7 +27,8 @@
 #include <swl/policies/keys.hpp>
 #include <swl/policies/members.hpp>
 #include <swl/policies/ttl.hpp>
-#include <swl/redis_limiter.hpp>
+#include <swl/limiter_calls.hpp>
+#include <swl/script_reply.hpp>
 
 #include <chrono>
 #include <cstdint>

@@ -28,8 +28,10 @@
 #include <swl/policies/keys.hpp>
 #include <swl/policies/members.hpp>
 #include <swl/policies/ttl.hpp>
+#include <swl/algorithm.hpp>
+#include <swl/limiter_calls.hpp>
 #include <swl/redis/client.hpp>
-#include <swl/redis_limiter.hpp>
+#include <swl/script_reply.hpp>
 
 #include <algorithm>
 #include <array>
@@ -42,6 +44,8 @@
 #include <vector>
 
 namespace swl {
+
+namespace detail {
 
 // Several sliding window logs decided together, all or nothing, in one atomic Lua script: the log of
 // algorithms/sliding_window.hpp, whose steps (SlidingWindowLog::kFunctions) it runs for each rule's key.
@@ -124,6 +128,8 @@ for _, rule in ipairs(rules) do
 end
 return result
 )lua";
+
+}  // namespace detail
 
 // One limit of a MultiLimiter; the name goes into its Redis keys and names it in decisions.
 struct Rule {
@@ -276,10 +282,8 @@ class MultiLimiter {
   std::string redisKey(std::size_t rule, std::string_view key) const { return rules_.at(rule).keys.key(key); }
 
   static const Script& script() {
-    static const std::string text = std::string(kMultiWindowArguments)
-                                        .append(SlidingWindowLog::kLayout)
-                                        .append(SlidingWindowLog::kFunctions)
-                                        .append(kMultiWindowScript);
+    static const std::string text =
+        detail::scriptText<SlidingWindowLog>(detail::kMultiWindowScript, false, detail::kMultiWindowArguments);
     static const Script multi_window("multi_window", text);
     return multi_window;
   }

@@ -1,0 +1,208 @@
+#pragma once
+// The algorithm contract: what an algorithm brings to RedisLimiter (its Lua, in parts), and the one way
+// its scripts are put together and called. An algorithm (swl/algorithms/) is a type with
+//     static constexpr std::string_view kName;        // "swl::FixedWindowLimiter", for messages
+//     static constexpr std::string_view kScriptName;  // "fixed_window", for messages
+//     static constexpr std::string_view kScript;      // its Lua, run after kScriptPrelude below
+//     static constexpr bool kRecordsMembers;          // whether it records a member per request (the log)
+//     static void check(const Limit&);                // throws InvalidArgument for limits it cannot keep exactly
+// and, optionally,
+//     static constexpr std::string_view kLayout;      // Lua run first: the numbers all its scripts share
+//     static constexpr std::string_view kFastPath;    // Lua run before kFunctions by kScript alone: its
+//                                                     // busiest path, answered before anything is defined
+//     static constexpr std::string_view kFunctions;   // Lua run before kScript, shared with other scripts
+//     static constexpr std::string_view kArgument;    // its own parameter, sent as ARGV[8] (bucketed: buckets)
+//     static constexpr std::string_view kSettleScriptName, kSettleScript;  // it can settle reservations
+//     static constexpr std::string_view kLeaseScriptName, kLeaseScript;    // it can lease units
+// (kSettleScript and kLeaseScript run after the prelude and kFunctions too).
+// Every script takes the arguments the prelude reads, treats cost 0 as a peek that records nothing, and
+// answers {allowed, remaining, retry_after_us, reset_after_us}.
+//
+// Every script an algorithm's limiters run is assembled here, by scriptText: the prelude (which reads
+// the arguments every script takes, in the order PreludeArguments below keeps), then the algorithm's
+// parts. `swl_scripts` (examples/) prints each one whole.
+
+#include <swl/decision.hpp>
+#include <swl/detail/reporting.hpp>
+#include <swl/error.hpp>
+#include <swl/redis/client.hpp>
+
+#include <array>
+#include <cstddef>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace swl {
+
+template <class T, class = void>
+struct IsAlgorithm : std::false_type {};
+template <class T>
+struct IsAlgorithm<T, std::void_t<decltype(T::kName), decltype(T::kScriptName), decltype(T::kScript),
+                                  decltype(T::kRecordsMembers), decltype(T::check(std::declval<const Limit&>()))>>
+    : std::bool_constant<std::is_convertible_v<decltype(T::kName), std::string_view> &&
+                         std::is_convertible_v<decltype(T::kScriptName), std::string_view> &&
+                         std::is_convertible_v<decltype(T::kScript), std::string_view> &&
+                         std::is_same_v<std::remove_cv_t<decltype(T::kRecordsMembers)>, bool>> {};
+
+template <class T>
+inline constexpr bool isAlgorithm = IsAlgorithm<T>::value;
+
+namespace detail {
+
+// The opening of every algorithm's script: the arguments, read the same way for all, and integer helpers.
+inline constexpr std::string_view kScriptPrelude = R"lua(
+-- swl: one atomic rate-limit decision for one key. This prelude reads the arguments every algorithm
+-- takes; the algorithm's own part follows it (include/swl/algorithms/).
+-- KEYS[1]  the key's state
+-- ARGV[1]  window in microseconds
+-- ARGV[2]  limit: the most units the window admits
+-- ARGV[3]  cost: units this request asks for (1 <= cost <= limit, checked by the client); default 1;
+--          0 peeks: the state is read (and trimmed) but nothing is recorded
+-- ARGV[4]  now in microseconds since the epoch; '' or absent: read Redis's own clock
+-- ARGV[5]  this request's unique member, for algorithms that record one; '' or absent: its millisecond
+--          timestamp (the seed articles' scheme)
+-- ARGV[6]  expiry in milliseconds for algorithms that take one, set on every write; absent: the window
+-- ARGV[7]  '1' to record rejected requests too (an opt-in penalty); otherwise a refusal changes nothing
+-- Returns {allowed 1|0, remaining, retry_after_us, reset_after_us}, integers only: Redis truncates a
+-- Lua number on its way to the client, so durations travel as whole microseconds. `remaining` is
+-- limit minus what the window holds, below 0 when counted refusals filled it past the limit.
+-- The first three arguments alone make a call, so other tools (redis-benchmark, ../shared/bench) can
+-- run the same script.
+local key = KEYS[1]
+local window = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3] or 1)
+
+-- Times sent back to Redis are built from integer parts: Lua formats a concatenated number with 14
+-- significant digits and would cut the last digits off a 16-digit microsecond time.
+local now_text = ARGV[4]
+local redis_time = now_text == nil or now_text == ''
+if redis_time then
+  local time = redis.call('TIME')
+  now_text = time[1] .. string.format('%06d', tonumber(time[2]))
+end
+local now = tonumber(now_text)  -- below 2^53, so exact in a Lua double
+local record = cost > 0
+local count_rejected = ARGV[7] == '1'
+
+-- Every value below stays an integer under 2^53, exact in a Lua double; two helpers keep it so.
+-- a // b: the quotient of two doubles can round up to the next integer, so it is checked.
+local function idiv(a, b)
+  local q = math.floor(a / b)
+  if q * b > a then q = q - 1 elseif (q + 1) * b <= a then q = q + 1 end
+  return q
+end
+-- An integer as Redis should store it: Lua would print only 14 significant digits.
+local function text(n) return string.format('%.0f', n) end
+)lua";
+
+// Whether Member<T> names something: the optional parts of an algorithm, one alias each below.
+template <template <class> class Member, class T, class = void>
+struct Provides : std::false_type {};
+template <template <class> class Member, class T>
+struct Provides<Member, T, std::void_t<Member<T>>> : std::true_type {};
+
+template <class T>
+using LayoutPart = decltype(T::kLayout);
+template <class T>
+using FastPathPart = decltype(T::kFastPath);
+template <class T>
+using FunctionsPart = decltype(T::kFunctions);
+template <class T>
+using ArgumentPart = decltype(T::kArgument);
+template <class T>
+using SettlePart = std::void_t<decltype(T::kSettleScript), decltype(T::kSettleScriptName)>;
+template <class T>
+using LeasePart = std::void_t<decltype(T::kLeaseScript), decltype(T::kLeaseScriptName)>;
+
+template <class T>
+inline constexpr bool hasLayout = Provides<LayoutPart, T>::value;
+template <class T>
+inline constexpr bool hasFastPath = Provides<FastPathPart, T>::value;
+template <class T>
+inline constexpr bool hasFunctions = Provides<FunctionsPart, T>::value;
+template <class T>
+inline constexpr bool hasArgument = Provides<ArgumentPart, T>::value;
+template <class T>
+inline constexpr bool canSettle = Provides<SettlePart, T>::value;
+template <class T>
+inline constexpr bool canLease = Provides<LeasePart, T>::value;
+
+// The prelude, the algorithm's layout, its fast path (for its decisions alone), its functions and then
+// `part`: how every script is put together. (MultiLimiter's brings a prelude of its own, since it takes
+// a key and a limit per rule.)
+template <class Algorithm>
+std::string scriptText(std::string_view part, bool with_fast_path = false, std::string_view prelude = kScriptPrelude) {
+  std::string whole(prelude);
+  if constexpr (hasLayout<Algorithm>) whole.append(Algorithm::kLayout);
+  if constexpr (hasFastPath<Algorithm>) {
+    if (with_fast_path) whole.append(Algorithm::kFastPath);
+  }
+  if constexpr (hasFunctions<Algorithm>) whole.append(Algorithm::kFunctions);
+  return whole.append(part);
+}
+
+// The one Script its limiters run. (A Script views its text, so each text is kept beside it.)
+template <class Algorithm>
+const Script& scriptOf() {
+  static const std::string text = scriptText<Algorithm>(Algorithm::kScript, true);
+  static const Script script(Algorithm::kScriptName, text);
+  return script;
+}
+
+template <class Algorithm>
+const Script& settleScriptOf() {
+  static const std::string text = scriptText<Algorithm>(Algorithm::kSettleScript);
+  static const Script script(Algorithm::kSettleScriptName, text);
+  return script;
+}
+
+template <class Algorithm>
+const Script& leaseScriptOf() {
+  static const std::string text = scriptText<Algorithm>(Algorithm::kLeaseScript);
+  static const Script script(Algorithm::kLeaseScriptName, text);
+  return script;
+}
+
+// Deletes a key; a script, so that every RedisClient (a cluster included) runs it like the others.
+inline const Script& forgetScript() {
+  static const Script forget("forget", "return redis.call('DEL', KEYS[1])");
+  return forget;
+}
+
+// The arguments every script reads in its prelude, in ARGV order: kScriptPrelude says what each one
+// means. A script's own arguments follow from ARGV[8].
+struct PreludeArguments {
+  std::string_view window, limit, cost, now, member, ttl, count_rejected;
+};
+
+// The call of `script` on `key` with the prelude's arguments and then `own`: the one place an
+// algorithm's call is laid out. Every text it views must outlive the call.
+inline ScriptCall preludeCall(const Script& script, const std::string_view& key, const PreludeArguments& prelude,
+                              std::initializer_list<std::string_view> own = {}) {
+  std::array<std::string_view, 16> args{prelude.window, prelude.limit,  prelude.cost,          prelude.now,
+                                        prelude.member, prelude.ttl,    prelude.count_rejected};
+  constexpr std::size_t kPrelude = 7;
+  if (own.size() > args.size() - kPrelude) {
+    throw InvalidArgument("swl: a call of " + script.name() + " with " + std::to_string(own.size()) +
+                          " arguments of its own, more than a script takes");
+  }
+  std::size_t count = kPrelude;
+  for (const std::string_view argument : own) args[count++] = argument;
+  return ScriptCall(script, &key, 1, args.data(), count);
+}
+
+// For algorithms whose scripts multiply counts by the window to stay in integers: that product must be exact.
+inline void checkScaledExact(const Limit& limit, std::string_view limiter) {
+  if (limit.max_requests > (kLargestExact - 1) / limit.window.count()) {
+    throw InvalidArgument(std::string(limiter) + ": a limit of " + std::to_string(limit.max_requests) + " per " +
+                          std::to_string(limit.window.count()) +
+                          " us is too fine to count exactly (limit x window must stay below 2^53 microseconds); "
+                          "use a shorter window or a SlidingWindowLimiter");
+  }
+}
+
+}  // namespace detail
+}  // namespace swl

@@ -1,0 +1,202 @@
+#pragma once
+// What one limiter's calls send, without I/O: a request checked and encoded as its script's arguments
+// (the limit's numbers as text, made once per limit; the clock; the member), for the blocking
+// RedisLimiter and the async limiter alike.
+
+#include <swl/algorithm.hpp>
+#include <swl/decision.hpp>
+#include <swl/detail/integer_text.hpp>
+#include <swl/detail/reporting.hpp>
+#include <swl/error.hpp>
+#include <swl/options.hpp>
+#include <swl/policies/ttl.hpp>
+#include <swl/redis/client.hpp>
+#include <swl/script_reply.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace swl::detail {
+
+// Client-clock time in microseconds for a script's ARGV[4], or 0 when the script reads Redis's clock.
+// Scores hold times exactly only below 2^53 us, and a window must fit before now.
+inline std::int64_t scriptNow(const Clock& clock, std::chrono::microseconds window) {
+  if (clock.isRedisTime()) return 0;
+  const std::int64_t now = clock.now().count();
+  if (now < window.count() || now >= kLargestExact) {
+    throw InvalidArgument("swl: the clock reads " + std::to_string(now) +
+                          " us, outside the window .. 2^53 us that scores can hold exactly");
+  }
+  return now;
+}
+
+// What the scripts take as now: nothing when they read Redis's clock.
+inline std::string_view nowArgument(const Clock& clock, const IntegerText& now) {
+  return clock.isRedisTime() ? std::string_view() : now.view();
+}
+
+// A member policy's member as the log can record it. The log's own members begin with, or hold, bytes
+// below ',' ('!', '#', '*', '+', ')') and '=' (which marked units in sets of 0.2): a member holding one
+// could be read as one of them.
+inline std::string checkedMember(std::string_view limiter, std::string member) {
+  const auto marks = [](char byte) { return static_cast<unsigned char>(byte) < ',' || byte == '='; };
+  if (std::any_of(member.begin(), member.end(), marks)) {
+    throw InvalidArgument(std::string(limiter) + ": the member policy made the member " + quoted(member) +
+                          ", which holds a byte below ',' (a space, a control byte or one of !\"#$%&'()*+) or '=': "
+                          "the log marks its own members with those");
+  }
+  return member;
+}
+
+// What one limiter's calls send and what their answers mean, without I/O: shared by the blocking
+// RedisLimiter and the async limiter.
+template <class Algorithm, class KeyPolicy, class MemberPolicy, class TtlPolicy>
+class LimiterCalls {
+ public:
+  // A limit as the scripts take it: checked once, and its numbers as text. The limiter's own is made
+  // at construction; a limit given with a call is made for that call (a few integer formats).
+  struct LimitArguments {
+    Limit limit;
+    IntegerText window, max_requests, ttl;
+  };
+
+  // One request's arguments, owned until its call has been sent. call() views into it, so it must stay
+  // where it is while a call made from it is in use.
+  class Request {
+   public:
+    ScriptCall call() const {
+      if constexpr (hasArgument<Algorithm>) {
+        return preludeCall(scriptOf<Algorithm>(), redis_key_, prelude(calls_->count_rejected_), {Algorithm::kArgument});
+      } else {
+        return preludeCall(scriptOf<Algorithm>(), redis_key_, prelude(calls_->count_rejected_));
+      }
+    }
+    std::int64_t cost() const noexcept { return cost_; }
+    const Limit& limit() const noexcept { return limit_.limit; }
+
+    // The script's answer to this request.
+    Decision decide(ReplyView reply) const { return decodeDecision(reply, limit().max_requests); }
+
+    // Where this request's entry is, for settling it later.
+    Receipt receipt() const { return {redis_key_, member_, cost_, limit()}; }
+
+   private:
+    friend class LimiterCalls;
+
+    PreludeArguments prelude(std::string_view count_rejected) const {
+      return {limit_.window, limit_.max_requests,     cost_text_, calls_->nowArgument(now_),
+              member_,       limit_.ttl, count_rejected};
+    }
+
+    Request(const LimiterCalls& calls, const LimitArguments& limit, std::string redis_key, std::string member,
+            std::int64_t cost)
+        : calls_(&calls),
+          limit_(limit),
+          redis_key_(std::move(redis_key)),
+          member_(std::move(member)),
+          cost_(cost),
+          cost_text_(cost),
+          now_(calls.now(limit.limit)) {}
+
+    const LimiterCalls* calls_;
+    LimitArguments limit_;
+    std::string redis_key_;
+    std::string member_;
+    std::int64_t cost_;
+    IntegerText cost_text_;
+    IntegerText now_;
+  };
+
+  LimiterCalls(Limit limit, LimiterOptions options, KeyPolicy keys, MemberPolicy members, TtlPolicy ttl)
+      : options_(std::move(options)),
+        keys_(std::move(keys)),
+        members_(std::move(members)),
+        ttl_(std::move(ttl)),
+        count_rejected_(options_.rejected == RejectedRequests::counted ? "1" : "0"),
+        own_(arguments(limit)) {}
+
+  // Throws InvalidArgument for a request no limit could take; nothing has been sent then.
+  Request prepare(std::string_view key, std::int64_t cost) { return prepare(key, cost, own_); }
+
+  // The same under a limit chosen for this call (a tenant's plan): checked as the constructor checks one.
+  Request prepare(std::string_view key, std::int64_t cost, const Limit& limit) {
+    if (limit == own_.limit) return prepare(key, cost, own_);
+    return prepare(key, cost, arguments(limit));
+  }
+
+  // settle()'s call for `receipt` now holding `actual` units, in the window it was recorded under. The
+  // texts it views live in `texts`.
+  struct SettleTexts {
+    LimitArguments limit;
+    IntegerText actual, now, recorded;
+  };
+  SettleTexts settleTexts(const Receipt& receipt, std::int64_t actual) const {
+    LimitArguments limit = arguments(receipt.limit);
+    const IntegerText now(this->now(limit.limit));
+    return {std::move(limit), IntegerText(actual), now, IntegerText(receipt.units)};
+  }
+  ScriptCall settleCall(const Receipt& receipt, const SettleTexts& texts) const {
+    return preludeCall(settleScriptOf<Algorithm>(), receipt.redis_key,
+                       {texts.limit.window, texts.limit.max_requests, texts.actual, nowArgument(texts.now),
+                        receipt.member, texts.limit.ttl, "0"},
+                       {texts.recorded});
+  }
+
+  // lease()'s call: `request` and the terms beyond it. The texts it views live in `texts`.
+  struct LeaseTexts {
+    IntegerText units, duration, room_divisor, previous_units, previous_used;
+  };
+  ScriptCall leaseCall(const Request& request, const LeaseTexts& texts, const Receipt& previous) const {
+    return preludeCall(leaseScriptOf<Algorithm>(), request.redis_key_, request.prelude("0"),
+                       {texts.units, texts.duration, texts.room_divisor, previous.member, texts.previous_units,
+                        texts.previous_used});
+  }
+
+  // A cost-0 request: the scripts read such a request's window and record nothing.
+  Request preparePeek(std::string_view key, const Limit& limit) const {
+    if (key.empty()) throw InvalidArgument(std::string(Algorithm::kName) + "::peek: the key is empty");
+    return Request(*this, limit == own_.limit ? own_ : arguments(limit), redisKey(key), std::string(), 0);
+  }
+
+  static Usage usage(ReplyView reply, const Request& peek) { return decodeUsage(reply, peek.limit().max_requests); }
+
+  void validate(std::string_view key, std::int64_t cost, const Limit& limit) const {
+    checkRequest(Algorithm::kName, "tryAcquire", key, cost, limit.max_requests);
+  }
+
+  std::string redisKey(std::string_view key) const { return keys_.key(key); }
+  const Limit& limit() const noexcept { return own_.limit; }
+  const LimiterOptions& options() const noexcept { return options_; }
+
+  // Client-clock time in microseconds, or 0 when the script reads Redis's clock.
+  std::int64_t now(const Limit& limit) const { return scriptNow(options_.clock, limit.window); }
+
+ private:
+  Request prepare(std::string_view key, std::int64_t cost, const LimitArguments& limit) {
+    validate(key, cost, limit.limit);
+    std::string member;
+    if constexpr (Algorithm::kRecordsMembers) member = checkedMember(Algorithm::kName, members_.next());
+    return Request(*this, limit, redisKey(key), std::move(member), cost);
+  }
+
+  LimitArguments arguments(const Limit& limit) const {
+    Algorithm::check(checkedLimit(limit));
+    const std::chrono::milliseconds ttl = checkedTtl(ttl_, limit.window, Algorithm::kName);
+    return {limit, IntegerText(limit.window.count()), IntegerText(limit.max_requests), IntegerText(ttl.count())};
+  }
+
+  std::string_view nowArgument(const IntegerText& now) const { return detail::nowArgument(options_.clock, now); }
+
+  LimiterOptions options_;
+  KeyPolicy keys_;
+  MemberPolicy members_;
+  TtlPolicy ttl_;
+  std::string_view count_rejected_;
+  LimitArguments own_;
+};
+
+}  // namespace swl::detail
