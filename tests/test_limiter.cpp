@@ -386,14 +386,12 @@ TEST_CASE("the in-memory and multi-limit limiters keep shadow mode too") {
 
 namespace {
 
-// A limiter of a user's own over swl::LimiterFacade: a count per key kept in memory, and a key "down" that
-// fails as an unreachable store would. It supplies only what differs; the facade gives it the rest.
-class CountingLimiter : public swl::LimiterFacade<CountingLimiter> {
+// A limiter of a user's own: the core of a count per key kept in memory, and a key "down" that fails as
+// an unreachable store would. It supplies only what differs; swl::LimiterFace gives it the rest.
+class CountingCore {
  public:
-  CountingLimiter(swl::Limit limit, swl::Observer observer, swl::FailurePolicy on_failure, swl::Enforcement enforcement)
+  CountingCore(swl::Limit limit, swl::Observer observer, swl::FailurePolicy on_failure, swl::Enforcement enforcement)
       : limit_(limit), observer_(std::move(observer)), on_failure_(on_failure), enforcement_(enforcement) {}
-
-  using LimiterFacade::decide, LimiterFacade::peek, LimiterFacade::validate;
 
   swl::Decision decide(std::string_view key, std::int64_t cost, const swl::Limit& limit) {
     validate(key, cost, limit);
@@ -422,10 +420,10 @@ class CountingLimiter : public swl::LimiterFacade<CountingLimiter> {
     swl::detail::checkRequest("CountingLimiter", "tryAcquire", key, cost, limit.max_requests);
   }
 
- private:
-  friend swl::LimiterFacade<CountingLimiter>;
+ protected:
   swl::detail::Reporting reporting() const { return {observer_, on_failure_, swl::Tier::in_memory, enforcement_}; }
 
+ private:
   swl::Limit limit_;
   swl::Observer observer_;
   swl::FailurePolicy on_failure_;
@@ -433,11 +431,12 @@ class CountingLimiter : public swl::LimiterFacade<CountingLimiter> {
   std::map<std::string, std::int64_t> used_;
 };
 
+using CountingLimiter = swl::LimiterFace<CountingCore>;
 static_assert(swl::keepsLimiterContract<CountingLimiter>());
 
 }  // namespace
 
-TEST_CASE("a limiter of one's own over LimiterFacade keeps the whole contract: observer, failure policy, shadow") {
+TEST_CASE("a limiter of one's own over LimiterFace keeps the whole contract: observer, failure policy, shadow") {
   Recorder recorder;
   CountingLimiter limiter(swl::Limit{2, 60s}, recorder.observer(), swl::FailurePolicy::allow,
                           swl::Enforcement::enforce);

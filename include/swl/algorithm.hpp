@@ -182,8 +182,8 @@ struct PreludeArguments {
 // algorithm's call is laid out. Every text it views must outlive the call.
 inline ScriptCall preludeCall(const Script& script, const std::string_view& key, const PreludeArguments& prelude,
                               std::initializer_list<std::string_view> own = {}) {
-  std::array<std::string_view, 16> args{prelude.window, prelude.limit,  prelude.cost,          prelude.now,
-                                        prelude.member, prelude.ttl,    prelude.count_rejected};
+  std::array<std::string_view, 16> args{prelude.window, prelude.limit, prelude.cost,          prelude.now,
+                                        prelude.member, prelude.ttl,   prelude.count_rejected};
   constexpr std::size_t kPrelude = 7;
   if (own.size() > args.size() - kPrelude) {
     throw InvalidArgument("swl: a call of " + script.name() + " with " + std::to_string(own.size()) +

@@ -25,15 +25,15 @@
 // Thread safety: the limiter is as safe as its RedisClient (a pool or a cluster: yes); one Slot is used
 // by one thread at a time, like any value.
 
+#include <swl/algorithm.hpp>
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
 #include <swl/error.hpp>
 #include <swl/limiter.hpp>
+#include <swl/limiter_calls.hpp>
 #include <swl/options.hpp>
 #include <swl/policies/keys.hpp>
 #include <swl/policies/members.hpp>
-#include <swl/algorithm.hpp>
-#include <swl/limiter_calls.hpp>
 #include <swl/redis/client.hpp>
 #include <swl/script_reply.hpp>
 
@@ -264,8 +264,9 @@ class ConcurrencyLimiter {
   Slot tryAcquire(std::string_view key, const Concurrency& concurrency) {
     std::string redis_key;
     std::string member;
-    const Limit limit{concurrency.max_in_flight, concurrency.slot_ttl};
-    const Decision decision = detail::reportedDecision(reporting(), limit, key, 1, [&](std::exception_ptr&) {
+    const detail::ReportedCall call(reporting(), key, 1, Limit{concurrency.max_in_flight, concurrency.slot_ttl});
+    Decision decision;
+    try {
       if (concurrency != concurrency_) checked(concurrency);
       detail::checkRequest(kName, "tryAcquire", key, 1, concurrency.max_in_flight);
       std::string asked_key = keys_.key(key);
@@ -274,8 +275,10 @@ class ConcurrencyLimiter {
           *run(detail::slotScripts().acquire, asked_key, "1", asked_member, longest_retry_after_text_, concurrency),
           concurrency.max_in_flight);
       if (answer.allowed) redis_key = std::move(asked_key), member = std::move(asked_member);
-      return answer;
-    });
+      decision = call.report(answer);
+    } catch (const Error&) {
+      decision = call.reportFailure(std::current_exception());
+    }
     return Slot(*this, decision, std::move(redis_key), std::move(member), concurrency.slot_ttl);
   }
 

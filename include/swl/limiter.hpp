@@ -1,8 +1,8 @@
 #pragma once
 // The limiter contract: what every limiter in swl promises, whatever decides behind it (Redis through any
 // algorithm, this process's memory, or a composite of limiters); the check that a type keeps it, member
-// by member; and LimiterFacade, the one implementation of its public methods, which every limiter
-// derives from (what they do alike around a decision is in detail/reporting.hpp).
+// by member; and LimiterFace, the one implementation of its public methods, over the core of each
+// limiter (what they all do around a decision is in detail/reporting.hpp).
 //
 // A limiter offers
 //
@@ -163,6 +163,23 @@ constexpr bool keepsLimiterContract() {
   return isLimiter<L>;
 }
 
+// What a limiter's core supplies to LimiterFace (below), checked member by member.
+template <class Core>
+constexpr bool keepsLimiterCoreContract() {
+  using namespace detail::contract;
+  static_assert(gives<DecideUnder, Core, Decision>,
+                "a limiter's core needs Decision decide(std::string_view key, std::int64_t cost, const Limit&) "
+                "(swl/limiter.hpp, LimiterFace)");
+  static_assert(gives<DecideMany, Core, std::vector<Outcome>>,
+                "a limiter's core needs std::vector<Outcome> decideMany(const std::vector<AcquireRequest>&)");
+  static_assert(gives<PeekUnder, Core, Usage>, "a limiter's core needs Usage peek(std::string_view key, const Limit&)");
+  static_assert(gives<Reset, Core, bool>, "a limiter's core needs bool reset(std::string_view key)");
+  static_assert(gives<LimitOf, Core, const Limit&>, "a limiter's core needs const Limit& limit() const");
+  static_assert(gives<ValidateUnder, Core, void>,
+                "a limiter's core needs void validate(std::string_view key, std::int64_t cost, const Limit&) const");
+  return true;
+}
+
 namespace detail {
 
 // decideMany for a limiter without a cheaper way: decide() each request in turn.
@@ -199,7 +216,7 @@ auto retriedUntil(Deadline deadline, TryOnce&& try_once) {
   }
 }
 
-// Whether a limiter's tiers may answer in place of one that failed (see LimiterFacade).
+// Whether a limiter's tiers may answer in place of one that failed (see LimiterFace).
 template <class L, class = void>
 struct AnswersForFailures : std::false_type {};
 template <class L>
@@ -207,9 +224,9 @@ struct AnswersForFailures<L, std::enable_if_t<L::kAnswersForFailures>> : std::tr
 
 }  // namespace detail
 
-// The contract's public methods, written once for every limiter, as boost's iterator_facade writes an
-// iterator's operators once over the few each iterator supplies. A limiter derives from
-// LimiterFacade<itself> and supplies only what differs:
+// The contract's public methods, written once for every limiter, over a core that supplies only what
+// differs (as robin_map is a thin face over robin_hash). A limiter is LimiterFace<its core>, and its core
+// has
 //
 //   Decision decide(std::string_view key, std::int64_t cost, const Limit& limit);   throws swl::Error
 //   std::vector<Outcome> decideMany(const std::vector<AcquireRequest>& requests);   errors in the Outcomes
@@ -217,60 +234,65 @@ struct AnswersForFailures<L, std::enable_if_t<L::kAnswersForFailures>> : std::tr
 //   bool reset(std::string_view key);
 //   const Limit& limit() const;
 //   void validate(std::string_view key, std::int64_t cost, const Limit& limit) const;
-//   detail::Reporting reporting() const;   its observer, failure policy, tier and enforcement (private,
-//                                          with `friend LimiterFacade<Self>;`)
+//   detail::Reporting reporting() const;   its observer, failure policy, tier and enforcement (may be
+//                                          protected)
 //
-// with `using LimiterFacade<Self>::decide, ...::peek, ...::validate;`, so that its own overloads do not
-// hide the ones below that take its own limit. Here, once for all of them: the observer sees every
-// decision and error exactly once, the failure policy answers what Redis could not, and shadow mode turns
-// refusals into marked admissions.
+// and whatever else it offers (reserve, settle, the Redis key of a key, ...), which the face passes on.
+// The face decides through the core and reports through detail/reporting.hpp; neither calls it back.
+// Here, once for every limiter: the observer sees every decision and error exactly once, the failure
+// policy answers what Redis could not, and shadow mode turns refusals into marked admissions.
 //
-// A limiter whose tiers may answer in place of a failed one (TieredLimiter's insurance) also has
-// `static constexpr bool kAnswersForFailures = true` and decides through decide(key, cost, limit, cause)
-// and decideMany(requests, causes): each failure an answer stood in for still reaches the observer.
-template <class Self>
-class LimiterFacade {
+// A core whose tiers may answer in place of a failed one (TieredLimiter's insurance) also has
+// `static constexpr bool kAnswersForFailures = true` and decides through
+// decideKeepingCause(key, cost, limit, cause) and decideManyKeepingCauses(requests, causes) (may be
+// protected): each failure an answer stood in for still reaches the observer.
+template <class Core>
+class LimiterFace : public Core {
+  static_assert(keepsLimiterCoreContract<Core>());
+
  public:
-  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) { return tryAcquire(key, cost, self().limit()); }
+  using Core::Core;
+  using Core::decide, Core::peek, Core::validate;
+
+  Decision tryAcquire(std::string_view key, std::int64_t cost = 1) { return tryAcquire(key, cost, this->limit()); }
 
   // tryAcquire under a limit chosen for this call (a tenant's plan) rather than the limiter's own.
   Decision tryAcquire(std::string_view key, std::int64_t cost, const Limit& limit) {
-    return detail::reportedDecision(self().reporting(), limit, key, cost,
-                                    [&]([[maybe_unused]] std::exception_ptr& cause) {
-                                      if constexpr (detail::AnswersForFailures<Self>::value)
-                                        return self().decide(key, cost, limit, cause);
-                                      else
-                                        return self().decide(key, cost, limit);
-                                    });
+    const detail::ReportedCall call(this->reporting(), key, cost, limit);
+    try {
+      if constexpr (detail::AnswersForFailures<Core>::value) {
+        std::exception_ptr cause;
+        const Decision decision = Core::decideKeepingCause(key, cost, limit, cause);
+        return call.report(decision, cause);
+      } else {
+        return call.report(Core::decide(key, cost, limit));
+      }
+    } catch (const Error&) {
+      return call.reportFailure(std::current_exception());
+    }
   }
 
   std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>& requests) {
-    return detail::reportedOutcomes(self().reporting(), self().limit(), requests,
-                                    [&]([[maybe_unused]] std::vector<std::exception_ptr>& causes) {
-                                      if constexpr (detail::AnswersForFailures<Self>::value)
-                                        return self().decideMany(requests, causes);
-                                      else
-                                        return self().decideMany(requests);
-                                    });
+    const detail::ReportedBatch batch(this->reporting(), requests, this->limit());
+    if constexpr (detail::AnswersForFailures<Core>::value) {
+      std::vector<std::exception_ptr> causes(requests.size());
+      std::vector<Outcome> outcomes = Core::decideManyKeepingCauses(requests, causes);
+      return batch.report(std::move(outcomes), std::move(causes));
+    } else {
+      return batch.report(Core::decideMany(requests));
+    }
   }
 
   Decision acquire(std::string_view key, std::int64_t cost, Deadline deadline) {
-    return acquire(key, cost, self().limit(), deadline);
+    return acquire(key, cost, this->limit(), deadline);
   }
   Decision acquire(std::string_view key, std::int64_t cost, const Limit& limit, Deadline deadline) {
     return detail::retriedUntil(deadline, [&] { return tryAcquire(key, cost, limit); });
   }
 
-  Decision decide(std::string_view key, std::int64_t cost) { return self().decide(key, cost, self().limit()); }
-  Usage peek(std::string_view key) { return self().peek(key, self().limit()); }
-  void validate(std::string_view key, std::int64_t cost) const { self().validate(key, cost, self().limit()); }
-
- protected:
-  LimiterFacade() = default;
-
- private:
-  Self& self() noexcept { return static_cast<Self&>(*this); }
-  const Self& self() const noexcept { return static_cast<const Self&>(*this); }
+  Decision decide(std::string_view key, std::int64_t cost) { return Core::decide(key, cost, this->limit()); }
+  Usage peek(std::string_view key) { return Core::peek(key, this->limit()); }
+  void validate(std::string_view key, std::int64_t cost) const { Core::validate(key, cost, this->limit()); }
 };
 
 }  // namespace swl

@@ -88,8 +88,8 @@ class LimiterCalls {
     friend class LimiterCalls;
 
     PreludeArguments prelude(std::string_view count_rejected) const {
-      return {limit_.window, limit_.max_requests,     cost_text_, calls_->nowArgument(now_),
-              member_,       limit_.ttl, count_rejected};
+      return {limit_.window, limit_.max_requests, cost_text_,    calls_->nowArgument(now_),
+              member_,       limit_.ttl,          count_rejected};
     }
 
     Request(const LimiterCalls& calls, const LimitArguments& limit, std::string redis_key, std::string member,
@@ -151,9 +151,9 @@ class LimiterCalls {
     IntegerText units, duration, room_divisor, previous_units, previous_used;
   };
   ScriptCall leaseCall(const Request& request, const LeaseTexts& texts, const Receipt& previous) const {
-    return preludeCall(leaseScriptOf<Algorithm>(), request.redis_key_, request.prelude("0"),
-                       {texts.units, texts.duration, texts.room_divisor, previous.member, texts.previous_units,
-                        texts.previous_used});
+    return preludeCall(
+        leaseScriptOf<Algorithm>(), request.redis_key_, request.prelude("0"),
+        {texts.units, texts.duration, texts.room_divisor, previous.member, texts.previous_units, texts.previous_used});
   }
 
   // A cost-0 request: the scripts read such a request's window and record nothing.

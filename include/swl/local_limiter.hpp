@@ -42,12 +42,12 @@ struct LocalLimiterOptions {
   Enforcement enforcement = Enforcement::enforce;  // Enforcement::shadow admits what it would refuse
 };
 
-class LocalLimiter : public LimiterFacade<LocalLimiter> {
- public:
-  explicit LocalLimiter(Limit limit, LocalLimiterOptions options = {})
-      : limit_(detail::checkedLimit(limit)), options_(checked(std::move(options))), logs_(options_.max_keys) {}
+namespace detail {
 
-  using LimiterFacade::decide, LimiterFacade::peek, LimiterFacade::validate;
+class LocalLimiterCore {
+ public:
+  explicit LocalLimiterCore(Limit limit, LocalLimiterOptions options = {})
+      : limit_(detail::checkedLimit(limit)), options_(checked(std::move(options))), logs_(options_.max_keys) {}
 
   // A request of `cost` is admitted iff the units in (now - window, now] plus `cost` fit in the limit. A
   // limit chosen for one call (a tenant's plan) applies to the key's one log from that decision on.
@@ -61,7 +61,7 @@ class LocalLimiter : public LimiterFacade<LocalLimiter> {
       Log& log = logs.obtain(key, [&](std::string_view, const Log& evicted) {
         if (!evicted.idleAt(now)) evictions_.fetch_add(1, std::memory_order_relaxed);
       });
-      return decide(log, now, cost, limit);
+      return decideOn(log, now, cost, limit);
     });
   }
 
@@ -106,9 +106,13 @@ class LocalLimiter : public LimiterFacade<LocalLimiter> {
   // Keys forgotten while their window still held entries, to stay within max_keys.
   std::uint64_t evictions() const noexcept { return evictions_.load(std::memory_order_relaxed); }
 
- private:
-  friend LimiterFacade<LocalLimiter>;
+ protected:
+  // What the limiter's face (LimiterFace) applies around each decision.
+  Reporting reporting() const {
+    return {options_.observer, FailurePolicy::throw_error, Tier::in_memory, options_.enforcement};
+  }
 
+ private:
   // One key's admitted requests, oldest first: (time, units) pairs in a vector whose front part
   // [0, head) has slid out already and is reclaimed in bulk, so sliding costs O(1) amortised. `window`
   // is the one it last slid under: a limit chosen per call may change it, as it may in Redis's log.
@@ -156,10 +160,6 @@ class LocalLimiter : public LimiterFacade<LocalLimiter> {
     bool idleAt(std::int64_t now) const { return head == entries.size() || entries.back().time <= now - window; }
   };
 
-  detail::Reporting reporting() const {
-    return {options_.observer, FailurePolicy::throw_error, Tier::in_memory, options_.enforcement};
-  }
-
   static LocalLimiterOptions checked(LocalLimiterOptions options) {
     if (options.clock.isRedisTime()) {
       throw InvalidArgument("swl::LocalLimiter: Clock::redis() needs Redis; use Clock::system() or Clock::manual()");
@@ -169,7 +169,7 @@ class LocalLimiter : public LimiterFacade<LocalLimiter> {
   }
 
   // The same arithmetic as the sliding window script (algorithms/sliding_window.hpp).
-  static Decision decide(Log& log, std::int64_t now, std::int64_t cost, const Limit& limit) {
+  static Decision decideOn(Log& log, std::int64_t now, std::int64_t cost, const Limit& limit) {
     const std::int64_t window = limit.window.count();
     log.slide(now, window);
     Decision decision;
@@ -191,6 +191,11 @@ class LocalLimiter : public LimiterFacade<LocalLimiter> {
   detail::ShardedLruMap<Log> logs_;
   std::atomic<std::uint64_t> evictions_{0};
 };
+
+}  // namespace detail
+
+// The limiter itself: the contract's face over the core above.
+using LocalLimiter = LimiterFace<detail::LocalLimiterCore>;
 
 static_assert(keepsLimiterContract<LocalLimiter>());
 

@@ -51,8 +51,10 @@ struct Lease {
   Receipt receipt;
 };
 
+namespace detail {
+
 template <class Algorithm, class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
-class RedisLimiter : public LimiterFacade<RedisLimiter<Algorithm, KeyPolicy, MemberPolicy, TtlPolicy>> {
+class RedisLimiterCore {
   static_assert(isAlgorithm<Algorithm>,
                 "swl::RedisLimiter<Algorithm, ...>: Algorithm must provide kName, kScriptName, kScript, "
                 "kRecordsMembers and static void check(const Limit&) (see swl/redis_limiter.hpp)");
@@ -68,11 +70,9 @@ class RedisLimiter : public LimiterFacade<RedisLimiter<Algorithm, KeyPolicy, Mem
  public:
   static constexpr std::int64_t kLargestExact = detail::kLargestExact;
 
-  RedisLimiter(RedisClient& redis, Limit limit, LimiterOptions options = {}, KeyPolicy keys = KeyPolicy(),
-               MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
+  RedisLimiterCore(RedisClient& redis, Limit limit, LimiterOptions options = {}, KeyPolicy keys = KeyPolicy(),
+                   MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
       : redis_(&redis), calls_(limit, std::move(options), std::move(keys), std::move(members), std::move(ttl)) {}
-
-  using LimiterFacade<RedisLimiter>::decide, LimiterFacade<RedisLimiter>::peek, LimiterFacade<RedisLimiter>::validate;
 
   // One EVALSHA, under the limiter's own limit or one chosen for this call (a tenant's plan): the key's
   // state is the same whatever limit a call brings; the README's "Limits per tenant" says what each
@@ -90,13 +90,16 @@ class RedisLimiter : public LimiterFacade<RedisLimiter<Algorithm, KeyPolicy, Mem
     static_assert(detail::canSettle<Algorithm>,
                   "swl::RedisLimiter::reserve: only an algorithm that records one entry per request can settle "
                   "one (the sliding window log: swl::SlidingWindowLimiter)");
+    const detail::ReportedCall call(reporting(), key, estimate, limit);
     Reservation reservation;
-    reservation.decision = detail::reportedDecision(reporting(), limit, key, estimate, [&](std::exception_ptr&) {
+    try {
       const auto request = calls_.prepare(key, estimate, limit);
       const Decision decision = request.decide(*redis_->run(request.call()));
       if (decision.allowed) reservation.receipt = request.receipt();
-      return decision;
-    });
+      reservation.decision = call.report(decision);
+    } catch (const Error&) {
+      reservation.decision = call.reportFailure(std::current_exception());
+    }
     return reservation;
   }
 
@@ -204,13 +207,12 @@ class RedisLimiter : public LimiterFacade<RedisLimiter<Algorithm, KeyPolicy, Mem
 
   static const Script& script() { return detail::scriptOf<Algorithm>(); }
 
- private:
-  friend LimiterFacade<RedisLimiter>;
-  using Calls = detail::LimiterCalls<Algorithm, KeyPolicy, MemberPolicy, TtlPolicy>;
+ protected:
+  // What the limiter's face (LimiterFace) applies around each decision.
+  Reporting reporting() const { return {options().observer, options().on_failure, Tier::redis, options().enforcement}; }
 
-  detail::Reporting reporting() const {
-    return {options().observer, options().on_failure, Tier::redis, options().enforcement};
-  }
+ private:
+  using Calls = detail::LimiterCalls<Algorithm, KeyPolicy, MemberPolicy, TtlPolicy>;
 
   bool runSettleScript(const Receipt& receipt, std::int64_t actual, std::string_view call) {
     if (!receipt) return false;
@@ -243,5 +245,11 @@ class RedisLimiter : public LimiterFacade<RedisLimiter<Algorithm, KeyPolicy, Mem
   RedisClient* redis_;
   Calls calls_;
 };
+
+}  // namespace detail
+
+// The limiter itself: the contract's face over the core above.
+template <class Algorithm, class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
+using RedisLimiter = LimiterFace<detail::RedisLimiterCore<Algorithm, KeyPolicy, MemberPolicy, TtlPolicy>>;
 
 }  // namespace swl

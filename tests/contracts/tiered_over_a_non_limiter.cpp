@@ -1,4 +1,4 @@
-// expect: RedisLimiter must keep the limiter contract (swl/limiter.hpp)
+// expect: RedisTier must keep the limiter contract (swl/limiter.hpp)
 #include <swl/swl.hpp>
 
 void use(swl::RedisClient& redis) {

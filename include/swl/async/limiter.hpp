@@ -23,11 +23,11 @@
 #include <swl/decision.hpp>
 #include <swl/detail/event_timer.hpp>
 #include <swl/limiter.hpp>
+#include <swl/limiter_calls.hpp>
 #include <swl/options.hpp>
 #include <swl/policies/keys.hpp>
 #include <swl/policies/members.hpp>
 #include <swl/policies/ttl.hpp>
-#include <swl/limiter_calls.hpp>
 #include <swl/script_reply.hpp>
 
 #include <chrono>

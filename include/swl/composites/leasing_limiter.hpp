@@ -95,34 +95,33 @@ struct KeyLease {
 
 }  // namespace detail
 
+namespace detail {
+
 template <class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
-class LeasingLimiter : public LimiterFacade<LeasingLimiter<KeyPolicy, MemberPolicy, TtlPolicy>> {
+class LeasingLimiterCore {
   using Log = SlidingWindowLimiter<KeyPolicy, MemberPolicy, TtlPolicy>;
   using LocalTime = std::int64_t;  // microseconds on localNow()'s clock
 
  public:
   static constexpr std::string_view kName = "swl::LeasingLimiter";
 
-  LeasingLimiter(RedisClient& redis, Limit limit, LimiterOptions options = {}, LeaseOptions leases = {},
-                 KeyPolicy keys = KeyPolicy(), MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
+  LeasingLimiterCore(RedisClient& redis, Limit limit, LimiterOptions options = {}, LeaseOptions leases = {},
+                     KeyPolicy keys = KeyPolicy(), MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
       : log_(redis, limit, checked(std::move(options)), std::move(keys), std::move(members), std::move(ttl)),
         leases_(checked(leases, log_.limit())),
         duration_(durationOf(leases_, log_.limit())),
         states_(leases_.max_keys) {}
 
-  LeasingLimiter(const LeasingLimiter&) = delete;
-  LeasingLimiter& operator=(const LeasingLimiter&) = delete;
+  LeasingLimiterCore(const LeasingLimiterCore&) = delete;
+  LeasingLimiterCore& operator=(const LeasingLimiterCore&) = delete;
 
   // Gives back what the leases did not use. An error leaves the rest to expire by themselves.
-  ~LeasingLimiter() {
+  ~LeasingLimiterCore() {
     try {
       giveBack();
     } catch (...) {  // a destructor cannot report; the units expire with their entries
     }
   }
-
-  using LimiterFacade<LeasingLimiter>::decide, LimiterFacade<LeasingLimiter>::peek,
-      LimiterFacade<LeasingLimiter>::validate;
 
   // What the key's window holds, leased units (used or not) included.
   Usage peek(std::string_view key, const Limit& limit) { return log_.peek(key, limit); }
@@ -130,7 +129,7 @@ class LeasingLimiter : public LimiterFacade<LeasingLimiter<KeyPolicy, MemberPoli
   // Forgets the key here and in Redis. Other instances' leases on it are forgotten in Redis too, so
   // until they end (one lease duration) the key may admit up to their unused units beyond the limit.
   bool reset(std::string_view key) {
-    validate(key, 1);
+    validate(key, 1, limit());
     states_.with(key, [&](detail::LruMap<std::shared_ptr<detail::KeyLease>>& states) { return states.erase(key); });
     return log_.reset(key);
   }
@@ -190,9 +189,13 @@ class LeasingLimiter : public LimiterFacade<LeasingLimiter<KeyPolicy, MemberPoli
     return detail::eachDecided(*this, requests);
   }
 
- private:
-  friend LimiterFacade<LeasingLimiter>;
+ protected:
+  // What the limiter's face (LimiterFace) applies around each decision.
+  Reporting reporting() const {
+    return {log_.options().observer, log_.options().on_failure, Tier::redis, log_.options().enforcement};
+  }
 
+ private:
   static constexpr std::chrono::microseconds kShortestLease = std::chrono::milliseconds(1);
 
   static LimiterOptions checked(LimiterOptions options) {
@@ -228,10 +231,6 @@ class LeasingLimiter : public LimiterFacade<LeasingLimiter<KeyPolicy, MemberPoli
   // Taken off every lease's end: clocks on two hosts may run at rates that differ by up to 1%.
   static std::chrono::microseconds marginOf(std::chrono::microseconds duration) {
     return duration / 100 + std::chrono::microseconds(1);
-  }
-
-  detail::Reporting reporting() const {
-    return {log_.options().observer, log_.options().on_failure, Tier::redis, log_.options().enforcement};
   }
 
   // The clock leases are timed on: monotonic, or the limiter's own clock when it has one (the scripts
@@ -336,6 +335,12 @@ class LeasingLimiter : public LimiterFacade<LeasingLimiter<KeyPolicy, MemberPoli
   std::chrono::microseconds duration_;
   detail::ShardedLruMap<std::shared_ptr<detail::KeyLease>> states_;
 };
+
+}  // namespace detail
+
+// The limiter itself: the contract's face over the core above.
+template <class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
+using LeasingLimiter = LimiterFace<detail::LeasingLimiterCore<KeyPolicy, MemberPolicy, TtlPolicy>>;
 
 static_assert(keepsLimiterContract<LeasingLimiter<>>());
 

@@ -19,17 +19,17 @@
 //
 // Thread safety: as safe as its RedisClient.
 
+#include <swl/algorithm.hpp>
 #include <swl/algorithms/sliding_window.hpp>
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
 #include <swl/error.hpp>
 #include <swl/limiter.hpp>
+#include <swl/limiter_calls.hpp>
 #include <swl/options.hpp>
 #include <swl/policies/keys.hpp>
 #include <swl/policies/members.hpp>
 #include <swl/policies/ttl.hpp>
-#include <swl/algorithm.hpp>
-#include <swl/limiter_calls.hpp>
 #include <swl/redis/client.hpp>
 #include <swl/script_reply.hpp>
 

@@ -39,13 +39,15 @@
 
 namespace swl {
 
+namespace detail {
+
 template <class Algorithm = SlidingWindowLog, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
-class ShardedLimiter : public LimiterFacade<ShardedLimiter<Algorithm, MemberPolicy, TtlPolicy>> {
+class ShardedLimiterCore {
  public:
   using Shard = RedisLimiter<Algorithm, ShardKey, MemberPolicy, TtlPolicy>;
 
-  ShardedLimiter(RedisClient& redis, Limit limit, LimiterOptions options, ShardedKey sharding,
-                 MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
+  ShardedLimiterCore(RedisClient& redis, Limit limit, LimiterOptions options, ShardedKey sharding,
+                     MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
       : limit_(detail::checkedLimit(limit)), options_(std::move(options)), count_(sharding.shards()) {
     checkShared(limit_);
     shards_.reserve(sharding.shards());
@@ -53,9 +55,6 @@ class ShardedLimiter : public LimiterFacade<ShardedLimiter<Algorithm, MemberPoli
       shards_.emplace_back(redis, share(limit_, i), options_, ShardKey(i, sharding.prefix()), members, ttl);
     }
   }
-
-  using LimiterFacade<ShardedLimiter>::decide, LimiterFacade<ShardedLimiter>::peek,
-      LimiterFacade<ShardedLimiter>::validate;
 
   // The shards' usage summed.
   Usage peek(std::string_view key, const Limit& limit) {
@@ -129,9 +128,11 @@ class ShardedLimiter : public LimiterFacade<ShardedLimiter<Algorithm, MemberPoli
   std::string redisKey(std::string_view key, std::size_t shard) const { return shards_.at(shard).redisKey(key); }
   std::size_t shards() const noexcept { return shards_.size(); }
 
- private:
-  friend LimiterFacade<ShardedLimiter>;
+ protected:
+  // What the limiter's face (LimiterFace) applies around each decision.
+  Reporting reporting() const { return {options_.observer, options_.on_failure, Tier::redis, options_.enforcement}; }
 
+ private:
   std::size_t randomShard() const {
     return std::uniform_int_distribution<std::size_t>(0, shards_.size() - 1)(detail::threadRandom());
   }
@@ -158,15 +159,17 @@ class ShardedLimiter : public LimiterFacade<ShardedLimiter<Algorithm, MemberPoli
     return decision;
   }
 
-  detail::Reporting reporting() const {
-    return {options_.observer, options_.on_failure, Tier::redis, options_.enforcement};
-  }
-
   Limit limit_;
   LimiterOptions options_;
   std::size_t count_;
   std::vector<Shard> shards_;
 };
+
+}  // namespace detail
+
+// The limiter itself: the contract's face over the core above.
+template <class Algorithm = SlidingWindowLog, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
+using ShardedLimiter = LimiterFace<detail::ShardedLimiterCore<Algorithm, MemberPolicy, TtlPolicy>>;
 
 static_assert(keepsLimiterContract<ShardedLimiter<>>());
 

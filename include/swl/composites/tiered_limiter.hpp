@@ -59,16 +59,18 @@ struct TierOptions {
   std::size_t max_insured_keys = 100'000;
 };
 
-template <class RedisLimiter = SlidingWindowLimiter<>>
-class TieredLimiter : public LimiterFacade<TieredLimiter<RedisLimiter>> {
-  static_assert(isLimiter<RedisLimiter>,
-                "swl::TieredLimiter<RedisLimiter>: RedisLimiter must keep the limiter contract (swl/limiter.hpp)");
+namespace detail {
+
+template <class RedisTier = SlidingWindowLimiter<>>
+class TieredLimiterCore {
+  static_assert(isLimiter<RedisTier>,
+                "swl::TieredLimiter<RedisTier>: RedisTier must keep the limiter contract (swl/limiter.hpp)");
 
  public:
-  // `policies` go to RedisLimiter's constructor after the options (key, member and TTL policies).
+  // `policies` go to RedisTier's constructor after the options (key, member and TTL policies).
   template <class... Policies>
-  TieredLimiter(RedisClient& redis, Limit limit, LimiterOptions options = {}, TierOptions tiers = {},
-                Policies&&... policies)
+  TieredLimiterCore(RedisClient& redis, Limit limit, LimiterOptions options = {}, TierOptions tiers = {},
+                    Policies&&... policies)
       : options_(std::move(options)),
         tiers_(checked(tiers, limit)),
         redis_(redis, limit, options_, std::forward<Policies>(policies)...),
@@ -76,11 +78,8 @@ class TieredLimiter : public LimiterFacade<TieredLimiter<RedisLimiter>> {
     if (tiers_.instances > 0) insurance_.emplace(insuredLimit(limit, tiers_), insuranceOptions(options_, tiers_));
   }
 
-  using LimiterFacade<TieredLimiter>::decide, LimiterFacade<TieredLimiter>::peek,
-      LimiterFacade<TieredLimiter>::validate;
-
   // Insurance answers in place of a Redis that failed: the failure still reaches the observer (see
-  // LimiterFacade), through the decide and decideMany below that keep it.
+  // LimiterFace), through decideKeepingCause and decideManyKeepingCauses below.
   static constexpr bool kAnswersForFailures = true;
 
   // Redis's view of the key; errors are thrown, as RedisLimiter::peek does.
@@ -104,29 +103,32 @@ class TieredLimiter : public LimiterFacade<TieredLimiter<RedisLimiter>> {
   // its share of it.
   Decision decide(std::string_view key, std::int64_t cost, const Limit& limit) {
     std::exception_ptr cause;
-    return decide(key, cost, limit, cause);
+    return decideKeepingCause(key, cost, limit, cause);
   }
 
   std::vector<Outcome> decideMany(const std::vector<AcquireRequest>& requests) {
     std::vector<std::exception_ptr> causes(requests.size());
-    return decideMany(requests, causes);
+    return decideManyKeepingCauses(requests, causes);
   }
 
   // Whether the last call that asked Redis found it unreachable (insurance is deciding).
   bool insured() const noexcept { return redis_down_until_.load() != kRedisUp; }
 
-  RedisLimiter& redisTier() noexcept { return redis_; }
+  RedisTier& redisTier() noexcept { return redis_; }
+
+ protected:
+  // What the limiter's face (LimiterFace) applies around each decision.
+  Reporting reporting() const { return {options_.observer, options_.on_failure, Tier::redis, options_.enforcement}; }
 
  private:
-  friend LimiterFacade<TieredLimiter>;
-
   static constexpr std::int64_t kRedisUp = -1;
 
   using Refusal = detail::Refusal;
 
+ protected:
   // The tiers in order: the refusal cache, insurance while Redis is down, Redis. Throws what Redis failed
   // with when no tier could stand in; `cause` keeps it when insurance did.
-  Decision decide(std::string_view key, std::int64_t cost, const Limit& limit, std::exception_ptr& cause) {
+  Decision decideKeepingCause(std::string_view key, std::int64_t cost, const Limit& limit, std::exception_ptr& cause) {
     validate(key, cost, limit);
     const std::int64_t now = localNow();
     if (std::optional<Decision> refused = cachedRefusal(key, cost, limit, now)) return *refused;
@@ -145,8 +147,8 @@ class TieredLimiter : public LimiterFacade<TieredLimiter<RedisLimiter>> {
   // Each request goes through the tiers as decide would; those Redis must decide go in one batch. A
   // request insurance answered for keeps Redis's failure in `causes`; one no tier could answer, in its
   // Outcome.
-  std::vector<Outcome> decideMany(const std::vector<AcquireRequest>& requests,
-                                  std::vector<std::exception_ptr>& causes) {
+  std::vector<Outcome> decideManyKeepingCauses(const std::vector<AcquireRequest>& requests,
+                                               std::vector<std::exception_ptr>& causes) {
     std::vector<Outcome> outcomes(requests.size());
     std::vector<AcquireRequest> asked;  // what Redis must decide: asked[i] answers requests[asked_index[i]]
     std::vector<std::size_t> asked_index;
@@ -186,6 +188,7 @@ class TieredLimiter : public LimiterFacade<TieredLimiter<RedisLimiter>> {
     return outcomes;
   }
 
+ private:
   // Redis answered: it is up, and a refusal is cached.
   Decision redisDecided(std::string_view key, std::int64_t cost, const Limit& limit, const Decision& decision,
                         std::int64_t now) {
@@ -282,10 +285,6 @@ class TieredLimiter : public LimiterFacade<TieredLimiter<RedisLimiter>> {
     return limit;
   }
 
-  detail::Reporting reporting() const {
-    return {options_.observer, options_.on_failure, Tier::redis, options_.enforcement};
-  }
-
   static LocalLimiterOptions insuranceOptions(const LimiterOptions& options, const TierOptions& tiers) {
     LocalLimiterOptions local;
     if (!options.clock.isRedisTime()) local.clock = options.clock;
@@ -295,12 +294,18 @@ class TieredLimiter : public LimiterFacade<TieredLimiter<RedisLimiter>> {
 
   LimiterOptions options_;
   TierOptions tiers_;
-  RedisLimiter redis_;
+  RedisTier redis_;
   detail::ShardedLruMap<Refusal> refusals_;  // its locks stay off the hot path of other keys
   std::optional<LocalLimiter> insurance_;
   // kRedisUp, or the local time after which one call may ask Redis again.
   std::atomic<std::int64_t> redis_down_until_{kRedisUp};
 };
+
+}  // namespace detail
+
+// The limiter itself: the contract's face over the core above.
+template <class RedisTier = SlidingWindowLimiter<>>
+using TieredLimiter = LimiterFace<detail::TieredLimiterCore<RedisTier>>;
 
 static_assert(keepsLimiterContract<TieredLimiter<>>());
 

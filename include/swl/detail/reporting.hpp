@@ -1,7 +1,7 @@
 #pragma once
 // What every limiter does alike around its decisions: check a request, answer for a Redis that could not
 // (the failure policy), carry out or only mark a refusal (shadow mode), and report each decision and
-// error to the observer once. The one place those happen: LimiterFacade (limiter.hpp) applies them for
+// error to the observer once. The one place those happen: LimiterFace (limiter.hpp) applies them for
 // every limiter, and the limiters of other shapes (MultiLimiter, ConcurrencyLimiter, the async limiter)
 // call the same helpers.
 
@@ -148,7 +148,7 @@ inline void enforce(Enforcement enforcement, Outcome& outcome) noexcept {
 }
 
 // Who watches a limiter, who answers for it when Redis cannot, and whether its refusals are carried
-// out: what the two helpers below apply.
+// out: what the two reporters below apply.
 struct Reporting {
   const Observer& observer;
   FailurePolicy on_failure = FailurePolicy::throw_error;
@@ -156,44 +156,77 @@ struct Reporting {
   Enforcement enforcement = Enforcement::enforce;
 };
 
-// tryAcquire, for every limiter: `decide(cause)` returns the decision or throws swl::Error; a tier that
-// answered in place of a failed one (insurance) keeps the failure in `cause` for the observer.
-template <class Decide>
-Decision reportedDecision(const Reporting& reporting, const Limit& limit, std::string_view key, std::int64_t cost,
-                          Decide&& decide) {
-  const Observation observation(reporting.observer, reporting.asked);
-  std::exception_ptr cause;
-  Outcome outcome;
-  try {
-    outcome.decision = decide(cause);
-  } catch (const Error&) {
-    cause = std::current_exception();
-    outcome = answerForFailure(reporting.on_failure, limit, cost, cause);
-  }
-  enforce(reporting.enforcement, outcome);
-  observation.report(key, cost, outcome, cause);
-  return outcome.value();
-}
+// One call reported, for every limiter: made before the limiter decides (it times the call), then told
+// the decision or the failure, it applies the failure policy and shadow mode and tells the observer once.
+// The limiter calls it and it returns: it never calls the limiter back.
+//
+//   const ReportedCall call(reporting(), key, cost, limit);
+//   try {
+//     return call.report(decide(key, cost, limit));
+//   } catch (const Error&) {
+//     return call.reportFailure(std::current_exception());
+//   }
+class ReportedCall {
+ public:
+  ReportedCall(const Reporting& reporting, std::string_view key, std::int64_t cost, const Limit& limit)
+      : reporting_(reporting),
+        observation_(reporting.observer, reporting.asked),
+        key_(key),
+        cost_(cost),
+        limit_(limit) {}
 
-// tryAcquireMany, for every limiter: `decide_many(causes)` returns decideMany's Outcomes, whose errors the
-// failure policy may answer; a tier that answered in place of a failed one (insurance) keeps that
-// failure in `causes` for the observer. Each request is reported with the whole batch's latency.
-template <class DecideMany>
-std::vector<Outcome> reportedOutcomes(const Reporting& reporting, const Limit& limit,
-                                      const std::vector<AcquireRequest>& requests, DecideMany&& decide_many) {
-  const Observation observation(reporting.observer, reporting.asked);
-  std::vector<std::exception_ptr> causes(requests.size());
-  std::vector<Outcome> outcomes = decide_many(causes);
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    if (outcomes[i].error) {
-      causes[i] = outcomes[i].error;
-      outcomes[i] = answerForFailure(reporting.on_failure, requests[i].limitOr(limit), requests[i].cost, causes[i]);
-    }
-    enforce(reporting.enforcement, outcomes[i]);
-    observation.report(requests[i].key, requests[i].cost, outcomes[i], causes[i]);
+  // The limiter decided; `cause` is a failure a tier answered in place of (insurance), if any.
+  Decision report(Decision decision, const std::exception_ptr& cause = nullptr) const {
+    enforce(reporting_.enforcement, decision);
+    observation_.report(key_, cost_, &decision, cause);
+    return decision;
   }
-  return outcomes;
-}
+
+  // The limiter failed with `error`: the failure policy's answer, or, under throw_error (and for invalid
+  // input, whatever the policy), the error thrown again.
+  Decision reportFailure(const std::exception_ptr& error) const {
+    Outcome outcome = answerForFailure(reporting_.on_failure, limit_, cost_, error);
+    enforce(reporting_.enforcement, outcome);
+    observation_.report(key_, cost_, outcome, error);
+    return outcome.value();
+  }
+
+ private:
+  Reporting reporting_;  // a copy: limiters make theirs for the call; it views their observer
+  Observation observation_;
+  std::string_view key_;
+  std::int64_t cost_;
+  Limit limit_;
+};
+
+// A batch reported (tryAcquireMany), alike: made before the limiter decides the batch, then told its
+// Outcomes. Each error the failure policy may answer; `causes[i]` is a failure a tier answered request
+// i in place of (insurance), if any. Each request is reported with the whole batch's latency.
+class ReportedBatch {
+ public:
+  ReportedBatch(const Reporting& reporting, const std::vector<AcquireRequest>& requests, const Limit& limit)
+      : reporting_(reporting), observation_(reporting.observer, reporting.asked), requests_(requests), limit_(limit) {}
+
+  std::vector<Outcome> report(std::vector<Outcome> outcomes, std::vector<std::exception_ptr> causes = {}) const {
+    causes.resize(requests_.size());
+    for (std::size_t i = 0; i < requests_.size(); ++i) {
+      const AcquireRequest& request = requests_[i];
+      if (outcomes[i].error) {
+        causes[i] = outcomes[i].error;
+        outcomes[i] = answerForFailure(reporting_.on_failure, request.limitOr(limit_), request.cost, causes[i]);
+      }
+      enforce(reporting_.enforcement, outcomes[i]);
+      observation_.report(request.key, request.cost, outcomes[i], causes[i]);
+    }
+    return outcomes;
+  }
+
+ private:
+  Reporting reporting_;
+  Observation observation_;
+  const std::vector<AcquireRequest>& requests_;
+  Limit limit_;
+};
 
 }  // namespace detail
 }  // namespace swl
