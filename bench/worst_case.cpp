@@ -179,12 +179,12 @@ class Bench {
     const std::int64_t limit = 4 * entries;
     swl::SlidingWindowLimiter<> limiter(connection_, swl::Limit{limit, 600s}, options_);
     fill(limiter, "l", 2, entries);
-    swl::LeaseTerms terms;
+    swl::detail::LeaseTerms terms;
     terms.units = 64;
     terms.duration = 10ms;
     record(label("lease ahead of now, the previous given back", entries), timedByRedis(connection_, [&] {
              for (int i = 0; i < 300; ++i) {
-               const swl::Lease lease = limiter.lease("l", 1, terms);
+               const swl::detail::LeaseGrant lease = limiter.lease("l", 1, terms);
                terms.previous = lease.receipt;
                terms.previous_used = lease.receipt.units / 2;
                clock_.advance(1ms);

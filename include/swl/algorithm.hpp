@@ -112,10 +112,6 @@ template <class T>
 using FunctionsPart = decltype(T::kFunctions);
 template <class T>
 using ArgumentPart = decltype(T::kArgument);
-template <class T>
-using SettlePart = std::void_t<decltype(T::kSettleScript), decltype(T::kSettleScriptName)>;
-template <class T>
-using LeasePart = std::void_t<decltype(T::kLeaseScript), decltype(T::kLeaseScriptName)>;
 
 template <class T>
 inline constexpr bool hasLayout = Provides<LayoutPart, T>::value;
@@ -125,10 +121,6 @@ template <class T>
 inline constexpr bool hasFunctions = Provides<FunctionsPart, T>::value;
 template <class T>
 inline constexpr bool hasArgument = Provides<ArgumentPart, T>::value;
-template <class T>
-inline constexpr bool canSettle = Provides<SettlePart, T>::value;
-template <class T>
-inline constexpr bool canLease = Provides<LeasePart, T>::value;
 
 // The prelude, the algorithm's layout, its fast path (for its decisions alone), its functions and then
 // `part`: how every script is put together. (MultiLimiter's brings a prelude of its own, since it takes

@@ -36,21 +36,6 @@
 
 namespace swl {
 
-// What RedisLimiter::lease asks for beyond the request in hand (LeasingLimiter fills it in).
-struct LeaseTerms {
-  std::int64_t units = 0;                 // units wanted in all, the request's cost among them (cost..limit)
-  std::chrono::microseconds duration{0};  // how long the holder may use them (0..window)
-  std::int64_t room_divisor = 4;          // take at most 1/room_divisor of what the window has room for
-  Receipt previous;                       // the holder's previous lease on this key, given back first
-  std::int64_t previous_used = 0;         // how many of its units were used
-};
-
-// RedisLimiter::lease's answer: the decision for the request in hand, and the entry it recorded.
-struct Lease {
-  Decision decision;
-  Receipt receipt;
-};
-
 namespace detail {
 
 template <class Algorithm, class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
@@ -81,78 +66,6 @@ class RedisLimiterCore {
     const auto request = calls_.prepare(key, cost, limit);
     return request.decide(*redis_->run(request.call()));
   }
-
-  // tryAcquire for a cost known only afterwards (an LLM call's tokens): `estimate` units are decided
-  // and, when admitted, recorded as one entry whose receipt settle() takes once the real cost is known.
-  // A reservation never settled simply ages out with the window.
-  Reservation reserve(std::string_view key, std::int64_t estimate) { return reserve(key, estimate, limit()); }
-  Reservation reserve(std::string_view key, std::int64_t estimate, const Limit& limit) {
-    static_assert(detail::canSettle<Algorithm>,
-                  "swl::RedisLimiter::reserve: only an algorithm that records one entry per request can settle "
-                  "one (the sliding window log: swl::SlidingWindowLimiter)");
-    const detail::ReportedCall call(reporting(), key, estimate, limit);
-    Reservation reservation;
-    try {
-      const auto request = calls_.prepare(key, estimate, limit);
-      const Decision decision = request.decide(*redis_->run(request.call()));
-      if (decision.allowed) reservation.receipt = request.receipt();
-      reservation.decision = call.report(decision);
-    } catch (const Error&) {
-      reservation.decision = call.reportFailure(std::current_exception());
-    }
-    return reservation;
-  }
-
-  // The reservation now holds `actual` units: the difference is refunded (actual below the estimate; 0
-  // takes it all back) or charged (above it: recorded even past the limit, since the units were spent),
-  // exactly, at the reservation's own time. Settling twice changes nothing the second time, and a
-  // reservation that has left the window (or whose receipt is empty) is left alone. Returns whether
-  // this call settled it. Errors are thrown, whatever the failure policy (there is no decision to make).
-  bool settle(const Receipt& receipt, std::int64_t actual) {
-    static_assert(detail::canSettle<Algorithm>,
-                  "swl::RedisLimiter::settle: only an algorithm that records one entry per request can settle "
-                  "one (the sliding window log: swl::SlidingWindowLimiter)");
-    return runSettleScript(receipt, actual, "settle");
-  }
-
-  // The primitive LeasingLimiter is built on (use that): `cost` units for `key` decided now and, when
-  // they fit, up to `terms.units` recorded in all as one entry scored at now + terms.duration, after
-  // `terms.previous` is given back. Units beyond `cost` may be used in memory until terms.duration after
-  // a moment on a monotonic clock read before this call was sent, and never later: the guarantee rests
-  // on it. Lease::receipt.units is what was recorded (0 when refused; `cost` alone when no more fit or
-  // were asked for, and then nothing is leased).
-  Lease lease(std::string_view key, std::int64_t cost, const LeaseTerms& terms) {
-    return lease(key, cost, limit(), terms);
-  }
-  Lease lease(std::string_view key, std::int64_t cost, const Limit& limit, const LeaseTerms& terms) {
-    static_assert(detail::canLease<Algorithm>,
-                  "swl::RedisLimiter::lease: only the sliding window log leases units (swl::SlidingWindowLimiter)");
-    const auto request = calls_.prepare(key, cost, limit);
-    checkTerms(terms, cost, limit, key);
-    const typename Calls::LeaseTexts texts{
-        detail::IntegerText(terms.units), detail::IntegerText(terms.duration.count()),
-        detail::IntegerText(terms.room_divisor), detail::IntegerText(terms.previous.units),
-        detail::IntegerText(terms.previous_used)};
-    const Reply reply = redis_->run(calls_.leaseCall(request, texts, terms.previous));
-    std::int64_t values[5];
-    detail::readIntegers(*reply, values, 5);
-    Lease lease;
-    lease.decision = detail::checkedDecision(values[0], values[1], values[2], values[3], limit.max_requests);
-    const std::int64_t units = values[4];
-    if (lease.decision.allowed ? units < cost || units > std::max(cost, terms.units) : units != 0) {
-      throw detail::badReply(std::to_string(units) + " units leased for a request of " + std::to_string(cost) +
-                             " asking " + std::to_string(terms.units));
-    }
-    if (lease.decision.allowed) {
-      lease.receipt = request.receipt();
-      lease.receipt.units = units;
-    }
-    return lease;
-  }
-
-  // Gives a lease back (LeasingLimiter): of its units only `used` still count, until its end + window.
-  // Returns whether there was anything to give back.
-  bool giveBack(const Receipt& lease, std::int64_t used) { return runSettleScript(lease, used, "giveBack"); }
 
   Usage peek(std::string_view key, const Limit& limit) {
     const auto request = calls_.preparePeek(key, limit);
@@ -211,36 +124,8 @@ class RedisLimiterCore {
   // What the limiter's face (LimiterFace) applies around each decision.
   Reporting reporting() const { return {options().observer, options().on_failure, Tier::redis, options().enforcement}; }
 
- private:
+  // The client and the calls, for a core that extends this one (the log's: swl/algorithms/sliding_window.hpp).
   using Calls = detail::LimiterCalls<Algorithm, KeyPolicy, MemberPolicy, TtlPolicy>;
-
-  bool runSettleScript(const Receipt& receipt, std::int64_t actual, std::string_view call) {
-    if (!receipt) return false;
-    if (actual < 0 || actual >= detail::kLargestExact) {
-      throw InvalidArgument(std::string(Algorithm::kName) + "::" + std::string(call) + ": " + std::to_string(actual) +
-                            " units are not in 0..2^53-1 (key " + detail::quoted(receipt.redis_key) + ")");
-    }
-    const typename Calls::SettleTexts texts = calls_.settleTexts(receipt, actual);
-    return redis_->run(calls_.settleCall(receipt, texts))->integer() == 1;
-  }
-
-  void checkTerms(const LeaseTerms& terms, std::int64_t cost, const Limit& limit, std::string_view key) const {
-    const auto refuse = [&](const std::string& why) {
-      return InvalidArgument(std::string(Algorithm::kName) + "::lease: " + why + " (key " + detail::quoted(key) + ")");
-    };
-    if (terms.units < cost || terms.units > limit.max_requests) {
-      throw refuse(std::to_string(terms.units) + " units wanted, not in cost " + std::to_string(cost) + "..limit " +
-                   std::to_string(limit.max_requests));
-    }
-    if (terms.duration.count() < 0 || terms.duration > limit.window) {
-      throw refuse("a lease of " + std::to_string(terms.duration.count()) + " us is not in 0..the window");
-    }
-    if (terms.room_divisor < 1) throw refuse("room_divisor " + std::to_string(terms.room_divisor) + " is below 1");
-    if (terms.previous && (terms.previous_used < 0 || terms.previous_used > terms.previous.units)) {
-      throw refuse("the previous lease used " + std::to_string(terms.previous_used) + " of its " +
-                   std::to_string(terms.previous.units) + " units");
-    }
-  }
 
   RedisClient* redis_;
   Calls calls_;

@@ -298,7 +298,7 @@ class LeasingLimiterCore {
     lock.unlock();
     // The lease's use must stop `duration` after a moment before Redis read its clock: this one.
     const LocalTime sent = localNow();
-    Lease lease;
+    LeaseGrant lease;
     std::exception_ptr failure;
     try {
       if (leasing) {

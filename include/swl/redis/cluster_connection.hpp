@@ -190,7 +190,7 @@ class ClusterConnection : public RedisClient {
   struct NodeBatch {
     std::vector<std::size_t> indices;
     std::vector<ScriptCall> calls;
-    std::optional<ConnectionPool::Lease> lease;
+    std::optional<ConnectionPool::BorrowedConnection> lease;
   };
 
   static std::uint16_t slotOf(const ScriptCall& call) {
@@ -294,7 +294,7 @@ class ClusterConnection : public RedisClient {
 
   static Reply evaluateOn(Node& node, const ScriptCall& call, bool asking) {
     detail::breakerOf(node.pool)->refuseWhileOpen(node.endpoint);
-    ConnectionPool::Lease lease = node.pool.borrow();
+    ConnectionPool::BorrowedConnection lease = node.pool.borrow();
     return detail::linkOf(*lease).evaluate(call, asking);
   }
 
@@ -358,7 +358,7 @@ class ClusterConnection : public RedisClient {
         const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now());
         if (left.count() <= 0) throw TimeoutError("no time left to ask " + node->endpoint);
         detail::breakerOf(node->pool)->refuseWhileOpen(node->endpoint);
-        ConnectionPool::Lease lease = node->pool.borrow(left);
+        ConnectionPool::BorrowedConnection lease = node->pool.borrow(left);
         const Reply reply = detail::linkOf(*lease).command({"CLUSTER", "SLOTS"}, left);
         apply(detail::parseClusterSlots(*reply, node->address));
         return;

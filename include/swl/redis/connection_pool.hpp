@@ -43,14 +43,15 @@ inline const std::shared_ptr<CircuitBreaker>& breakerOf(ConnectionPool& pool) no
 
 class ConnectionPool : public RedisClient {
  public:
-  // A connection lent to one thread; it goes back to the pool when the lease ends.
-  class Lease {
+  // A connection lent to one thread; it goes back to the pool when this is destroyed.
+  class BorrowedConnection {
    public:
-    Lease(Lease&& other) noexcept : pool_(std::exchange(other.pool_, nullptr)), index_(other.index_) {}
-    Lease& operator=(Lease&&) = delete;
-    Lease(const Lease&) = delete;
-    ~Lease() {
-      if (pool_ != nullptr) pool_->giveBack(index_);
+    BorrowedConnection(BorrowedConnection&& other) noexcept
+        : pool_(std::exchange(other.pool_, nullptr)), index_(other.index_) {}
+    BorrowedConnection& operator=(BorrowedConnection&&) = delete;
+    BorrowedConnection(const BorrowedConnection&) = delete;
+    ~BorrowedConnection() {
+      if (pool_ != nullptr) pool_->putBack(index_);
     }
 
     Connection& operator*() const noexcept { return pool_->connections_[index_]; }
@@ -58,7 +59,7 @@ class ConnectionPool : public RedisClient {
 
    private:
     friend class ConnectionPool;
-    Lease(ConnectionPool& pool, std::size_t index) : pool_(&pool), index_(index) {}
+    BorrowedConnection(ConnectionPool& pool, std::size_t index) : pool_(&pool), index_(index) {}
 
     ConnectionPool* pool_;
     std::size_t index_;
@@ -91,10 +92,10 @@ class ConnectionPool : public RedisClient {
   ConnectionPool& operator=(const ConnectionPool&) = delete;
 
   // Waits up to borrow_timeout for a free connection.
-  Lease borrow() { return borrow(options_.borrow_timeout); }
+  BorrowedConnection borrow() { return borrow(options_.borrow_timeout); }
 
   // Waits up to `within`, or borrow_timeout if that is shorter: for a caller whose own time is running out.
-  Lease borrow(std::chrono::milliseconds within) {
+  BorrowedConnection borrow(std::chrono::milliseconds within) {
     std::unique_lock<std::mutex> lock(mutex_);
     if (!returned_.wait_for(lock, std::min(within, options_.borrow_timeout), [&] { return !idle_.empty(); })) {
       throw TimeoutError("swl::ConnectionPool to " + connections_.front().endpoint() + ": all " +
@@ -103,7 +104,7 @@ class ConnectionPool : public RedisClient {
     }
     const std::size_t index = idle_.back();
     idle_.pop_back();
-    return Lease(*this, index);
+    return BorrowedConnection(*this, index);
   }
 
   using RedisClient::run;
@@ -125,12 +126,12 @@ class ConnectionPool : public RedisClient {
   friend const std::shared_ptr<detail::CircuitBreaker>& detail::breakerOf(ConnectionPool& pool) noexcept;
 
   // While the server's circuit is open a call is refused before it waits for a connection.
-  Lease borrowUnlessOpen() {
+  BorrowedConnection borrowUnlessOpen() {
     detail::breakerOf(*this)->refuseWhileOpen(connections_.front().endpoint());
     return borrow();
   }
 
-  void giveBack(std::size_t index) noexcept {
+  void putBack(std::size_t index) noexcept {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       idle_.push_back(index);
@@ -139,7 +140,7 @@ class ConnectionPool : public RedisClient {
   }
 
   PoolOptions options_;
-  std::vector<Connection> connections_;  // never resized after construction: leases index into it
+  std::vector<Connection> connections_;  // never resized after construction: borrowed connections index into it
   mutable std::mutex mutex_;
   std::condition_variable returned_;
   std::vector<std::size_t> idle_;  // a stack: the connection returned last is lent next, already open

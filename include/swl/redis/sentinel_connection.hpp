@@ -304,7 +304,7 @@ class SentinelConnection : public RedisClient {
   using RedisClient::run;
   Reply run(const ScriptCall& call) override {
     detail::breakerOf(pool_)->refuseWhileOpen(state_->description());
-    ConnectionPool::Lease lease = pool_.borrow();
+    ConnectionPool::BorrowedConnection lease = pool_.borrow();
     detail::Link& master = detail::linkOf(*lease);
     detail::RetryPacing pacing(deadline());
     for (;;) {
@@ -317,7 +317,7 @@ class SentinelConnection : public RedisClient {
 
   std::vector<ScriptReply> runMany(const std::vector<ScriptCall>& calls) override {
     detail::breakerOf(pool_)->refuseWhileOpen(state_->description());
-    ConnectionPool::Lease lease = pool_.borrow();
+    ConnectionPool::BorrowedConnection lease = pool_.borrow();
     detail::Link& master = detail::linkOf(*lease);
     detail::RetryPacing pacing(deadline());
     std::vector<ScriptReply> results = master.evaluateMany(calls);
