@@ -131,39 +131,8 @@ inline constexpr bool isLimiter = [] {
          gives<DecideMany, L, std::vector<Outcome>>;
 }();
 
-// The same check, failing with one message per member L lacks (or gives the wrong type from):
-// `static_assert(swl::keepsLimiterContract<MyLimiter>());`
-template <class L>
-constexpr bool keepsLimiterContract() {
-  using namespace detail::contract;
-  static_assert(gives<TryAcquire, L, Decision>,
-                "a limiter needs Decision tryAcquire(std::string_view key, std::int64_t cost) (swl/limiter.hpp)");
-  static_assert(gives<TryAcquireUnder, L, Decision>,
-                "a limiter needs Decision tryAcquire(std::string_view key, std::int64_t cost, const Limit&)");
-  static_assert(gives<TryAcquireMany, L, std::vector<Outcome>>,
-                "a limiter needs std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>&)");
-  static_assert(gives<Acquire, L, Decision>,
-                "a limiter needs Decision acquire(std::string_view key, std::int64_t cost, Deadline)");
-  static_assert(gives<AcquireUnder, L, Decision>,
-                "a limiter needs Decision acquire(std::string_view key, std::int64_t cost, const Limit&, Deadline)");
-  static_assert(gives<Peek, L, Usage>, "a limiter needs Usage peek(std::string_view key)");
-  static_assert(gives<PeekUnder, L, Usage>, "a limiter needs Usage peek(std::string_view key, const Limit&)");
-  static_assert(gives<Reset, L, bool>, "a limiter needs bool reset(std::string_view key)");
-  static_assert(gives<LimitOf, L, const Limit&>, "a limiter needs const Limit& limit() const");
-  static_assert(gives<Validate, L, void>,
-                "a limiter needs void validate(std::string_view key, std::int64_t cost) const");
-  static_assert(gives<ValidateUnder, L, void>,
-                "a limiter needs void validate(std::string_view key, std::int64_t cost, const Limit&) const");
-  static_assert(gives<Decide, L, Decision>,
-                "a limiter needs Decision decide(std::string_view key, std::int64_t cost) for composites");
-  static_assert(gives<DecideUnder, L, Decision>,
-                "a limiter needs Decision decide(std::string_view key, std::int64_t cost, const Limit&)");
-  static_assert(gives<DecideMany, L, std::vector<Outcome>>,
-                "a limiter needs std::vector<Outcome> decideMany(const std::vector<AcquireRequest>&)");
-  return isLimiter<L>;
-}
-
-// What a limiter's core supplies to LimiterFace (below), checked member by member.
+// What a limiter's core supplies to LimiterFace (below), checked member by member: the part of the
+// contract that differs from one limiter to another.
 template <class Core>
 constexpr bool keepsLimiterCoreContract() {
   using namespace detail::contract;
@@ -178,6 +147,30 @@ constexpr bool keepsLimiterCoreContract() {
   static_assert(gives<ValidateUnder, Core, void>,
                 "a limiter's core needs void validate(std::string_view key, std::int64_t cost, const Limit&) const");
   return true;
+}
+
+// The whole contract, failing with one message per member L lacks (or gives the wrong type from): what
+// its core supplies, and what LimiterFace adds. `static_assert(swl::keepsLimiterContract<MyLimiter>());`
+template <class L>
+constexpr bool keepsLimiterContract() {
+  using namespace detail::contract;
+  keepsLimiterCoreContract<L>();
+  static_assert(gives<TryAcquire, L, Decision>,
+                "a limiter needs Decision tryAcquire(std::string_view key, std::int64_t cost) (swl/limiter.hpp)");
+  static_assert(gives<TryAcquireUnder, L, Decision>,
+                "a limiter needs Decision tryAcquire(std::string_view key, std::int64_t cost, const Limit&)");
+  static_assert(gives<TryAcquireMany, L, std::vector<Outcome>>,
+                "a limiter needs std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>&)");
+  static_assert(gives<Acquire, L, Decision>,
+                "a limiter needs Decision acquire(std::string_view key, std::int64_t cost, Deadline)");
+  static_assert(gives<AcquireUnder, L, Decision>,
+                "a limiter needs Decision acquire(std::string_view key, std::int64_t cost, const Limit&, Deadline)");
+  static_assert(gives<Peek, L, Usage>, "a limiter needs Usage peek(std::string_view key)");
+  static_assert(gives<Validate, L, void>,
+                "a limiter needs void validate(std::string_view key, std::int64_t cost) const");
+  static_assert(gives<Decide, L, Decision>,
+                "a limiter needs Decision decide(std::string_view key, std::int64_t cost) for composites");
+  return isLimiter<L>;
 }
 
 namespace detail {
