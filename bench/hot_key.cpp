@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
     options.clock = swl::Clock::manual(clock);
     // Each case on keys of its own: every manual clock starts at the same moment.
     swl::ShardedLimiter<> limiter(connection, sharded.limit, options,
-                                  swl::ShardedKey(sharded.shards, "hot" + std::to_string(++run)));
+                                  swl::Sharding(sharded.shards, "hot" + std::to_string(++run)));
     const auto gap = sharded.limit.window / sharded.limit.max_requests;
     const long requests = sharded.limit.max_requests * windows;
     long refused = 0;

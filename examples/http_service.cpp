@@ -115,7 +115,7 @@ class RateLimitMiddleware {
     }
     const swl::MultiDecision decision = limiter_.tryAcquire({request.remote_addr, route}, 1, limits);
     if (decision.decision.tier == swl::Tier::redis) addHeaders(decision, limits, response);
-    if (decision.decision.shadow_refusal) response.set_header("X-RateLimit-Shadow", "refused");
+    if (decision.decision.shadow_rejected) response.set_header("X-RateLimit-Shadow", "refused");
     if (decision) return httplib::Server::HandlerResponse::Unhandled;  // on to the route
 
     response.status = 429;

@@ -131,7 +131,7 @@ TEST_CASE("the counters share costs, shards and the rejected-request penalty wit
   CHECK_FALSE(fixed.tryAcquire("a", 4).allowed);  // rejected whole, nothing taken
   CHECK(fixed.tryAcquire("a", 3).allowed);
 
-  swl::ShardedLimiter<swl::Gcra> sharded(time.connection, swl::Limit{12, 1s}, time.options, swl::ShardedKey(3));
+  swl::ShardedLimiter<swl::Gcra> sharded(time.connection, swl::Limit{12, 1s}, time.options, swl::Sharding(3));
   int admitted = 0;
   for (int i = 0; i < 100; ++i) admitted += sharded.tryAcquire("hot").allowed ? 1 : 0;
   CHECK(admitted == 12);

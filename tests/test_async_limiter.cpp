@@ -351,10 +351,10 @@ TEST_CASE("an async limiter takes a limit per call, and keeps shadow mode") {
   Answers answers(4);
   for (std::size_t i = 0; i < 4; ++i) limiter.tryAcquire("k", 1, swl::Limit{3, 60s}, answers.of(i));
   REQUIRE(runUntil(loop.get(), [&] { return answers.answered == 4; }));
-  CHECK_FALSE(answers.outcomes[2].value().shadow_refusal);
+  CHECK_FALSE(answers.outcomes[2].value().shadow_rejected);
   const swl::Decision& fourth = answers.outcomes[3].value();
   CHECK(fourth.allowed);  // shadow mode admits it
-  CHECK(fourth.shadow_refusal);
+  CHECK(fourth.shadow_rejected);
   CHECK(fourth.limit == 3);
   auto observer = server.connect();
   CHECK(logEntries(observer, "swl:k") == 3);

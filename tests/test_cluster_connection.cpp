@@ -378,7 +378,7 @@ TEST_CASE("a hot key sharded over the cluster spreads over masters, never exceed
   RedisCluster cluster;
   auto redis = clusterClient(cluster);
   constexpr int kLimit = 1000, kShards = 4;
-  swl::ShardedLimiter<> limiter(redis, swl::Limit{kLimit, 3600s}, {}, swl::ShardedKey(kShards));
+  swl::ShardedLimiter<> limiter(redis, swl::Limit{kLimit, 3600s}, {}, swl::Sharding(kShards));
   std::set<std::uint16_t> slots;
   std::set<std::string> masters;
   for (std::size_t shard = 0; shard < kShards; ++shard) {

@@ -397,7 +397,7 @@ TEST_CASE("in shadow mode a concurrency limiter admits past max_in_flight, marks
   CHECK(first.held());
   const Slot second = limiter.tryAcquire("k");
   CHECK(second);
-  CHECK(second.decision().shadow_refusal);
+  CHECK(second.decision().shadow_rejected);
   CHECK_FALSE(second.held());
   CHECK(limiter.inFlight("k") == 1);
 }

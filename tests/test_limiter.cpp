@@ -35,7 +35,7 @@ static_assert(swl::isAlgorithm<swl::SlidingWindowLog> && swl::isAlgorithm<swl::S
               swl::isAlgorithm<swl::FixedWindow> && swl::isAlgorithm<swl::Gcra>);
 static_assert(!swl::isAlgorithm<swl::PrefixKey>);
 static_assert(swl::isKeyPolicy<swl::PrefixKey> && swl::isKeyPolicy<swl::HashTagKey> && swl::isKeyPolicy<swl::ShardKey>);
-static_assert(!swl::isKeyPolicy<swl::ShardedKey>, "it changes the limit too: a ShardedLimiter takes it");
+static_assert(!swl::isKeyPolicy<swl::Sharding>, "it changes the limit too: a ShardedLimiter takes it");
 static_assert(swl::isMemberPolicy<swl::CompactMember> && swl::isMemberPolicy<swl::UuidMember> &&
               swl::isMemberPolicy<swl::TimestampMember>);
 static_assert(swl::isTtlPolicy<swl::WindowTtl> && swl::isTtlPolicy<swl::WindowMultipleTtl> &&
@@ -111,7 +111,7 @@ struct Tiered {
 struct Sharded {
   static constexpr swl::Tier kTier = swl::Tier::redis;
   static swl::ShardedLimiter<> make(swl::RedisClient& redis, swl::Limit limit, swl::LimiterOptions options) {
-    return swl::ShardedLimiter<>(redis, limit, std::move(options), swl::ShardedKey(1));
+    return swl::ShardedLimiter<>(redis, limit, std::move(options), swl::Sharding(1));
   }
 };
 
@@ -308,14 +308,14 @@ TEMPLATE_TEST_CASE(
   CHECK(shadow.tryAcquire("a").allowed);
   const swl::Decision would_refuse = shadow.tryAcquire("a");
   CHECK(would_refuse.allowed);
-  CHECK(would_refuse.shadow_refusal);
+  CHECK(would_refuse.shadow_rejected);
   CHECK(would_refuse.remaining == 0);
   CHECK(would_refuse.retry_after > 0us);  // the wait the refusal would have named
   const std::vector<swl::Outcome> batch = shadow.tryAcquireMany({{"a"}, {"b"}});
   CHECK(batch[0].decision.allowed);
-  CHECK(batch[0].decision.shadow_refusal);
-  CHECK_FALSE(batch[1].decision.shadow_refusal);
-  CHECK(shadow.acquire("a", 1, 10ms).shadow_refusal);                // admitted at once: nothing to wait for
+  CHECK(batch[0].decision.shadow_rejected);
+  CHECK_FALSE(batch[1].decision.shadow_rejected);
+  CHECK(shadow.acquire("a", 1, 10ms).shadow_rejected);               // admitted at once: nothing to wait for
   CHECK_THROWS_AS(shadow.tryAcquire("a", 3), swl::InvalidArgument);  // bad input is still an error
   CHECK(shadow.peek("a").used == 2);                                 // the shadow refusals took nothing
 
@@ -324,7 +324,7 @@ TEMPLATE_TEST_CASE(
   auto enforcing = TestType::make(connection, swl::Limit{2, 60s}, options);
   const swl::Decision refused = enforcing.tryAcquire("a");
   CHECK_FALSE(refused.allowed);
-  CHECK_FALSE(refused.shadow_refusal);
+  CHECK_FALSE(refused.shadow_rejected);
 
   const std::vector<Seen> seen = recorder.take();
   REQUIRE(seen.size() == 8);
@@ -345,7 +345,7 @@ TEST_CASE("shadow mode admits a fail-closed answer as a shadow refusal, and stil
   swl::SlidingWindowLimiter<> denying(nowhere, swl::Limit{2, 60s}, options);
   const swl::Decision decision = denying.tryAcquire("k");
   CHECK(decision.allowed);
-  CHECK(decision.shadow_refusal);
+  CHECK(decision.shadow_rejected);
   CHECK(decision.tier == swl::Tier::fail_closed);
 
   options.on_failure = swl::FailurePolicy::throw_error;
@@ -359,8 +359,8 @@ TEST_CASE("the in-memory and multi-limit limiters keep shadow mode too") {
   local_options.observer = recorder.observer();
   local_options.enforcement = swl::Enforcement::shadow;
   swl::LocalLimiter local(swl::Limit{1, 60s}, local_options);
-  CHECK_FALSE(local.tryAcquire("a").shadow_refusal);
-  CHECK(local.tryAcquire("a").shadow_refusal);
+  CHECK_FALSE(local.tryAcquire("a").shadow_rejected);
+  CHECK(local.tryAcquire("a").shadow_rejected);
   CHECK(local.peek("a").used == 1);
 
   RedisServer server;
@@ -372,7 +372,7 @@ TEST_CASE("the in-memory and multi-limit limiters keep shadow mode too") {
   CHECK(multi.tryAcquire({"u1", "GET /"}).decision.allowed);
   const swl::MultiDecision second = multi.tryAcquire({"u1", "GET /"});
   CHECK(second);
-  CHECK(second.decision.shadow_refusal);
+  CHECK(second.decision.shadow_rejected);
   CHECK_FALSE(second.rules[1].allowed);  // each rule's own answer stays as the rule gave it
   CHECK(second.binding_name == "route");
 
@@ -472,10 +472,10 @@ TEST_CASE("a limiter of one's own over LimiterFace keeps the whole contract: obs
 
   CountingLimiter shadowed(swl::Limit{1, 60s}, recorder.observer(), swl::FailurePolicy::throw_error,
                            swl::Enforcement::shadow);
-  CHECK_FALSE(shadowed.tryAcquire("k").shadow_refusal);
+  CHECK_FALSE(shadowed.tryAcquire("k").shadow_rejected);
   const swl::Decision refused = shadowed.tryAcquire("k");
   CHECK(refused.allowed);
-  CHECK(refused.shadow_refusal);
+  CHECK(refused.shadow_rejected);
   CHECK_THROWS_AS(shadowed.tryAcquire("down"), swl::ConnectionError);
   seen = recorder.take();
   REQUIRE(seen.size() == 3);

@@ -185,7 +185,7 @@ TEST_CASE("the in-memory limiter takes a limit per call as the log in Redis does
 
 TEST_CASE("a sharded limiter shares a limit given per call out over its shards") {
   ManualTime time;
-  swl::ShardedLimiter<> limiter(time.connection, swl::Limit{40, 1s}, time.options, swl::ShardedKey(4));
+  swl::ShardedLimiter<> limiter(time.connection, swl::Limit{40, 1s}, time.options, swl::Sharding(4));
   // Each shard holds a quarter of the call's limit: at most 8 admitted of a limit of 8, never more.
   int admitted = 0;
   for (int i = 0; i < 100; ++i) admitted += limiter.tryAcquire("k", 1, swl::Limit{8, 1s}).allowed ? 1 : 0;

@@ -132,7 +132,7 @@ TEST_CASE("a manual clock is shared by its copies, and Redis's clock reads nothi
 }
 
 TEST_CASE("a shard's key policy puts the shard inside the hash tag, so each shard hashes apart") {
-  const swl::ShardedKey keys(4);
+  const swl::Sharding keys(4);
   CHECK(keys.shards() == 4);
   CHECK(keys.prefix() == "swl");
   CHECK(swl::ShardKey(0, keys.prefix()).key("user:42") == "swl:{0:user:42}");
@@ -144,6 +144,6 @@ TEST_CASE("a shard's key policy puts the shard inside the hash tag, so each shar
 }
 
 TEST_CASE("the sharded key policy refuses no shards, and a prefix whose brace would pin every shard") {
-  CHECK_THROWS_AS(swl::ShardedKey(0), swl::InvalidArgument);
-  CHECK_THROWS_WITH(swl::ShardedKey(4, "a{b"), Catch::Contains("holds '{'"));
+  CHECK_THROWS_AS(swl::Sharding(0), swl::InvalidArgument);
+  CHECK_THROWS_WITH(swl::Sharding(4, "a{b"), Catch::Contains("holds '{'"));
 }

@@ -28,7 +28,7 @@ long long entries(swl::Connection& connection, const std::string& redis_key) {
 TEST_CASE("a sharded limiter shares its limit out over its shards and never admits more than the limit") {
   RedisServer server;
   auto connection = server.connect();
-  swl::ShardedLimiter<> limiter(connection, swl::Limit{10, 60s}, {}, swl::ShardedKey(3));
+  swl::ShardedLimiter<> limiter(connection, swl::Limit{10, 60s}, {}, swl::Sharding(3));
 
   int admitted = 0;
   for (int i = 0; i < 200; ++i) {
@@ -48,9 +48,9 @@ TEST_CASE("a sharded limiter shares its limit out over its shards and never admi
 TEST_CASE("a sharded limiter refuses a limit smaller than its shards, and a cost above one shard's share") {
   RedisServer server;
   auto connection = server.connect();
-  CHECK_THROWS_WITH((swl::ShardedLimiter<>(connection, swl::Limit{3, 60s}, {}, swl::ShardedKey(4))),
+  CHECK_THROWS_WITH((swl::ShardedLimiter<>(connection, swl::Limit{3, 60s}, {}, swl::Sharding(4))),
                     Catch::Contains("cannot be shared out over 4 shards"));
-  swl::ShardedLimiter<> limiter(connection, swl::Limit{10, 60s}, {}, swl::ShardedKey(4));
+  swl::ShardedLimiter<> limiter(connection, swl::Limit{10, 60s}, {}, swl::Sharding(4));
   CHECK_THROWS_WITH(limiter.tryAcquire("hot", 3), Catch::Contains("exceeds a shard's share of 2"));
   CHECK(limiter.tryAcquire("hot", 2).allowed);
 }
@@ -58,7 +58,7 @@ TEST_CASE("a sharded limiter refuses a limit smaller than its shards, and a cost
 TEST_CASE("a sharded limiter's batch decides each request on one shard, and peek and reset cover every shard") {
   RedisServer server;
   auto connection = server.connect();
-  swl::ShardedLimiter<> limiter(connection, swl::Limit{6, 60s}, {}, swl::ShardedKey(3, "hot"));
+  swl::ShardedLimiter<> limiter(connection, swl::Limit{6, 60s}, {}, swl::Sharding(3, "hot"));
   std::vector<swl::AcquireRequest> requests(20, swl::AcquireRequest{"k", 1});
   requests.push_back({"k", 3});  // above a shard's share of 2: refused alone
   const std::vector<swl::Outcome> outcomes = limiter.tryAcquireMany(requests);

@@ -595,13 +595,12 @@ TEST_CASE_METHOD(ManualTime,
   CHECK_THROWS_WITH(multi.tryAcquire({"k"}, 3), Catch::Contains("swl::MultiLimiter"));
   CHECK_THROWS_AS(multi.tryAcquire({"k"}, 3), swl::InvalidArgument);
   swl::ShardedLimiter<swl::SlidingWindowLog, Starred> sharded(connection, swl::Limit{6, 1s}, options,
-                                                              swl::ShardedKey(2, "sharded"));
+                                                              swl::Sharding(2, "sharded"));
   CHECK_THROWS_AS(sharded.tryAcquire("k"), swl::InvalidArgument);
   swl::LeasingLimiter<swl::PrefixKey, Starred> leasing(connection, swl::Limit{5, 1s}, options, {},
-                                                        swl::PrefixKey("leasing"));
+                                                       swl::PrefixKey("leasing"));
   CHECK_THROWS_AS(leasing.tryAcquire("k"), swl::InvalidArgument);
-  swl::TieredLimiter<swl::SlidingWindowLimiter<swl::PrefixKey, Starred>> tiered(connection, swl::Limit{5, 1s},
-                                                                                 options);
+  swl::TieredLimiter<swl::SlidingWindowLimiter<swl::PrefixKey, Starred>> tiered(connection, swl::Limit{5, 1s}, options);
   CHECK_THROWS_AS(tiered.tryAcquire("k"), swl::InvalidArgument);
   CHECK(integerReply(connection, {"DBSIZE"}) == 0);  // nothing was sent
 }

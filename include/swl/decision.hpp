@@ -82,7 +82,7 @@ struct Decision {
   Tier tier = Tier::redis;
   // Admitted only because the limiter runs in shadow mode (Enforcement::shadow): enforcing, it would
   // have refused, and nothing was recorded for it. A real refusal has allowed == false.
-  bool shadow_refusal = false;
+  bool shadow_rejected = false;
 
   explicit operator bool() const noexcept { return allowed; }
 };

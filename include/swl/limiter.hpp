@@ -11,7 +11,7 @@
 //       (empty key, cost outside 1..limit) throws InvalidArgument before anything is sent. When Redis
 //       cannot decide, the failure policy answers (Decision::tier says so), or, under
 //       FailurePolicy::throw_error, the swl::Error is thrown. In shadow mode (Enforcement::shadow) a
-//       refusal is admitted and marked Decision::shadow_refusal.
+//       refusal is admitted and marked Decision::shadow_rejected.
 //   Decision tryAcquire(std::string_view key, std::int64_t cost, const Limit& limit);
 //       The same under a limit chosen for this call (a tenant's plan) instead of the limiter's own; a
 //       limit no limiter could hold throws InvalidArgument. The key's state is one whatever limit a call

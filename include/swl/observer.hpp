@@ -23,7 +23,7 @@ namespace swl {
 enum class Verdict {
   allowed,
   rejected,
-  shadow_rejected,  // refused by the limit, admitted by shadow mode (Decision::shadow_refusal)
+  shadow_rejected,  // refused by the limit, admitted by shadow mode (Decision::shadow_rejected)
   error,            // the call threw (invalid input, or Redis failed under FailurePolicy::throw_error)
 };
 

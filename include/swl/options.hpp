@@ -22,7 +22,7 @@ enum class FailurePolicy {
 
 // Whether a limiter's refusals are carried out. Shadow mode rolls a limit out safely: every decision is
 // made, recorded and reported as if enforced, but a request the limit would refuse is admitted, marked
-// Decision::shadow_refusal (Verdict::shadow_rejected for the observer). Switching to enforce changes
+// Decision::shadow_rejected (Verdict::shadow_rejected for the observer). Switching to enforce changes
 // nothing else. Errors still follow the FailurePolicy: pair shadow with FailurePolicy::allow when the
 // rollout must never turn a request away.
 enum class Enforcement {

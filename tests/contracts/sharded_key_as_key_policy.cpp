@@ -2,6 +2,6 @@
 #include <swl/swl.hpp>
 
 void use(swl::RedisClient& redis) {
-  swl::SlidingWindowLimiter<swl::ShardedKey> limiter(redis, swl::Limit{4, std::chrono::seconds(1)}, {},
-                                                     swl::ShardedKey(4));
+  swl::SlidingWindowLimiter<swl::Sharding> limiter(redis, swl::Limit{4, std::chrono::seconds(1)}, {},
+                                                     swl::Sharding(4));
 }

@@ -92,27 +92,27 @@ void checkHashTagKey(const std::string& prefix, const std::string& other_prefix,
   }
 }
 
-void checkShardedKey(std::size_t shards, const std::string& prefix, const std::string& other_prefix,
-                     const std::string& user_key, std::size_t some_shard) {
+void checkSharding(std::size_t shards, const std::string& prefix, const std::string& other_prefix,
+                   const std::string& user_key, std::size_t some_shard) {
   const bool valid = shards > 0 && !holdsBrace(prefix);
   try {
-    const swl::ShardedKey keys(shards, prefix);
-    check(valid, "ShardedKey refuses 0 shards and a prefix holding '{'");
-    check(keys.shards() == shards, "ShardedKey keeps its shard count");
+    const swl::Sharding keys(shards, prefix);
+    check(valid, "Sharding refuses 0 shards and a prefix holding '{'");
+    check(keys.shards() == shards, "Sharding keeps its shard count");
     const std::size_t shard = some_shard % shards;
     const std::string key = swl::ShardKey(shard, keys.prefix()).key(user_key);
-    check(key == prefix + ":{" + std::to_string(shard) + ":" + user_key + "}", "ShardedKey gives prefix:{shard:key}");
+    check(key == prefix + ":{" + std::to_string(shard) + ":" + user_key + "}", "Sharding gives prefix:{shard:key}");
     const std::uint16_t slot = slotOf(key);
     if (!holdsBrace(other_prefix)) {
-      check(slotOf(swl::ShardKey(shard, swl::ShardedKey(shards, other_prefix).prefix()).key(user_key)) == slot,
-            "ShardedKey: one user key and shard, two prefixes, one slot");
+      check(slotOf(swl::ShardKey(shard, swl::Sharding(shards, other_prefix).prefix()).key(user_key)) == slot,
+            "Sharding: one user key and shard, two prefixes, one slot");
     }
     if (shards > 1) {
       check(swl::ShardKey((shard + 1) % shards, prefix).key(user_key) != key,
-            "ShardedKey: different shards, different keys");
+            "Sharding: different shards, different keys");
     }
   } catch (const swl::InvalidArgument&) {
-    check(!valid, "ShardedKey accepts a positive shard count and a prefix without '{'");
+    check(!valid, "Sharding accepts a positive shard count and a prefix without '{'");
   }
 }
 
@@ -135,7 +135,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     slotOf(user_key);
     checkPrefixKey(prefix, user_key);
     checkHashTagKey(prefix, other_prefix, user_key, tag, suffix, other_suffix);
-    checkShardedKey(shards, prefix, other_prefix, user_key, some_shard);
+    checkSharding(shards, prefix, other_prefix, user_key, some_shard);
   } catch (const swl::InvalidArgument&) {
   } catch (const std::exception& error) {
     std::fprintf(stderr, "fuzz_keys: threw something other than swl::InvalidArgument: %s\n", error.what());

@@ -2,7 +2,7 @@
 // ShardedLimiter: one hot key's limit spread over several Redis keys in different hash slots, so that
 // on Redis Cluster its load spreads over several masters (the seed articles' random-suffix sharding).
 //
-//   swl::ShardedLimiter<> limiter(cluster, swl::Limit{1000, std::chrono::seconds(1)}, {}, swl::ShardedKey(4));
+//   swl::ShardedLimiter<> limiter(cluster, swl::Limit{1000, std::chrono::seconds(1)}, {}, swl::Sharding(4));
 //
 // Shard i is a limiter of its own over "prefix:{i:user_key}" (ShardKey) holding its share of the limit:
 // limit / shards, the remainder one each to the first shards, so the shares add up to the limit exactly.
@@ -46,7 +46,7 @@ class ShardedLimiterCore {
  public:
   using Shard = RedisLimiter<Algorithm, ShardKey, MemberPolicy, TtlPolicy>;
 
-  ShardedLimiterCore(RedisClient& redis, Limit limit, LimiterOptions options, ShardedKey sharding,
+  ShardedLimiterCore(RedisClient& redis, Limit limit, LimiterOptions options, Sharding sharding,
                      MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
       : limit_(detail::checkedLimit(limit)), options_(std::move(options)), count_(sharding.shards()) {
     checkShared(limit_);

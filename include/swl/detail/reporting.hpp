@@ -104,10 +104,10 @@ class Observation {
     event.rule = rule;
     event.cost = cost;
     event.decision = decision;
-    event.verdict = decision == nullptr        ? Verdict::error
-                    : decision->shadow_refusal ? Verdict::shadow_rejected
-                    : decision->allowed        ? Verdict::allowed
-                                               : Verdict::rejected;
+    event.verdict = decision == nullptr         ? Verdict::error
+                    : decision->shadow_rejected ? Verdict::shadow_rejected
+                    : decision->allowed         ? Verdict::allowed
+                                                : Verdict::rejected;
     event.tier = decision == nullptr ? asked_ : decision->tier;
     event.latency = Clock::now() - started_;
     try {
@@ -140,7 +140,7 @@ class Observation {
 inline void enforce(Enforcement enforcement, Decision& decision) noexcept {
   if (enforcement == Enforcement::enforce || decision.allowed) return;
   decision.allowed = true;
-  decision.shadow_refusal = true;
+  decision.shadow_rejected = true;
 }
 
 inline void enforce(Enforcement enforcement, Outcome& outcome) noexcept {

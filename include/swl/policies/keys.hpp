@@ -77,12 +77,12 @@ class HashTagKey {
 // random-suffix sharding). It changes the limit too (each shard holds a share), so it is not a KeyPolicy
 // but the description a swl::ShardedLimiter (composites/sharded_limiter.hpp) is built from; ShardKey is
 // one shard's KeyPolicy.
-class ShardedKey {
+class Sharding {
  public:
-  explicit ShardedKey(std::size_t shards, std::string prefix = "swl") : shards_(shards), prefix_(std::move(prefix)) {
-    if (shards_ == 0) throw InvalidArgument("swl::ShardedKey: 0 shards; a key needs at least one");
+  explicit Sharding(std::size_t shards, std::string prefix = "swl") : shards_(shards), prefix_(std::move(prefix)) {
+    if (shards_ == 0) throw InvalidArgument("swl::Sharding: 0 shards; a key needs at least one");
     if (prefix_.find('{') != std::string::npos) {
-      throw InvalidArgument("swl::ShardedKey: the prefix " + detail::quoted(prefix_) +
+      throw InvalidArgument("swl::Sharding: the prefix " + detail::quoted(prefix_) +
                             " holds '{', which would pin every shard to one hash slot");
     }
   }
@@ -95,7 +95,7 @@ class ShardedKey {
   std::string prefix_;
 };
 
-// Shard `shard` of a ShardedKey: "prefix:{shard:user_key}".
+// Shard `shard` of a Sharding: "prefix:{shard:user_key}".
 class ShardKey {
  public:
   ShardKey(std::size_t shard, std::string prefix) : shard_text_(std::to_string(shard)), prefix_(std::move(prefix)) {}
