@@ -25,6 +25,7 @@
 #include <swl/composites/sharded_limiter.hpp>
 #include <swl/composites/tiered_limiter.hpp>
 #include <swl/concurrency_limiter.hpp>
+#include <swl/connection_options.hpp>
 #include <swl/decision.hpp>
 #include <swl/error.hpp>
 #include <swl/integrations/http_headers.hpp>
@@ -38,7 +39,6 @@
 #include <swl/redis/client.hpp>
 #include <swl/redis/cluster_connection.hpp>
 #include <swl/redis/connection.hpp>
-#include <swl/redis/connection_options.hpp>
 #include <swl/redis/connection_pool.hpp>
 #include <swl/redis/hash_slot.hpp>
 #include <swl/redis/sentinel_connection.hpp>

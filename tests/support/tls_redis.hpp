@@ -5,7 +5,7 @@
 
 #include "support/redis_server.hpp"
 
-#include <swl/redis/connection_options.hpp>
+#include <swl/connection_options.hpp>
 
 #include <cstdlib>
 #include <filesystem>

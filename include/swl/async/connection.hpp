@@ -19,12 +19,12 @@
 // throw (they run inside hiredis's C code; an exception escaping one terminates the program).
 // Needs libevent (Debian libevent-dev) and the CMake target swl::async.
 
+#include <swl/connection_options.hpp>
 #include <swl/detail/circuit_breaker.hpp>
+#include <swl/detail/dial.hpp>
 #include <swl/detail/hiredis.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
-#include <swl/redis/connection_options.hpp>
-#include <swl/redis/dial.hpp>
 
 #include <event2/event.h>
 #include <hiredis/adapters/libevent.h>

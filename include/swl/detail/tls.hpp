@@ -6,8 +6,8 @@
 // It exists when swl is built against hiredis >= 1.0 with hiredis_ssl: the swl::tls CMake target
 // defines SWL_TLS and links hiredis_ssl and OpenSSL. Without it, asking for TLS is an InvalidArgument.
 
+#include <swl/connection_options.hpp>
 #include <swl/error.hpp>
-#include <swl/redis/connection_options.hpp>
 
 #include <hiredis/hiredis.h>
 

@@ -31,10 +31,10 @@
 // skips nodes whose circuit is open (each node has its own breaker, see ConnectionOptions), waits only
 // briefly for a read another thread has under way, and gives each node only the time that is left.
 
+#include <swl/connection_options.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 #include <swl/redis/connection.hpp>
-#include <swl/redis/connection_options.hpp>
 #include <swl/redis/connection_pool.hpp>
 #include <swl/redis/hash_slot.hpp>
 #include <swl/redis/topology.hpp>

@@ -16,12 +16,12 @@
 // detail::Link below is the connection itself, with the I/O that the pool, the cluster and Sentinel
 // build on (pipelines, replies left unjudged, ASKING); Connection is its face for users.
 
+#include <swl/connection_options.hpp>
 #include <swl/detail/circuit_breaker.hpp>
+#include <swl/detail/dial.hpp>
 #include <swl/detail/hiredis.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
-#include <swl/redis/connection_options.hpp>
-#include <swl/redis/dial.hpp>
 
 #include <sys/socket.h>
 #include <sys/types.h>

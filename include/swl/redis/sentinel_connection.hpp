@@ -31,12 +31,12 @@
 // - A connection still open to a demoted master answers READONLY: the connection is dropped, the
 //   sentinels are asked again, and the call goes again, within its command timeout.
 
+#include <swl/connection_options.hpp>
+#include <swl/detail/dial.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 #include <swl/redis/connection.hpp>
-#include <swl/redis/connection_options.hpp>
 #include <swl/redis/connection_pool.hpp>
-#include <swl/redis/dial.hpp>
 #include <swl/redis/topology.hpp>
 
 #include <poll.h>

@@ -5,9 +5,9 @@
 // of a call that is asked to come back. Nothing is trusted: an answer of the wrong shape is a
 // ProtocolError naming the node.
 
+#include <swl/connection_options.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
-#include <swl/redis/connection_options.hpp>
 #include <swl/redis/hash_slot.hpp>
 
 #include <algorithm>

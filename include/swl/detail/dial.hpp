@@ -6,10 +6,10 @@
 //   detail::Dialer dialer(options);             // once per client: checks options, loads TLS files
 //   ContextPtr context = dialer.dial(address);  // per connection, to any server
 
+#include <swl/connection_options.hpp>
 #include <swl/detail/hiredis.hpp>
 #include <swl/detail/tls.hpp>
 #include <swl/error.hpp>
-#include <swl/redis/connection_options.hpp>
 
 #include <hiredis/async.h>
 

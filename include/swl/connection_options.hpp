@@ -1,7 +1,7 @@
 #pragma once
 // Where a Redis listens (Address) and how every kind of connection reaches and greets it
 // (ConnectionOptions): blocking, pooled, cluster nodes, Sentinel's and async connections all take these,
-// and all dial through one function (redis/dial.hpp).
+// and all dial through one function (detail/dial.hpp).
 
 #include <swl/detail/circuit_breaker.hpp>
 #include <swl/error.hpp>
