@@ -34,7 +34,7 @@ struct Row {
   double per_second;
 };
 
-swl::LimiterOptions manual(swl::ManualClock& clock) {
+swl::LimiterOptions manual(swl::testing::ManualClock& clock) {
   swl::LimiterOptions options;
   options.clock = swl::Clock::manual(clock);
   return options;
@@ -42,7 +42,7 @@ swl::LimiterOptions manual(swl::ManualClock& clock) {
 
 template <class Limiter>
 long long bytesHolding(swl::Connection& connection, const char* name, std::int64_t requests) {
-  swl::ManualClock clock;
+  swl::testing::ManualClock clock;
   const std::string prefix = "mem-" + std::string(name) + "-" + std::to_string(requests);
   Limiter limiter(connection, swl::Limit{requests, 1h}, manual(clock), swl::PrefixKey(prefix));
   std::vector<swl::AcquireRequest> batch(1000, swl::AcquireRequest{"k", 1});
@@ -60,7 +60,7 @@ template <class Limiter>
 Row measure(swl::Connection& connection, const char* name, long decisions) {
   Row row{name, 0, {}, 0, 0};
   {
-    swl::ManualClock clock;
+    swl::testing::ManualClock clock;
     Limiter limiter(connection, swl::Limit{100, 1s}, manual(clock), swl::PrefixKey(std::string("burst-") + name));
     row.worst_window = static_cast<double>(swl::test::worstWindowInEdgeBurst(limiter, clock, "k")) / 100;
   }

@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   int run = 0;
   for (const Case& sharded : {Case{{1000, std::chrono::seconds(1)}, 4}, Case{{200, std::chrono::seconds(2)}, 4},
                               Case{{10000, std::chrono::seconds(1)}, 4}, Case{{1000, std::chrono::seconds(1)}, 8}}) {
-    swl::ManualClock clock;
+    swl::testing::ManualClock clock;
     swl::LimiterOptions options;
     options.clock = swl::Clock::manual(clock);
     // Each case on keys of its own: every manual clock starts at the same moment.

@@ -19,7 +19,7 @@ namespace {
 
 template <class MemberPolicy>
 void measure(swl::Connection& connection, const char* policy_name, int entries) {
-  swl::ManualClock clock;
+  swl::testing::ManualClock clock;
   swl::LimiterOptions options;
   options.clock = swl::Clock::manual(clock);
   const std::string prefix = std::string("mem-") + policy_name + "-" + std::to_string(entries);

@@ -48,7 +48,7 @@ struct TokensRow {
 // of its calls writes 4,000 members).
 template <class Limiter>
 TokensRow tokens(swl::Connection& connection, int keys) {
-  swl::ManualClock clock;
+  swl::testing::ManualClock clock;
   swl::LimiterOptions options;
   options.clock = swl::Clock::manual(clock);
   Limiter limiter(connection, swl::Limit{1'000'000, 60s}, options);
@@ -84,7 +84,7 @@ double huge(swl::Connection& connection) {
 // 70,000 requests spread over a day under 70,000 per day: the key's memory at the end.
 template <class Limiter>
 long long daily(swl::Connection& connection, int& admitted) {
-  swl::ManualClock clock;
+  swl::testing::ManualClock clock;
   swl::LimiterOptions options;
   options.clock = swl::Clock::manual(clock);
   swl::test::textReply(connection, {"FLUSHALL"});
@@ -98,7 +98,7 @@ long long daily(swl::Connection& connection, int& admitted) {
 // Twice the limit for 100 windows: how many are admitted.
 template <class Limiter>
 long overload(swl::Connection& connection) {
-  swl::ManualClock clock;
+  swl::testing::ManualClock clock;
   swl::LimiterOptions options;
   options.clock = swl::Clock::manual(clock);
   swl::test::textReply(connection, {"FLUSHALL"});

@@ -340,7 +340,7 @@ class Bench {
   long largest_;
   swl::test::RedisServer server_;
   swl::Connection connection_ = server_.connect();
-  swl::ManualClock clock_;
+  swl::testing::ManualClock clock_;
   swl::LimiterOptions options_;
   std::vector<long long> base_;
   std::vector<Row> rows_;

@@ -268,7 +268,7 @@ TEST_CASE(
   const std::chrono::microseconds held = swl::Clock::system().now();
   holder.kill();
 
-  swl::ManualClock clock(started + 1s - 1us);
+  swl::testing::ManualClock clock(started + 1s - 1us);
   swl::LimiterOptions options;
   options.clock = swl::Clock::manual(clock);
   Limiter limiter(connection, swl::Concurrency{2, 1s}, options);

@@ -150,7 +150,7 @@ TEST_CASE("three insured instances stay within their shares during an outage and
   swl::TierOptions tiers;
   tiers.instances = 3;
   tiers.redis_retry_interval = 200ms;
-  swl::ManualClock clock;  // moves the retry interval by hand
+  swl::testing::ManualClock clock;  // moves the retry interval by hand
   swl::LimiterOptions options;
   options.clock = swl::Clock::manual(clock);
   std::vector<std::unique_ptr<swl::ConnectionPool>> pools;

@@ -309,7 +309,7 @@ TEST_CASE("A holder that dies with a lease in hand gives nothing back; its units
 
   // Redis's clock is this host's: a manual clock started from it reads the log as Redis would, and moves
   // past the dead lease's end without waiting for it.
-  swl::ManualClock clock(swl::Clock::system().now());
+  swl::testing::ManualClock clock(swl::Clock::system().now());
   swl::LimiterOptions options;
   options.clock = swl::Clock::manual(clock);
   swl::SlidingWindowLimiter<> plain(connection, swl::Limit{100, 500ms}, options);

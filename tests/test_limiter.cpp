@@ -263,7 +263,7 @@ TEST_CASE("a multi-limiter reports one event per decision, under the binding rul
 }
 
 TEST_CASE("acquire takes a deadline as a time or as a duration, and gives up without sleeping in vain") {
-  swl::ManualClock clock;
+  swl::testing::ManualClock clock;
   swl::LocalLimiterOptions options;
   options.clock = swl::Clock::manual(clock);
   swl::LocalLimiter limiter(swl::Limit{1, 60s}, options);

@@ -168,7 +168,7 @@ TEST_CASE("a limit given per call no limiter could hold is refused with a messag
 }
 
 TEST_CASE("the in-memory limiter takes a limit per call as the log in Redis does") {
-  swl::ManualClock clock;
+  swl::testing::ManualClock clock;
   swl::LocalLimiterOptions options;
   options.clock = swl::Clock::manual(clock);
   swl::LocalLimiter limiter(kOwn, options);

@@ -19,7 +19,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-swl::LocalLimiterOptions manualOptions(const swl::ManualClock& clock) {
+swl::LocalLimiterOptions manualOptions(const swl::testing::ManualClock& clock) {
   swl::LocalLimiterOptions options;
   options.clock = swl::Clock::manual(clock);
   return options;
@@ -28,7 +28,7 @@ swl::LocalLimiterOptions manualOptions(const swl::ManualClock& clock) {
 }  // namespace
 
 TEST_CASE("the in-memory window admits exactly the limit and its retry_after is exact") {
-  swl::ManualClock clock;
+  swl::testing::ManualClock clock;
   swl::LocalLimiter limiter(swl::Limit{10, 1s}, manualOptions(clock));
 
   for (int i = 0; i < 10; ++i) {
@@ -94,7 +94,7 @@ TEST_CASE("threads sharing an in-memory limiter admit exactly the limit") {
 }
 
 TEST_CASE("the in-memory limiter holds at most max_keys keys and drops idle ones by itself") {
-  swl::ManualClock clock;
+  swl::testing::ManualClock clock;
   swl::LocalLimiterOptions options = manualOptions(clock);
   options.max_keys = 100;
   swl::LocalLimiter limiter(swl::Limit{5, 1s}, options);
@@ -116,7 +116,7 @@ TEST_CASE("the in-memory limiter holds at most max_keys keys and drops idle ones
 }
 
 TEST_CASE("the in-memory limiter peeks, resets, waits and batches like the Redis ones") {
-  swl::ManualClock clock;
+  swl::testing::ManualClock clock;
   swl::LocalLimiter limiter(swl::Limit{3, 1s}, manualOptions(clock));
   limiter.tryAcquire("k", 2);
   swl::Usage usage = limiter.peek("k");

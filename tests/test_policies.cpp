@@ -114,7 +114,7 @@ TEST_CASE("TTL policies: the window rounded up to a millisecond, a multiple of i
 }
 
 TEST_CASE("a manual clock is shared by its copies, and Redis's clock reads nothing locally") {
-  swl::ManualClock clock(100s);
+  swl::testing::ManualClock clock(100s);
   swl::Clock limiter_clock = swl::Clock::manual(clock);
   CHECK_FALSE(limiter_clock.isRedisTime());
   CHECK(limiter_clock.now() == 100s);

@@ -29,7 +29,7 @@ bool sameDecision(const swl::Decision& a, const swl::Decision& b) {
 TEST_CASE("a batch decides exactly as the same single calls would, in input order") {
   RedisServer server;
   auto connection = server.connect();
-  swl::ManualClock clock;
+  swl::testing::ManualClock clock;
   swl::LimiterOptions options;
   options.clock = swl::Clock::manual(clock);
   swl::SlidingWindowLimiter<> single(connection, swl::Limit{5, 10s}, options, swl::PrefixKey("single"));

@@ -3,12 +3,10 @@
 // rejected requests count, and who watches (observer.hpp).
 
 #include <swl/observer.hpp>
+#include <swl/testing/manual_clock.hpp>
 
-#include <atomic>
 #include <chrono>
-#include <cstdint>
 #include <functional>
-#include <memory>
 #include <utility>
 
 namespace swl {
@@ -35,21 +33,6 @@ enum class RejectedRequests {
   counted,      // a rejected request is recorded too, so a client that keeps hammering stays locked out
 };
 
-// A clock tests move by hand. Copies share one time, so a test keeps a copy and advances it while the
-// limiter reads it.
-class ManualClock {
- public:
-  explicit ManualClock(std::chrono::microseconds start = std::chrono::seconds(1'700'000'000))
-      : now_(std::make_shared<std::atomic<std::int64_t>>(start.count())) {}
-
-  std::chrono::microseconds now() const noexcept { return std::chrono::microseconds(now_->load()); }
-  void set(std::chrono::microseconds now) noexcept { now_->store(now.count()); }
-  void advance(std::chrono::microseconds by) noexcept { now_->fetch_add(by.count()); }
-
- private:
-  std::shared_ptr<std::atomic<std::int64_t>> now_;
-};
-
 // Where "now" comes from. By default the script reads Redis's TIME, so app servers with skewed clocks
 // still share one timeline. The host's clock and a manual clock (deterministic tests) are the options.
 class Clock {
@@ -64,7 +47,8 @@ class Clock {
     });
   }
 
-  static Clock manual(ManualClock clock) {
+  // A clock a test moves by hand (swl/testing/manual_clock.hpp).
+  static Clock manual(testing::ManualClock clock) {
     return Clock([clock = std::move(clock)] { return clock.now(); });
   }
 

@@ -44,3 +44,4 @@
 #include <swl/redis/sentinel_connection.hpp>
 #include <swl/redis_limiter.hpp>
 #include <swl/scripts.hpp>
+#include <swl/testing/manual_clock.hpp>

@@ -1,7 +1,7 @@
 // libFuzzer target: arbitrary bytes through hiredis's own RESP parser, and every reply it produces
 // through everything in swl that reads a Redis reply: detail::decodeDecision (single-window
 // limiters), detail::decodeRuleDecisions (MultiLimiter), and the cluster and Sentinel parsers
-// (redis/topology.hpp).
+// (redis/detail/topology.hpp).
 // A malformed reply may only become a swl::Error; any other exception, crash or Decision breaking its
 // invariants aborts.
 
@@ -11,7 +11,7 @@
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 #include <swl/redis/hash_slot.hpp>
-#include <swl/redis/topology.hpp>
+#include <swl/redis/detail/topology.hpp>
 #include <swl/redis_limiter.hpp>
 
 #include <cstddef>

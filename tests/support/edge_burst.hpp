@@ -3,7 +3,7 @@
 // a window boundary, then a request every window/(2 x limit) for two windows, on a manual clock. The
 // answer is the most admissions any window-long interval saw; an exact limiter's is the limit.
 
-#include <swl/options.hpp>
+#include <swl/testing/manual_clock.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -14,7 +14,7 @@
 namespace swl::test {
 
 template <class Limiter>
-std::int64_t worstWindowInEdgeBurst(Limiter& limiter, ManualClock& clock, const std::string& key) {
+std::int64_t worstWindowInEdgeBurst(Limiter& limiter, testing::ManualClock& clock, const std::string& key) {
   const std::chrono::microseconds window = limiter.limit().window;
   const std::int64_t limit = limiter.limit().max_requests;
   // Just before a multiple of the window, where fixed windows and buckets turn over.

@@ -13,7 +13,7 @@ struct ManualTime {
 
   RedisServer server;
   swl::Connection connection = server.connect();
-  swl::ManualClock clock;
+  swl::testing::ManualClock clock;
   swl::LimiterOptions options;
 };
 

@@ -37,7 +37,7 @@
 #include <swl/redis/connection.hpp>
 #include <swl/redis/connection_pool.hpp>
 #include <swl/redis/hash_slot.hpp>
-#include <swl/redis/topology.hpp>
+#include <swl/redis/detail/topology.hpp>
 
 #include <algorithm>
 #include <array>
