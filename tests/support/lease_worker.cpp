@@ -8,6 +8,7 @@
 #include <swl/swl.hpp>
 
 #include "admission_spans.hpp"
+#include "redis_server.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -26,7 +27,7 @@ struct Arguments {
 };
 
 int hold(const Arguments& arguments) {
-  swl::Connection connection = swl::Connection::tcp("127.0.0.1", arguments.port);
+  swl::Connection connection = swl::Connection::tcp("127.0.0.1", arguments.port, swl::test::patient());
   swl::LeasingLimiter<> limiter(connection, arguments.limit, {}, arguments.leases);
   for (;;) {
     if (limiter.tryAcquire(arguments.key).tier == swl::Tier::lease) break;
@@ -38,8 +39,8 @@ int hold(const Arguments& arguments) {
 
 int hammer(const Arguments& arguments, int threads, std::int64_t start_ns, std::int64_t run_ms,
            const std::string& out) {
-  auto pool =
-      swl::ConnectionPool::tcp("127.0.0.1", arguments.port, swl::PoolOptions{static_cast<std::size_t>(threads)});
+  auto pool = swl::ConnectionPool::tcp("127.0.0.1", arguments.port, swl::PoolOptions{static_cast<std::size_t>(threads)},
+                                       swl::test::patient());
   swl::LeasingLimiter<> limiter(pool, arguments.limit, {}, arguments.leases);
   const swl::test::Hammering run = swl::test::hammer(threads, start_ns, start_ns + run_ms * 1'000'000, true,
                                                      [&](int) { return limiter.tryAcquire(arguments.key).allowed; });

@@ -80,7 +80,8 @@ class RedisCluster {
     throw std::runtime_error("no cluster node on port " + std::to_string(port));
   }
 
-  swl::Connection connect(int port) const { return swl::Connection::tcp("127.0.0.1", port); }
+  // An admin connection, patient: a loaded machine must not fail a test on the library's defaults.
+  swl::Connection connect(int port) const { return swl::Connection::tcp("127.0.0.1", port, patient()); }
 
   // Asked of a node that is up; ports of the masters serving slots, in slot order.
   std::vector<int> masterPorts() {

@@ -62,7 +62,8 @@ class RedisSentinel {
     return addresses;
   }
 
-  // Options that reach this deployment with the right passwords.
+  // Options that reach this deployment with the right passwords, and the library's own timeouts: what
+  // the client under test uses (the harness's admin connections below are patient).
   swl::SentinelOptions options() const {
     swl::SentinelOptions options;
     options.sentinel.password = sentinel_password_;
@@ -79,14 +80,15 @@ class RedisSentinel {
     throw std::runtime_error("no data node on port " + std::to_string(port));
   }
 
+  // Admin connections are patient: a loaded machine must not fail a test on the library's defaults.
   swl::Connection connectToNode(int port) const {
-    swl::ConnectionOptions options;
+    swl::ConnectionOptions options = patient();
     options.password = data_password_;
     return swl::Connection::tcp("127.0.0.1", port, options);
   }
 
   swl::Connection connectToSentinel(int index) const {
-    swl::ConnectionOptions options;
+    swl::ConnectionOptions options = patient();
     options.password = sentinel_password_;
     return swl::Connection::tcp("127.0.0.1", sentinels_[index]->port, options);
   }

@@ -9,6 +9,7 @@
 #include <swl/swl.hpp>
 
 #include "admission_spans.hpp"
+#include "redis_server.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -28,7 +29,7 @@ struct Arguments {
 };
 
 int hold(const Arguments& arguments, int slots) {
-  swl::Connection connection = swl::Connection::tcp("127.0.0.1", arguments.port);
+  swl::Connection connection = swl::Connection::tcp("127.0.0.1", arguments.port, swl::test::patient());
   swl::ConcurrencyLimiter<> limiter(connection, arguments.concurrency);
   std::vector<swl::ConcurrencyLimiter<>::Slot> held;
   while (static_cast<int>(held.size()) < slots) {
@@ -43,8 +44,8 @@ int hold(const Arguments& arguments, int slots) {
 // Redis held the slot.
 int hammer(const Arguments& arguments, int threads, std::int64_t start_ns, std::int64_t run_ms,
            std::chrono::microseconds hold_for, const std::string& out) {
-  auto pool =
-      swl::ConnectionPool::tcp("127.0.0.1", arguments.port, swl::PoolOptions{static_cast<std::size_t>(threads)});
+  auto pool = swl::ConnectionPool::tcp("127.0.0.1", arguments.port, swl::PoolOptions{static_cast<std::size_t>(threads)},
+                                       swl::test::patient());
   swl::ConcurrencyLimiter<> limiter(pool, arguments.concurrency);
   std::vector<std::vector<swl::test::Span>> spans(static_cast<std::size_t>(threads));
   std::atomic<long> expired_while_held{0};
