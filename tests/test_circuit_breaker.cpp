@@ -16,6 +16,7 @@
 using namespace std::chrono_literals;
 using swl::test::RedisServer;
 using Breaker = swl::detail::CircuitBreaker;
+using Cause = swl::detail::BreakCause;
 
 TEST_CASE("the limiter's defaults hold no request hostage: 200 ms to connect, 50 ms to answer, 250 ms of cool-down") {
   const swl::ConnectionOptions defaults;
@@ -30,7 +31,7 @@ TEST_CASE("a breaker opens on a failure, refuses for the cool-down, lets one pro
   breaker.admit("r:1", start);  // closed: everyone may go
   CHECK_FALSE(breaker.isOpen());
 
-  breaker.recordFailure("redis at r:1 timed out", start);
+  breaker.recordFailure("redis at r:1 timed out", Cause::unreachable, start);
   CHECK(breaker.isOpen());
   CHECK_THROWS_AS(breaker.admit("r:1", start + 249ms), swl::CircuitOpenError);
   CHECK_THROWS_WITH(breaker.admit("r:1", start + 100ms),
@@ -38,9 +39,9 @@ TEST_CASE("a breaker opens on a failure, refuses for the cool-down, lets one pro
   CHECK_THROWS_AS(breaker.refuseWhileOpen("r:1", start + 249ms), swl::CircuitOpenError);
   CHECK_NOTHROW(breaker.refuseWhileOpen("r:1", start + 250ms));  // cooled down; asking does not take the probe
 
-  breaker.admit("r:1", start + 250ms);                                          // the probe
-  CHECK_THROWS_AS(breaker.admit("r:1", start + 251ms), swl::CircuitOpenError);  // one probe at a time
-  breaker.recordFailure("redis at r:1 timed out again", start + 300ms);         // the probe failed: another cool-down
+  breaker.admit("r:1", start + 250ms);                                                       // the probe
+  CHECK_THROWS_AS(breaker.admit("r:1", start + 251ms), swl::CircuitOpenError);               // one probe at a time
+  breaker.recordFailure("redis at r:1 timed out again", Cause::unreachable, start + 300ms);  // the probe failed
   CHECK_THROWS_AS(breaker.admit("r:1", start + 549ms), swl::CircuitOpenError);
   breaker.admit("r:1", start + 550ms);
   breaker.recordSuccess();
@@ -52,10 +53,32 @@ TEST_CASE("a breaker opens on a failure, refuses for the cool-down, lets one pro
 TEST_CASE("a probe that never reports holds the circuit half open only for its patience") {
   Breaker breaker(100ms, 500ms);
   const auto start = Breaker::Clock::now();
-  breaker.recordFailure("refused", start);
+  breaker.recordFailure("refused", Cause::unreachable, start);
   breaker.admit("r:1", start + 100ms);  // a probe whose thread never comes back
   CHECK_THROWS_AS(breaker.admit("r:1", start + 599ms), swl::CircuitOpenError);
   CHECK_NOTHROW(breaker.admit("r:1", start + 600ms));  // another probe may go
+}
+
+TEST_CASE("a circuit opened by a refused password or TLS handshake refuses with that error's type, saying it is open") {
+  Breaker breaker(250ms, 1000ms);
+  const auto start = Breaker::Clock::now();
+  breaker.recordFailure("redis at r:1 requires a password", Cause::refused_credentials, start);
+  CHECK_THROWS_AS(breaker.admit("r:1", start + 100ms), swl::AuthError);
+  CHECK_THROWS_WITH(
+      breaker.admit("r:1", start + 100ms),
+      Catch::Contains("not asked for another 150 ms: its circuit is open") && Catch::Contains("requires a password"));
+  CHECK_THROWS_AS(breaker.refuseWhileOpen("r:1", start + 100ms), swl::AuthError);
+
+  breaker.admit("r:1", start + 250ms);  // the probe, which fails its TLS handshake
+  breaker.recordFailure("redis at r:1 failed the TLS handshake", Cause::failed_tls, start + 260ms);
+  CHECK_THROWS_AS(breaker.admit("r:1", start + 300ms), swl::TlsError);
+  breaker.admit("r:1", start + 510ms);  // the probe, which times out: a circuit opened by it is CircuitOpenError
+  breaker.recordFailure("redis at r:1 timed out", Cause::unreachable, start + 520ms);
+  try {
+    breaker.admit("r:1", start + 600ms);
+    FAIL("an open circuit admitted a call");
+  } catch (const swl::CircuitOpenError&) {
+  }
 }
 
 TEST_CASE("a breaker with no cool-down never opens") {

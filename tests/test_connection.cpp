@@ -122,6 +122,22 @@ TEST_CASE("AUTH with a password: missing, wrong and right") {
   CHECK(limiter.tryAcquire("k").allowed);
 }
 
+TEST_CASE("a circuit opened by a refused password stays an AuthError, for a connection and a limiter alike") {
+  RedisServer server({"--requirepass", "s3cret-pass"});
+  swl::ConnectionOptions options = swl::test::patient();
+  options.breaker_cooldown = 60s;  // open for the whole test
+  auto anonymous = server.connect(options);
+  CHECK_THROWS_AS(anonymous.ping(), swl::AuthError);  // opens the circuit
+  try {
+    anonymous.ping();
+    FAIL("an open circuit let a call through");
+  } catch (const swl::AuthError& error) {
+    CHECK_THAT(error.what(), Catch::Contains("its circuit is open") && Catch::Contains("requires a password"));
+  }
+  swl::SlidingWindowLimiter<> limiter(anonymous, swl::Limit{5, 1s});
+  CHECK_THROWS_AS(limiter.tryAcquire("k"), swl::AuthError);
+}
+
 TEST_CASE("an ACL user allowed only the script's commands on the limiter's prefix can run every limiter") {
   RedisServer server;
   auto admin = server.connect();

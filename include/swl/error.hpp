@@ -5,9 +5,12 @@
 //   ├── InvalidArgument      the caller's input or configuration is wrong; nothing was sent to Redis
 //   ├── ConnectionError      Redis could not be reached or the connection broke (refused, reset, EOF)
 //   │   ├── TimeoutError     connecting or waiting for a reply took longer than the configured timeout
-//   │   ├── AuthError        Redis refused the credentials (the message never contains the password)
+//   │   ├── AuthError        Redis refused the credentials (the message never contains the password); also
+//   │   │                    every call while the circuit this opened is open
 //   │   ├── TlsError         the TLS handshake failed: the server's certificate was not accepted, or ours
-//   │   └── CircuitOpenError Redis failed moments ago and is not asked again until its cool-down passed
+//   │   │                    (likewise while its circuit is open)
+//   │   └── CircuitOpenError Redis could not be reached moments ago (a timeout, a refused connect) and is
+//   │                        not asked again until its cool-down passed
 //   └── ReplyError           Redis answered with an error (OOM, NOSCRIPT that persists, WRONGTYPE, ...)
 //       └── ProtocolError    Redis answered, but not in the shape swl expects
 //

@@ -207,7 +207,7 @@ class AsyncConnection {
           const std::string why =
               no_password ? "redis at " + endpoint_ + " requires a password, and ConnectionOptions::password is empty"
                           : "redis at " + endpoint_ + " refused " + what + ": " + reply_error.what();
-          breaker_->recordFailure(why);
+          breaker_->recordFailure(why, detail::BreakCause::refused_credentials);
           drop(context_, std::make_exception_ptr(AuthError(why)));
         } catch (const Error&) {
         }

@@ -6,6 +6,11 @@
 // as a probe; the first answer closes the circuit, a failed probe opens it for another cool-down.
 //
 // A cool-down of 0 turns it off: every call may try. Thread-safe; a closed circuit costs one atomic load.
+//
+// A refused call says why the circuit opened in its type as well as its message: a server that could not
+// be reached (a timeout, a refused connect) gives CircuitOpenError; a misconfiguration keeps its own type
+// while the circuit is open (AuthError for a refused password, TlsError for a failed TLS handshake), so
+// code that catches AuthError to report a wrong password still sees one on the calls that follow.
 
 #include <swl/error.hpp>
 
@@ -17,6 +22,15 @@
 
 namespace swl::detail {
 
+// Why a circuit opened, which is what the calls it refuses raise.
+enum class BreakCause { unreachable, refused_credentials, failed_tls };
+
+inline BreakCause causeOf(const Error& error) noexcept {
+  if (dynamic_cast<const AuthError*>(&error) != nullptr) return BreakCause::refused_credentials;
+  if (dynamic_cast<const TlsError*>(&error) != nullptr) return BreakCause::failed_tls;
+  return BreakCause::unreachable;
+}
+
 class CircuitBreaker {
  public:
   using Clock = std::chrono::steady_clock;
@@ -26,8 +40,8 @@ class CircuitBreaker {
   CircuitBreaker(std::chrono::milliseconds cooldown, std::chrono::milliseconds probe_patience)
       : cooldown_(cooldown), probe_patience_(probe_patience) {}
 
-  // Before a call: throws CircuitOpenError while the circuit is open or another call is probing; once
-  // the cool-down has passed, this call becomes the probe.
+  // Before a call: throws while the circuit is open or another call is probing (CircuitOpenError, or the
+  // AuthError or TlsError that opened it); once the cool-down has passed, this call becomes the probe.
   // `now` is the caller's time, for tests that move it by hand.
   void admit(const std::string& endpoint, Clock::time_point now = Clock::now()) {
     if (state_.load(std::memory_order_acquire) == kClosed) return;
@@ -39,7 +53,7 @@ class CircuitBreaker {
       reopen_at_ = now + probe_patience_;
       return;
     }
-    throw refusal(endpoint, now);
+    throwRefusal(endpoint, now);
   }
 
   // admit() without becoming the probe: for a client that would rather not wait for a connection (a
@@ -47,7 +61,7 @@ class CircuitBreaker {
   void refuseWhileOpen(const std::string& endpoint, Clock::time_point now = Clock::now()) {
     if (state_.load(std::memory_order_acquire) == kClosed) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    if (state_ != kClosed && now < reopen_at_) throw refusal(endpoint, now);
+    if (state_ != kClosed && now < reopen_at_) throwRefusal(endpoint, now);
   }
 
   // The server answered (an error reply is an answer too): the circuit closes.
@@ -57,13 +71,15 @@ class CircuitBreaker {
     state_ = kClosed;
   }
 
-  // A timeout or a failed connect: the circuit opens for a cool-down.
-  void recordFailure(const std::string& why, Clock::time_point now = Clock::now()) {
+  // A timeout, a failed connect or a refused handshake: the circuit opens for a cool-down.
+  void recordFailure(const std::string& why, BreakCause cause = BreakCause::unreachable,
+                     Clock::time_point now = Clock::now()) {
     if (cooldown_.count() == 0) return;
     std::lock_guard<std::mutex> lock(mutex_);
     state_ = kOpen;
     reopen_at_ = now + cooldown_;
     last_failure_ = why;
+    last_cause_ = cause;
   }
 
   bool isOpen() const noexcept { return state_.load(std::memory_order_acquire) != kClosed; }
@@ -71,10 +87,19 @@ class CircuitBreaker {
  private:
   static constexpr int kClosed = 0, kOpen = 1, kProbing = 2;
 
-  CircuitOpenError refusal(const std::string& endpoint, Clock::time_point now) const {
+  [[noreturn]] void throwRefusal(const std::string& endpoint, Clock::time_point now) const {
     const auto wait = std::chrono::ceil<std::chrono::milliseconds>(reopen_at_ - now).count();
-    return CircuitOpenError("redis at " + endpoint + " is not asked for another " + std::to_string(wait) +
-                            " ms (its circuit opened after: " + last_failure_ + ")");
+    std::string why = "redis at " + endpoint + " is not asked for another " + std::to_string(wait) +
+                      " ms: its circuit is open after: " + last_failure_;
+    switch (last_cause_) {
+      case BreakCause::refused_credentials:
+        throw AuthError(std::move(why));
+      case BreakCause::failed_tls:
+        throw TlsError(std::move(why));
+      case BreakCause::unreachable:
+        break;
+    }
+    throw CircuitOpenError(std::move(why));
   }
 
   std::chrono::milliseconds cooldown_;
@@ -83,6 +108,7 @@ class CircuitBreaker {
   std::mutex mutex_;
   Clock::time_point reopen_at_{};
   std::string last_failure_;
+  BreakCause last_cause_ = BreakCause::unreachable;
 };
 
 }  // namespace swl::detail

@@ -217,7 +217,7 @@ class Link {
       context_ = handshake(open_());
       return *context_;
     } catch (const Error& error) {
-      breaker_->recordFailure(error.what());
+      breaker_->recordFailure(error.what(), detail::causeOf(error));
       throw;
     }
   }
