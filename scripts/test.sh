@@ -7,6 +7,9 @@
 #   bash scripts/test.sh tsan     clang, ThreadSanitizer
 #   bash scripts/test.sh hiredis1 g++, against hiredis 1.2.0 built from ../shared/deps (skipped, saying so,
 #                                 when that tarball is not there, as in a user's clone)
+#   bash scripts/test.sh servers  the same suite (the hiredis1 build, TLS included, when it is there; else the
+#                                 default build) against redis 7.4.1 and valkey 8.0.1, each built once from
+#                                 ../shared/deps (a server whose tarball is not there is skipped, saying so)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -24,6 +27,49 @@ build_hiredis() {
   fi
   echo "$prefix"
 }
+
+# Builds server $1 (redis or valkey) $2 with TLS from ../shared/deps into build-servers/$1-$2 (once) and
+# prints its bin directory, where redis-server and redis-cli start it: the name the test harness runs.
+build_server() {
+  local name=$1 version=$2 prefix=$PWD/build-servers/$1-$2 source=$PWD/build-servers/source-$1-$2
+  if [ ! -x "$prefix/bin/redis-server" ]; then
+    rm -rf "$source" && mkdir -p "$source"
+    tar -xzf "../shared/deps/$name-$version.tar.gz" -C "$source" --strip-components=1
+    make -C "$source" -j"$(nproc)" BUILD_TLS=yes >"$source.log" 2>&1 || { tail -30 "$source.log" >&2; return 1; }
+    make -C "$source" PREFIX="$prefix" install >>"$source.log" 2>&1 || { tail -30 "$source.log" >&2; return 1; }
+    local tool
+    for tool in server cli; do
+      [ -e "$prefix/bin/redis-$tool" ] || ln -s "$name-$tool" "$prefix/bin/redis-$tool"
+    done
+  fi
+  echo "$prefix/bin"
+}
+
+if [ "$config" = servers ]; then
+  install_missing g++ make pkg-config libssl-dev openssl
+  suite=build-hiredis1/build
+  if [ -f "$suite/CTestTestfile.cmake" ]; then
+    export LD_LIBRARY_PATH=$PWD/build-hiredis1/hiredis-1.2.0/lib
+  else
+    echo "scripts/test.sh servers: no hiredis 1.x build (bash scripts/test.sh hiredis1); using the default build, without TLS"
+    suite=build-default
+    [ -f "$suite/CTestTestfile.cmake" ] || bash scripts/test.sh default
+  fi
+  status=0
+  for server in redis-7.4.1 valkey-8.0.1; do
+    if [ ! -f "../shared/deps/$server.tar.gz" ]; then
+      echo "scripts/test.sh servers: ../shared/deps/$server.tar.gz is not here; skipping the run against $server"
+      continue
+    fi
+    started=$SECONDS
+    bin=$(build_server "${server%-*}" "${server##*-}")
+    echo "built $server in $((SECONDS - started)) s: $("$bin/redis-server" --version)"
+    started=$SECONDS
+    (cd "$suite" && PATH="$bin:$PATH" ctest --output-on-failure -j2) || status=1
+    echo "the suite against $server took $((SECONDS - started)) s"
+  done
+  exit $status
+fi
 
 if [ "$config" = hiredis1 ]; then
   if [ ! -f ../shared/deps/hiredis-1.2.0.tar.gz ]; then
@@ -52,7 +98,7 @@ case "$config" in
   asan) compiler=clang++ packages=(clang libclang-rt-14-dev) settings=(-DCMAKE_BUILD_TYPE=Debug -DSWL_SANITIZE=address,undefined -DSWL_BUILD_FUZZERS=ON) ;;
   tsan) compiler=clang++ packages=(clang libclang-rt-14-dev) settings=(-DCMAKE_BUILD_TYPE=Debug -DSWL_SANITIZE=thread) ;;
   hiredis1) compiler=g++ packages=(g++) settings=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
-  *) echo "usage: $0 [default|asan|tsan|hiredis1]" >&2; exit 2 ;;
+  *) echo "usage: $0 [default|asan|tsan|hiredis1|servers]" >&2; exit 2 ;;
 esac
 install_missing "${packages[@]}" make cmake pkg-config libhiredis-dev libevent-dev libcpp-httplib-dev prometheus-cpp-dev catch2 redis-server redis-tools
 
