@@ -144,6 +144,22 @@ TEMPLATE_TEST_CASE("the counting algorithms start a key afresh under a changed w
   CHECK(limiter.peek("k", swl::Limit{10, 2s}).used == 10);
 }
 
+TEST_CASE("the bucketed window keeps a key's counts under a window whose buckets are as wide, read under it") {
+  ManualTime time;
+  const swl::Limit old_window{10, 1'000'000us}, longer{10, 1'000'001us};  // both: buckets of 15,874 us
+  REQUIRE(swl::BucketedWindow<>::bucketWidth(old_window.window) == swl::BucketedWindow<>::bucketWidth(longer.window));
+  swl::BucketedWindowLimiter<> limiter(time.connection, old_window, time.options);
+  CHECK(admittedUntilRefused(limiter, "k", old_window) == 10);
+  CHECK(limiter.peek("k", longer).used == 10);  // the same buckets, the same times: nothing is forgotten
+  CHECK(admittedUntilRefused(limiter, "k", longer) == 0);
+  const swl::Decision refused = limiter.tryAcquire("k", 1, longer);
+  // The bucket leaves at its end plus the new window.
+  time.clock.advance(refused.retry_after - 1us);
+  CHECK_FALSE(limiter.tryAcquire("k", 1, longer).allowed);
+  time.clock.advance(1us);
+  CHECK(limiter.tryAcquire("k", 1, longer).allowed);
+}
+
 TEST_CASE("a limit given per call no limiter could hold is refused with a message that names it") {
   ManualTime time;
   swl::SlidingWindowLimiter<> log(time.connection, kOwn, time.options);

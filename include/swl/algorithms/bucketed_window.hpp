@@ -83,7 +83,8 @@ local oldest, newest = tonumber(state[1]), tonumber(state[2])
 local count = tonumber(state[3]) or 0
 local in_current = tonumber(state[4]) or 0
 -- Buckets of another width (the key's window changed with a limit given per call) cannot be read as
--- these: the key starts afresh.
+-- these: the key starts afresh. Buckets as wide (a window a few us longer or shorter) mean the same
+-- times: they keep counting, under the new window.
 local other_width = state[5] and tonumber(state[5]) ~= width
 
 local stale = {}  -- names of the buckets that slid out
