@@ -87,6 +87,30 @@ TEST_CASE("1,000 async requests in flight on one connection admit exactly the li
   CHECK(commandCalls(observer, "script|load") == 1);  // 1,000 NOSCRIPTs, one load
 }
 
+TEST_CASE("a batch may take longer in all than command_timeout while Redis keeps answering, on the loop too") {
+  RedisServer server;
+  Loop loop(event_base_new());
+  swl::ConnectionOptions options = swl::test::patient();
+  options.command_timeout = 100ms;  // each wait for the next reply; the batch grows to several of them
+  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port(), options);
+  swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{10'000'000, 600s});
+  for (std::size_t size = 10'000;; size *= 2) {
+    Answers answers(size);
+    const auto started = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < size; ++i) limiter.tryAcquire("k" + std::to_string(i % 1000), answers.of(i));
+    REQUIRE(runUntil(
+        loop.get(), [&] { return answers.answered == size; }, 60s));
+    const auto took = std::chrono::steady_clock::now() - started;
+    std::size_t admitted = 0;
+    for (const swl::Outcome& outcome : answers.outcomes) admitted += outcome.value().allowed ? 1 : 0;  // no timeout
+    CHECK(admitted == size);
+    if (took > 4 * options.command_timeout || size >= 640'000) {
+      CHECK(took > 4 * options.command_timeout);
+      break;
+    }
+  }
+}
+
 TEST_CASE("async calls after a SCRIPT FLUSH load the script once and repeat only what met NOSCRIPT") {
   RedisServer server;
   Loop loop(event_base_new());

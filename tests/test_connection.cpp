@@ -138,6 +138,28 @@ TEST_CASE("a circuit opened by a refused password stays an AuthError, for a conn
   CHECK_THROWS_AS(limiter.tryAcquire("k"), swl::AuthError);
 }
 
+TEST_CASE("a batch may take longer in all than command_timeout while Redis keeps answering") {
+  RedisServer server;
+  swl::ConnectionOptions options = swl::test::patient();
+  options.command_timeout = 100ms;  // each wait for the next reply; the batch grows to several of them
+  auto connection = server.connect(options);
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{10'000'000, 600s});
+  for (std::size_t size = 10'000;; size *= 2) {
+    std::vector<swl::AcquireRequest> requests;
+    for (std::size_t i = 0; i < size; ++i) requests.push_back({"k" + std::to_string(i % 1000)});
+    const auto started = std::chrono::steady_clock::now();
+    const std::vector<swl::Outcome> outcomes = limiter.tryAcquireMany(requests);
+    const auto took = std::chrono::steady_clock::now() - started;
+    std::size_t admitted = 0;
+    for (const swl::Outcome& outcome : outcomes) admitted += outcome.value().allowed ? 1 : 0;  // none timed out
+    CHECK(admitted == size);
+    if (took > 4 * options.command_timeout || size >= 640'000) {
+      CHECK(took > 4 * options.command_timeout);
+      break;
+    }
+  }
+}
+
 TEST_CASE("an ACL user allowed only the script's commands on the limiter's prefix can run every limiter") {
   RedisServer server;
   auto admin = server.connect();

@@ -57,7 +57,10 @@ struct ConnectionOptions {
   // How long opening a connection may take (TCP, AUTH, SELECT); 0 waits as long as the OS does.
   std::chrono::milliseconds connect_timeout{200};
   // How long a command may wait for its reply; 0 waits forever. A command that times out may still
-  // have run on the server, so it is reported (TimeoutError), never sent again.
+  // have run on the server, so it is reported (TimeoutError), never sent again. In a batch (tryAcquireMany,
+  // a pipeline) it bounds each wait for the server's next answer, not the whole: a batch of thousands may
+  // take longer in all while replies keep coming, and a server that stops answering still costs it at
+  // most this long.
   std::chrono::milliseconds command_timeout{50};
   // After a timeout or a failed connect, every connection to that server fails at once
   // (CircuitOpenError, which the failure policy answers) for this long; then one call at a time probes

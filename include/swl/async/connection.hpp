@@ -256,6 +256,7 @@ class AsyncConnection {
     AsyncConnection& self = *pending.owner;
     Pending taken = std::move(pending);
     self.in_flight_.erase(taken.position);
+    self.last_reply_at_ = Clock::now();
     self.answer(context, ReplyView(static_cast<const redisReply*>(reply)), std::move(taken));
   }
 
@@ -323,13 +324,15 @@ class AsyncConnection {
 
   std::string closedMessage() const { return "swl::AsyncConnection to " + endpoint_ + " is closed"; }
 
-  // The oldest call in flight decides: once it has waited command_timeout, the context is dropped.
+  // The oldest call in flight decides: once it has waited command_timeout for its reply, the context is
+  // dropped. Replies come in order, so it waits from when it was sent or from the reply before it,
+  // whichever came later: a batch may take longer in all while the server keeps answering.
   static void onTimer(evutil_socket_t, short, void* self) { static_cast<AsyncConnection*>(self)->checkTimeouts(); }
 
   void checkTimeouts() {
     if (in_flight_.empty()) return;
     const Pending& oldest = in_flight_.front();
-    const auto waited = Clock::now() - oldest.sent_at;
+    const auto waited = Clock::now() - std::max(oldest.sent_at, last_reply_at_);
     if (waited < options_.command_timeout) {
       armTimer(std::chrono::ceil<std::chrono::microseconds>(options_.command_timeout - waited));
       return;
@@ -374,6 +377,7 @@ class AsyncConnection {
   bool closing_ = false;          // being destroyed: callbacks run at once, there is no next turn of the loop
   bool closed_ = false;           // close() was called
   std::list<Pending> in_flight_;  // send order; hiredis holds a pointer to each until it calls back
+  Clock::time_point last_reply_at_{};
   std::uint64_t sent_ = 0;
   std::unordered_map<const Script*, std::uint64_t> script_loaded_at_;
   std::shared_ptr<detail::CircuitBreaker> breaker_;
