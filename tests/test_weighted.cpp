@@ -72,7 +72,7 @@ class Oracle {
       std::int64_t at = now;
       if (in_time_order_ && newest_.count(key) != 0) at = std::max(now, newest_[key] + 1);
       newest_[key] = at;
-      entries_[key].push_back({at, cost, allowed ? receipt : -1});
+      entries_[key].push_back({at, cost, receipt});  // a counted refusal was recorded: it can be settled
       live.push_back(entries_[key].back());
       used += cost;
     }
@@ -241,7 +241,7 @@ TEST_CASE_METHOD(ManualTime,
       const std::int64_t estimate = randomCost(random, limit.max_requests, mostly_one);
       const swl::Reservation reservation = limiter.reserve(key, estimate);
       checkDecision(reservation.decision, oracle.decide(key, estimate, now, static_cast<int>(receipts.size())));
-      CHECK(static_cast<bool>(reservation.receipt) == reservation.decision.allowed);
+      CHECK(static_cast<bool>(reservation.receipt) == (reservation.decision.allowed || counted));
       receipts.push_back(reservation.receipt);
       leave_times.push_back(now + window);
     } else if (op < 18 && !receipts.empty()) {
@@ -545,6 +545,20 @@ TEST_CASE_METHOD(ManualTime,
         Catch::Matchers::Message("swl::SlidingWindowLimiter::settle: -1 units are not in 0..2^53-1 (key 'swl:k')"));
     CHECK(limiter.peek("k").used == 10);
   }
+}
+
+TEST_CASE_METHOD(ManualTime, "a reservation refused while rejections count was recorded, so its receipt settles it") {
+  swl::LimiterOptions counted = options;
+  counted.rejected = swl::RejectedRequests::counted;
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{10, 60s}, counted);
+  REQUIRE(limiter.tryAcquire("k", 10).allowed);
+  const swl::Reservation refused = limiter.reserve("k", 4);
+  CHECK_FALSE(refused);
+  REQUIRE(refused.receipt);  // was empty: an entry of 4 units no one could settle
+  CHECK(refused.receipt.units == 4);
+  CHECK(limiter.peek("k").used == 14);
+  CHECK(limiter.settle(refused.receipt, 0));  // the refused call spent nothing: take the penalty back
+  CHECK(limiter.peek("k").used == 10);
 }
 
 TEST_CASE_METHOD(ManualTime, "a cost of 10^9 under a limit of 2^40 is one entry, decided like a cost of one") {

@@ -107,7 +107,7 @@ struct Outcome {
 
 // What settle() needs to find a reservation again: the entry reserve() recorded, its units and the limit
 // it was decided under (its window is the one the entry counts in). Empty (units 0) when nothing was
-// recorded: the reservation was refused, or a failure policy answered.
+// recorded: the reservation was refused (and rejections are not counted), or a failure policy answered.
 struct Receipt {
   std::string redis_key;
   std::string member;

@@ -697,7 +697,10 @@ class SlidingWindowLimiterCore : public RedisLimiterCore<SlidingWindowLog, KeyPo
     try {
       const auto request = calls_.prepare(key, estimate, limit);
       const Decision decision = request.decide(*redis_->run(request.call()));
-      if (decision.allowed) reservation.receipt = request.receipt();
+      // A refusal is recorded too when rejections count: then it has an entry to settle as well.
+      if (decision.allowed || this->options().rejected == RejectedRequests::counted) {
+        reservation.receipt = request.receipt();
+      }
       reservation.decision = call.report(decision);
     } catch (const Error&) {
       reservation.decision = call.reportFailure(std::current_exception());
