@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 
 #include <event2/event.h>
+#include <hiredis/hiredis_ssl.h>
 
 #include <chrono>
 #include <memory>
@@ -31,6 +32,11 @@ using swl::test::TlsRedisServer;
 namespace {
 
 const TestCertificates& certificates() { return TestCertificates::get(); }
+
+struct SslContextDeleter {
+  void operator()(redisSSLContext* context) const noexcept { redisFreeSSLContext(context); }
+};
+using SslContext = std::unique_ptr<redisSSLContext, SslContextDeleter>;
 
 struct LoopDeleter {
   void operator()(event_base* loop) const noexcept { event_base_free(loop); }
@@ -99,6 +105,31 @@ TEST_CASE("a TLS connection the server closed (CLIENT KILL) is replaced before t
   std::this_thread::sleep_for(50ms);  // the close-notify and the FIN reach the client's socket
   for (int i = 0; i < 3; ++i) CHECK(limiter.tryAcquire("killed").allowed);
   CHECK(logEntries(plain, "swl:killed") == 4);
+}
+
+TEST_CASE("a TLS context the caller made and handed to adopt is replaced too once the server closed it") {
+  TlsRedisServer server;
+  redisSSLContextError error = REDIS_SSL_CTX_NONE;
+  const SslContext ssl(
+      redisCreateSSLContext(certificates().path("ca.crt").c_str(), nullptr, nullptr, nullptr, "127.0.0.1", &error));
+  REQUIRE(ssl != nullptr);
+  int made = 0;
+  auto connection = swl::Connection::adopt(
+      [&]() -> redisContext* {
+        ++made;
+        redisContext* context = redisConnect("127.0.0.1", server.tlsPort());
+        if (context != nullptr && context->err == 0) redisInitiateSSLWithContext(context, ssl.get());
+        return context;
+      },
+      "the caller's TLS context", patient());
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{10, 60s});
+  REQUIRE(limiter.tryAcquire("adopted").allowed);
+  auto plain = server.plain();
+  REQUIRE(plain.command({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"})->integer() == 1);
+  std::this_thread::sleep_for(50ms);  // the close-notify and the FIN reach the client's socket
+  for (int i = 0; i < 3; ++i) CHECK(limiter.tryAcquire("adopted").allowed);  // was: "Server closed the connection"
+  CHECK(made == 2);
+  CHECK(logEntries(plain, "swl:adopted") == 4);
 }
 
 TEST_CASE("a TLS connection left idle past the server's timeout is replaced before the next call") {

@@ -38,6 +38,16 @@ inline void limitAggregates([[maybe_unused]] redisReader& reader) noexcept {
 #endif
 }
 
+// Whether hiredis_ssl put a TLS layer on `context`, whoever made it: only hiredis_ssl sets privctx, which
+// exists from hiredis 1.0 (0.14 has no TLS).
+inline bool isEncrypted([[maybe_unused]] const redisContext& context) noexcept {
+#if HIREDIS_MAJOR >= 1
+  return context.privctx != nullptr;
+#else
+  return false;
+#endif
+}
+
 // hiredis and libevent take durations as timeval.
 inline timeval toTimeval(std::chrono::microseconds duration) {
   timeval result{};

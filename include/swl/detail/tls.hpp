@@ -7,6 +7,7 @@
 // defines SWL_TLS and links hiredis_ssl and OpenSSL. Without it, asking for TLS is an InvalidArgument.
 
 #include <swl/connection_options.hpp>
+#include <swl/detail/hiredis.hpp>
 #include <swl/error.hpp>
 
 #include <hiredis/hiredis.h>
@@ -141,10 +142,13 @@ class TlsContext {
   std::unique_ptr<SSL_CTX, ContextDeleter> context_;
 };
 
-// Asked when the socket of an idle TLS connection has bytes to read: they are the server's close-notify
-// (closed), or a TLS 1.3 session ticket (alive). OpenSSL reads them without blocking and tells which.
+// Asked when the socket of an idle connection has bytes to read. Over TLS they are the server's
+// close-notify (closed), or a TLS 1.3 session ticket (alive): for our own handshakes OpenSSL reads them
+// without blocking and tells which. A TLS context a caller made and handed to Connection::adopt keeps its
+// SSL object out of our reach, so the rule there is conservative: bytes waiting on it mean reconnect (its
+// tickets came with the handshake's reply, and a live idle connection has nothing else to read).
 inline bool closedTls(const redisContext& context) noexcept {
-  if (context.free_privdata != &TlsContext::forgetSsl) return false;  // not ours: a plain or adopted one
+  if (context.free_privdata != &TlsContext::forgetSsl) return isEncrypted(context);
   SSL* ssl = static_cast<SSL*>(context.privdata);
   const int flags = fcntl(context.fd, F_GETFL);
   fcntl(context.fd, F_SETFL, flags | O_NONBLOCK);
@@ -181,7 +185,8 @@ class TlsContext {
   void secure(redisContext&, const Address&) const {}
 };
 
-inline bool closedTls(const redisContext&) noexcept { return false; }
+// Without swl::tls a caller may still adopt a context hiredis_ssl secured: the conservative rule above.
+inline bool closedTls(const redisContext& context) noexcept { return isEncrypted(context); }
 
 inline std::shared_ptr<const TlsContext> tlsContextFor(const TlsOptions& options) {
   if (!options.enabled) return nullptr;
