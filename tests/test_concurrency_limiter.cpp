@@ -72,7 +72,7 @@ TEST_CASE("release frees a slot at once, and a second release finds nothing") {
   CHECK(limiter.tryAcquire("k"));
 }
 
-TEST_CASE("a Slot releases when destroyed; a moved-from one releases nothing, a moved-onto one its old slot") {
+TEST_CASE("a Slot releases when destroyed: a moved-from one releases nothing, a moved-onto one its old slot") {
   ManualTime time;
   Limiter limiter(time.connection, swl::Concurrency{2, 1s}, time.options);
   {
@@ -108,7 +108,7 @@ TEST_CASE("a holder that stops calling loses its slot at its expiry, and learns 
   CHECK_FALSE(second.release());
 }
 
-TEST_CASE("extend keeps a slot past its first expiry; after its expiry it is lost and no longer counted") {
+TEST_CASE("extend keeps a slot past its first expiry: after its expiry it is lost and no longer counted") {
   ManualTime time;
   Limiter limiter(time.connection, swl::Concurrency{1, 1s}, time.options);
   Slot slot = limiter.tryAcquire("k");

@@ -73,7 +73,7 @@ TEMPLATE_TEST_CASE("a limit given per call decides the key under it, in one EVAL
 }
 
 TEMPLATE_TEST_CASE(
-    "a lowered limit refuses until the units the window holds fit it; a raised one admits the "
+    "a lowered limit refuses until the units the window holds fit it, and a raised one admits the "
     "difference at once",
     "", swl::SlidingWindowLimiter<>, swl::SlidingCounterLimiter<>, swl::FixedWindowLimiter<>,
     swl::BucketedWindowLimiter<>) {

@@ -30,7 +30,7 @@ std::optional<swl::Address> masterIn(std::string_view resp) {
 
 }  // namespace
 
-TEST_CASE("MOVED and ASK name the slot and the node to ask; a node without its own host means the one that answered") {
+TEST_CASE("MOVED and ASK name the slot and the node to ask: a node without its own host means the one that answered") {
   const auto moved = redirectionIn("-MOVED 3999 10.0.0.2:6381\r\n");
   REQUIRE(moved);
   CHECK(moved->kind == swl::detail::Redirection::Kind::moved);
@@ -67,7 +67,7 @@ TEST_CASE("TRYAGAIN and CLUSTERDOWN say: the same call may succeed soon") {
   CHECK_FALSE(swl::detail::isRetryLater(*replyFrom("+TRYAGAIN\r\n")));
 }
 
-TEST_CASE("CLUSTER SLOTS becomes slot ranges and their masters; a shape of another kind is a ProtocolError") {
+TEST_CASE("CLUSTER SLOTS becomes slot ranges and their masters: a shape of another kind is a ProtocolError") {
   const std::string slots =
       "*2\r\n"
       "*3\r\n:0\r\n:5460\r\n*3\r\n$8\r\n10.0.0.1\r\n:7000\r\n$2\r\nid\r\n"
