@@ -86,7 +86,18 @@ class RedisServer {
     return swl::Connection::tcp("127.0.0.1", port_, std::move(options));
   }
 
+  // A port below 55536, so that a cluster node's bus port (port + 10000) is a port too: the kernel's
+  // ephemeral range reaches 60999, and a cluster-enabled server on a port above 55535 exits at start.
   static int freeLoopbackPort() {
+    for (int attempt = 0; attempt < 1000; ++attempt) {
+      const int port = anyFreeLoopbackPort();
+      if (port <= 55535) return port;
+    }
+    throw std::runtime_error("no free loopback port below 55536");
+  }
+
+ private:
+  static int anyFreeLoopbackPort() {
     const int socket_fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
@@ -102,7 +113,6 @@ class RedisServer {
     return ntohs(address.sin_port);
   }
 
- private:
   void waitUntilReady() {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (std::chrono::steady_clock::now() < deadline) {
