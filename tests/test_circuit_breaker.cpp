@@ -112,7 +112,13 @@ TEST_CASE("a frozen Redis costs one call its timeout, then every call fails at o
   CHECK(slowest < 5ms);  // answered by the policy, without a dial or a wait
   server.resume();
 
-  std::this_thread::sleep_for(350ms);  // the cool-down passes: the next call probes, finds Redis, closes it
+  // The cool-down passes: a call probes, finds Redis, closes the circuit. A resumed server may take a
+  // moment to answer on a loaded machine, so the test waits for a probe that succeeds, not one sleep.
+  std::this_thread::sleep_for(300ms);
+  const auto patience = std::chrono::steady_clock::now() + 5s;
+  while (limiter.tryAcquire("k").tier != swl::Tier::redis && std::chrono::steady_clock::now() < patience) {
+    std::this_thread::sleep_for(10ms);
+  }
   CHECK(limiter.tryAcquire("k").tier == swl::Tier::redis);
   CHECK(limiter.tryAcquire("k").tier == swl::Tier::redis);
 }
