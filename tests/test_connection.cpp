@@ -144,9 +144,11 @@ TEST_CASE("a batch may take longer in all than command_timeout while Redis keeps
   options.command_timeout = 100ms;  // each wait for the next reply; the batch grows to several of them
   auto connection = server.connect(options);
   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{10'000'000, 600s});
+  std::vector<std::string> keys;
+  for (int i = 0; i < 1000; ++i) keys.push_back("k" + std::to_string(i));
   for (std::size_t size = 10'000;; size *= 2) {
     std::vector<swl::AcquireRequest> requests;
-    for (std::size_t i = 0; i < size; ++i) requests.push_back({"k" + std::to_string(i % 1000)});
+    for (std::size_t i = 0; i < size; ++i) requests.push_back({keys[i % keys.size()]});
     const auto started = std::chrono::steady_clock::now();
     const std::vector<swl::Outcome> outcomes = limiter.tryAcquireMany(requests);
     const auto took = std::chrono::steady_clock::now() - started;

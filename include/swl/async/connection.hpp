@@ -29,6 +29,7 @@
 #include <event2/event.h>
 #include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
+#include <poll.h>
 
 #include <algorithm>
 #include <chrono>
@@ -337,11 +338,23 @@ class AsyncConnection {
       armTimer(std::chrono::ceil<std::chrono::microseconds>(options_.command_timeout - waited));
       return;
     }
+    // Bytes waiting on the socket are an answer this loop has not read yet (it was busy, queueing a large
+    // batch, say): the server did answer, so the wait starts again once the loop reads them.
+    if (answerWaiting(*oldest.context)) {
+      last_reply_at_ = Clock::now();
+      armTimer(options_.command_timeout);
+      return;
+    }
     const std::string why = "redis at " + endpoint_ + " timed out waiting for a reply (no answer within " +
                             std::to_string(options_.command_timeout.count()) + " ms)";
     breaker_->recordFailure(why);
     drop(oldest.context, std::make_exception_ptr(TimeoutError(why)));
     if (!in_flight_.empty() && !evtimer_pending(timeout_timer_.get(), nullptr)) armTimer(options_.command_timeout);
+  }
+
+  static bool answerWaiting(const redisAsyncContext& context) noexcept {
+    pollfd socket{context.c.fd, POLLIN, 0};
+    return ::poll(&socket, 1, 0) > 0 && (socket.revents & POLLIN) != 0;
   }
 
   void armTimer(std::chrono::microseconds after) {
