@@ -3,13 +3,17 @@
 // carries the IETF RateLimit-Policy and RateLimit fields (and, with --x-headers, X-RateLimit-*).
 //
 //   http_service --redis-port 6379 --port 8080 [--client-limit 5] [--route-limit 8] [--window-s 10] [--x-headers]
-//                [--plan NAME=LIMIT]... [--shadow]
+//                [--plan NAME=LIMIT]... [--shadow] [--allow PREFIX]... [--deny KEY]...
 //                [--command-timeout-ms 50] [--breaker-cooldown-ms 250]   (swl's defaults; bench/stall.sh varies them)
 //
 // Plans: a request naming a plan in its X-Plan header ("X-Plan: pro") is limited per client by that
 // plan's limit per window instead of --client-limit, decided under it per call; an unknown plan gets
 // 400. --shadow rolls the limits out without enforcing them: nothing is refused, and a response the
 // limits would have refused carries "X-RateLimit-Shadow: refused".
+//
+// Lists: --allow lets every client address or route starting with PREFIX through unlimited ("10.1." for
+// an internal network, "GET /health" for a health check); --deny refuses a client address or a route
+// with 429 and no round trip to Redis. Both answer before any limit, without rate-limit headers.
 //
 // Routes: GET /hello and GET /search. It prints "listening on 127.0.0.1:PORT" once it serves, and runs
 // until it is stopped (SIGINT or SIGTERM).
@@ -24,6 +28,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,7 +44,8 @@ struct Settings {
   bool x_headers = false;
   bool shadow = false;
   std::map<std::string, long, std::less<>> plans;  // plan name -> its client limit per window
-  swl::ConnectionOptions redis;                    // swl's defaults unless the flags say otherwise
+  std::shared_ptr<swl::AccessList> access = std::make_shared<swl::AccessList>();
+  swl::ConnectionOptions redis;  // swl's defaults unless the flags say otherwise
 };
 
 // "pro=50" -> {"pro", 50}.
@@ -62,6 +68,11 @@ Settings parse(int argc, char** argv) {
     if (i + 1 == argc) throw swl::InvalidArgument("http_service: " + std::string(flag) + " needs a value");
     if (flag == "--plan") {
       addPlan(settings, argv[++i]);
+      continue;
+    }
+    if (flag == "--allow" || flag == "--deny") {
+      const std::string_view value = argv[++i];
+      flag == "--allow" ? settings.access->allowPrefix(value) : settings.access->deny(value);
       continue;
     }
     const long value = std::stol(argv[++i]);
@@ -129,6 +140,7 @@ class RateLimitMiddleware {
   static swl::LimiterOptions options(const Settings& settings) {
     swl::LimiterOptions options;
     options.on_failure = swl::FailurePolicy::allow;
+    options.access = settings.access;
     if (settings.shadow) options.enforcement = swl::Enforcement::shadow;
     return options;
   }

@@ -121,6 +121,28 @@ TEST_CASE("the HTTP service limits each client by the plan its X-Plan header nam
   CHECK(service.get("/hello", {{"X-Plan", "platinum"}})->status == 400);
 }
 
+TEST_CASE("the HTTP service lets an allowed route through unlimited, and refuses a denied client without Redis") {
+  RedisServer redis;
+  HttpService allowing(redis, {"--client-limit", "2", "--route-limit", "100", "--allow", "GET /hello"});
+  for (int i = 0; i < 6; ++i) {
+    const httplib::Result response = allowing.get("/hello");
+    REQUIRE(response);
+    CHECK(response->status == 200);
+    CHECK_FALSE(response->has_header("RateLimit"));  // nothing was counted: no numbers to vouch for
+  }
+  // The probe took one of 127.0.0.1's two; /hello took none.
+  CHECK(allowing.get("/search")->status == 200);
+  CHECK(allowing.get("/search")->status == 429);
+
+  HttpService denying(redis, {"--window-s", "10", "--deny", "127.0.0.1"});
+  redis.stop();  // unlisted requests would now be served unlimited (the service fails open)
+  const httplib::Result refused = denying.get("/hello");
+  REQUIRE(refused);
+  CHECK(refused->status == 429);
+  CHECK(refused->get_header_value("Retry-After") == "10");
+  CHECK(refused->body == "too many requests (client limit)\n");
+}
+
 TEST_CASE("in shadow mode the HTTP service refuses nothing and marks what it would have refused") {
   RedisServer redis;
   HttpService service(redis, {"--client-limit", "3", "--route-limit", "100", "--shadow"});

@@ -250,7 +250,13 @@ class ConcurrencyLimiter {
         options_(std::move(options)),
         keys_(std::move(keys)),
         members_(std::move(members)),
-        longest_retry_after_text_(kLongestRetryAfter.count()) {}
+        longest_retry_after_text_(kLongestRetryAfter.count()) {
+    if (options_.access) {
+      throw InvalidArgument(
+          "swl::ConcurrencyLimiter: LimiterOptions::access is not taken here: a slot is held and released, so a "
+          "listed key has none to give; ask the list (AccessList::listingOf) before tryAcquire");
+    }
+  }
 
   ConcurrencyLimiter(const ConcurrencyLimiter&) = delete;  // Slots point at it
   ConcurrencyLimiter& operator=(const ConcurrencyLimiter&) = delete;

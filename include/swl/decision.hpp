@@ -44,6 +44,8 @@ enum class Tier {
   blocked_cache,  // refused locally: Redis refused this key moments ago and its retry_after has not passed
   insurance,      // Redis could not answer; this instance's share of the limit, kept in memory, decided
   lease,          // admitted in this process from units leased out of the shared window (LeasingLimiter)
+  allow_list,     // admitted without being counted: the key is on the access list's allow list
+  deny_list,      // refused without being counted: the key is on the access list's deny list
 };
 
 // "redis", "fail_open", ...: for logs and metric labels.
@@ -63,6 +65,10 @@ constexpr std::string_view toString(Tier tier) noexcept {
       return "insurance";
     case Tier::lease:
       return "lease";
+    case Tier::allow_list:
+      return "allow_list";
+    case Tier::deny_list:
+      return "deny_list";
   }
   return "unknown";
 }

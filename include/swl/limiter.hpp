@@ -53,6 +53,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <type_traits>
@@ -232,8 +233,9 @@ struct AnswersForFailures<L, std::enable_if_t<L::kAnswersForFailures>> : std::tr
 //
 // and whatever else it offers (reserve, settle, the Redis key of a key, ...), which the face passes on.
 // The face decides through the core and reports through detail/reporting.hpp; neither calls it back.
-// Here, once for every limiter: the observer sees every decision and error exactly once, the failure
-// policy answers what Redis could not, and shadow mode turns refusals into marked admissions.
+// Here, once for every limiter: the access list answers the keys it lists, the observer sees every
+// decision and error exactly once, the failure policy answers what Redis could not, and shadow mode turns
+// refusals into marked admissions.
 //
 // A core whose tiers may answer in place of a failed one (TieredLimiter's insurance) also has
 // `static constexpr bool kAnswersForFailures = true` and decides through
@@ -251,8 +253,13 @@ class LimiterFace : public Core {
 
   // tryAcquire under a limit chosen for this call (a tenant's plan) rather than the limiter's own.
   Decision tryAcquire(std::string_view key, std::int64_t cost, const Limit& limit) {
-    const detail::ReportedCall call(this->reporting(), key, cost, limit);
+    const detail::Reporting reporting = this->reporting();
+    const detail::ReportedCall call(reporting, key, cost, limit);
     try {
+      if (const std::optional<Decision> listed = detail::listedAnswer(reporting.access, key, limit)) {
+        Core::validate(key, cost, limit);
+        return call.report(*listed);
+      }
       if constexpr (detail::AnswersForFailures<Core>::value) {
         std::exception_ptr cause;
         const Decision decision = Core::decideKeepingCause(key, cost, limit, cause);
@@ -265,15 +272,21 @@ class LimiterFace : public Core {
     }
   }
 
+  // Requests the access list answers are answered here; the rest go to the core as one batch.
   std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>& requests) {
-    const detail::ReportedBatch batch(this->reporting(), requests, this->limit());
-    if constexpr (detail::AnswersForFailures<Core>::value) {
+    const detail::Reporting reporting = this->reporting();
+    const detail::ReportedBatch batch(reporting, requests, this->limit());
+    const detail::ListedBatch listed(
+        reporting.access, requests, this->limit(),
+        [this](std::string_view key, std::int64_t cost, const Limit& limit) { Core::validate(key, cost, limit); });
+    if (!listed.any()) {
       std::vector<std::exception_ptr> causes(requests.size());
-      std::vector<Outcome> outcomes = Core::decideManyKeepingCauses(requests, causes);
+      std::vector<Outcome> outcomes = decideBatch(requests, causes);
       return batch.report(std::move(outcomes), std::move(causes));
-    } else {
-      return batch.report(Core::decideMany(requests));
     }
+    std::vector<std::exception_ptr> causes(listed.rest().size());
+    std::vector<Outcome> outcomes = decideBatch(listed.rest(), causes);
+    return batch.report(listed.merge(std::move(outcomes)), listed.merge(std::move(causes)));
   }
 
   Decision acquire(std::string_view key, std::int64_t cost, Deadline deadline) {
@@ -286,6 +299,17 @@ class LimiterFace : public Core {
   Decision decide(std::string_view key, std::int64_t cost) { return Core::decide(key, cost, this->limit()); }
   Usage peek(std::string_view key) { return Core::peek(key, this->limit()); }
   void validate(std::string_view key, std::int64_t cost) const { Core::validate(key, cost, this->limit()); }
+
+ private:
+  // The core's batch; `causes[i]`: a failure a tier answered request i in place of, if any.
+  std::vector<Outcome> decideBatch(const std::vector<AcquireRequest>& requests,
+                                   std::vector<std::exception_ptr>& causes) {
+    if constexpr (detail::AnswersForFailures<Core>::value) {
+      return Core::decideManyKeepingCauses(requests, causes);
+    } else {
+      return Core::decideMany(requests);
+    }
+  }
 };
 
 }  // namespace swl

@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -40,6 +41,7 @@ struct LocalLimiterOptions {
   std::size_t max_keys = 100'000;
   Observer observer;
   Enforcement enforcement = Enforcement::enforce;  // Enforcement::shadow admits what it would refuse
+  std::shared_ptr<const AccessList> access;        // keys answered without deciding (access_list.hpp)
 };
 
 namespace detail {
@@ -109,7 +111,8 @@ class LocalLimiterCore {
  protected:
   // What the limiter's face (LimiterFace) applies around each decision.
   Reporting reporting() const {
-    return {options_.observer, FailurePolicy::throw_error, Tier::in_memory, options_.enforcement};
+    return {options_.observer, FailurePolicy::throw_error, Tier::in_memory, options_.enforcement,
+            options_.access.get()};
   }
 
  private:

@@ -2,11 +2,13 @@
 // Run-time choices every limiter shares: what to answer when Redis cannot, whose clock to trust, whether
 // rejected requests count, and who watches (observer.hpp).
 
+#include <swl/access_list.hpp>
 #include <swl/observer.hpp>
 #include <swl/testing/manual_clock.hpp>
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <utility>
 
 namespace swl {
@@ -69,6 +71,9 @@ struct LimiterOptions {
   RejectedRequests rejected = RejectedRequests::not_counted;
   Observer observer;  // sees every decision and error (see observer.hpp); none by default
   Enforcement enforcement = Enforcement::enforce;
+  // Keys answered without deciding: allowed ones admitted, denied ones refused (access_list.hpp). None by
+  // default; keep the shared_ptr to change the lists while the limiter runs.
+  std::shared_ptr<const AccessList> access;
 };
 
 }  // namespace swl

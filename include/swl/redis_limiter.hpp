@@ -122,7 +122,9 @@ class RedisLimiterCore {
 
  protected:
   // What the limiter's face (LimiterFace) applies around each decision.
-  Reporting reporting() const { return {options().observer, options().on_failure, Tier::redis, options().enforcement}; }
+  Reporting reporting() const {
+    return {options().observer, options().on_failure, Tier::redis, options().enforcement, options().access.get()};
+  }
 
   // The client and the calls, for a core that extends this one (the log's: swl/algorithms/sliding_window.hpp).
   using Calls = detail::LimiterCalls<Algorithm, KeyPolicy, MemberPolicy, TtlPolicy>;

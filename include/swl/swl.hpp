@@ -14,6 +14,7 @@
 //   async/                               the event-loop connection and limiters (swl::async, not here)
 //   detail/                              what users never name
 
+#include <swl/access_list.hpp>
 #include <swl/algorithm.hpp>
 #include <swl/algorithms/bucketed_window.hpp>
 #include <swl/algorithms/fixed_window.hpp>

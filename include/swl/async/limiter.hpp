@@ -51,7 +51,13 @@ class AsyncLimiter {
                MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
       : redis_(&redis),
         calls_(
-            std::make_shared<Calls>(limit, std::move(options), std::move(keys), std::move(members), std::move(ttl))) {}
+            std::make_shared<Calls>(limit, std::move(options), std::move(keys), std::move(members), std::move(ttl))) {
+    if (calls_->options().access) {
+      throw InvalidArgument(std::string(Algorithm::kName) +
+                            ": LimiterOptions::access is not taken by the async limiter; ask the list "
+                            "(AccessList::listingOf) before tryAcquire");
+    }
+  }
 
   void tryAcquire(std::string_view key, std::int64_t cost, Callback done) {
     tryAcquire(key, cost, limit(), std::move(done));

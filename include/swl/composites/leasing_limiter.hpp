@@ -192,7 +192,8 @@ class LeasingLimiterCore {
  protected:
   // What the limiter's face (LimiterFace) applies around each decision.
   Reporting reporting() const {
-    return {log_.options().observer, log_.options().on_failure, Tier::redis, log_.options().enforcement};
+    const LimiterOptions& options = log_.options();
+    return {options.observer, options.on_failure, Tier::redis, options.enforcement, options.access.get()};
   }
 
  private:

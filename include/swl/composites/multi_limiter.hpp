@@ -11,7 +11,9 @@
 // every rule's log only if every rule admits it, so a refusal costs no rule anything. Each rule is an
 // exact sliding window log (algorithms/sliding_window.hpp) under the Redis key KeyPolicy(prefix:name)
 // makes of its key: "swl:user-second:user:42" with PrefixKey. The observer sees one event per decision,
-// under the binding rule's key and name (DecisionEvent::rule).
+// under the binding rule's key and name (DecisionEvent::rule). With an access list (LimiterOptions::
+// access), a call is refused when any rule's key is denied, and otherwise admitted untouched when any
+// rule's key is allowed; the listed key binds.
 //
 // On Redis Cluster the keys of one decision must share a hash slot: use HashTagKey
 // ("swl:user-second:{user:42}") and keys with the same tag; a decision whose keys lie in different
@@ -19,6 +21,7 @@
 //
 // Thread safety: as safe as its RedisClient.
 
+#include <swl/access_list.hpp>
 #include <swl/algorithm.hpp>
 #include <swl/algorithms/sliding_window.hpp>
 #include <swl/decision.hpp>
@@ -38,6 +41,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -220,7 +224,8 @@ class MultiLimiter {
                            const std::vector<Limit>& limits) {
     const detail::Observation observation(options_.observer, Tier::redis);
     try {
-      MultiDecision result = decide(keys, cost, limits);
+      std::optional<MultiDecision> listed = answerFromLists(keys, cost, limits);
+      MultiDecision result = listed ? std::move(*listed) : decide(keys, cost, limits);
       detail::enforce(options_.enforcement, result.decision);
       observation.report(keys[result.binding], cost, &result.decision, nullptr, result.binding_name);
       return result;
@@ -237,25 +242,16 @@ class MultiLimiter {
     }
   }
 
-  // The decision without the observer and the failure policy: throws what Redis failed with.
+  // The decision without the observer, the failure policy and the access list: throws what Redis failed with.
   MultiDecision decide(const std::vector<std::string_view>& keys, std::int64_t cost,
                        const std::vector<Limit>& limits = {}) {
-    if (keys.size() != rules_.size()) {
-      throw InvalidArgument("swl::MultiLimiter::tryAcquire: " + std::to_string(keys.size()) + " keys for " +
-                            std::to_string(rules_.size()) + " rules; give one key per rule, in the rules' order");
-    }
-    if (!limits.empty() && limits.size() != rules_.size()) {
-      throw InvalidArgument("swl::MultiLimiter::tryAcquire: " + std::to_string(limits.size()) + " limits for " +
-                            std::to_string(rules_.size()) + " rules; give one limit per rule, or none");
-    }
+    validate(keys, cost, limits);
     std::vector<std::string> redis_keys;
     redis_keys.reserve(keys.size());
     // Each rule's window, limit and expiry as the script takes them.
     std::array<detail::IntegerText, 3 * ScriptCall::kMaxKeys> rule_texts;
     for (std::size_t i = 0; i < keys.size(); ++i) {
       const Limit& limit = limitOf(i, limits);
-      if (limit != rules_[i].limit) checkedRuleLimit(limit);
-      detail::checkRequest("swl::MultiLimiter", "tryAcquire", keys[i], cost, limit.max_requests);
       redis_keys.push_back(rules_[i].keys.key(keys[i]));
       rule_texts[3 * i] = detail::IntegerText(limit.window.count());
       rule_texts[3 * i + 1] = detail::IntegerText(limit.max_requests);
@@ -275,6 +271,24 @@ class MultiLimiter {
     for (std::size_t i = 0; i < 3 * rules_.size(); ++i) args[arg_count++] = rule_texts[i];
     return decodeReply(*redis_->run(ScriptCall(script(), key_views.data(), rules_.size(), args.data(), arg_count)),
                        limits);
+  }
+
+  // Throws what tryAcquire would for bad input: a key or a limit per rule, each request one rule could take.
+  void validate(const std::vector<std::string_view>& keys, std::int64_t cost,
+                const std::vector<Limit>& limits = {}) const {
+    if (keys.size() != rules_.size()) {
+      throw InvalidArgument("swl::MultiLimiter::tryAcquire: " + std::to_string(keys.size()) + " keys for " +
+                            std::to_string(rules_.size()) + " rules; give one key per rule, in the rules' order");
+    }
+    if (!limits.empty() && limits.size() != rules_.size()) {
+      throw InvalidArgument("swl::MultiLimiter::tryAcquire: " + std::to_string(limits.size()) + " limits for " +
+                            std::to_string(rules_.size()) + " rules; give one limit per rule, or none");
+    }
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const Limit& limit = limitOf(i, limits);
+      if (limit != rules_[i].limit) checkedRuleLimit(limit);
+      detail::checkRequest("swl::MultiLimiter", "tryAcquire", keys[i], cost, limit.max_requests);
+    }
   }
 
   const std::vector<std::string>& ruleNames() const noexcept { return names_; }
@@ -332,6 +346,32 @@ class MultiLimiter {
     result.binding_name = names_[result.binding];
     result.decision = *binding;
     result.decision.allowed = admitted;
+    return result;
+  }
+
+  // The access list's answer for the whole call, if it gives one: a rule's key denied refuses the call,
+  // and otherwise a rule's key allowed admits it untouched (no rule counts it). Every rule answers alike,
+  // and the key that decided binds.
+  std::optional<MultiDecision> answerFromLists(const std::vector<std::string_view>& keys, std::int64_t cost,
+                                               const std::vector<Limit>& limits) const {
+    const AccessList* access = options_.access.get();
+    if (access == nullptr) return std::nullopt;
+    std::optional<std::size_t> deciding;
+    Listing listing = Listing::unlisted;
+    for (std::size_t i = 0; i < keys.size() && listing != Listing::denied; ++i) {
+      const Listing of_key = access->listingOf(keys[i]);
+      if (of_key == Listing::unlisted || (of_key == Listing::allowed && deciding)) continue;
+      deciding = i;
+      listing = of_key;
+    }
+    if (!deciding) return std::nullopt;
+    validate(keys, cost, limits);
+    MultiDecision result;
+    for (std::size_t i = 0; i < rules_.size(); ++i)
+      result.rules.push_back(detail::answerOfList(listing, limitOf(i, limits)));
+    result.binding = *deciding;
+    result.binding_name = names_[*deciding];
+    result.decision = result.rules[*deciding];
     return result;
   }
 

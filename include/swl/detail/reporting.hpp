@@ -5,6 +5,7 @@
 // every limiter, and the limiters of other shapes (MultiLimiter, ConcurrencyLimiter, the async limiter)
 // call the same helpers.
 
+#include <swl/access_list.hpp>
 #include <swl/decision.hpp>
 #include <swl/error.hpp>
 #include <swl/observer.hpp>
@@ -15,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -147,13 +149,95 @@ inline void enforce(Enforcement enforcement, Outcome& outcome) noexcept {
   if (outcome.ok()) enforce(enforcement, outcome.decision);
 }
 
-// Who watches a limiter, who answers for it when Redis cannot, and whether its refusals are carried
-// out: what the two reporters below apply.
+// Who watches a limiter, who answers for it when Redis cannot, whether its refusals are carried out, and
+// which keys it answers without deciding: what LimiterFace and the two reporters below apply.
 struct Reporting {
   const Observer& observer;
   FailurePolicy on_failure = FailurePolicy::throw_error;
   Tier asked = Tier::redis;
   Enforcement enforcement = Enforcement::enforce;
+  const AccessList* access = nullptr;
+};
+
+// What the access list (access_list.hpp) answers for `key` under `limit`, if it answers: an allowed key
+// is admitted with the whole limit left, a denied one refused until the operator lifts it (the caller is
+// asked back after a window).
+inline Decision answerOfList(Listing listing, const Limit& limit) {
+  Decision decision;
+  decision.limit = limit.max_requests;
+  if (listing == Listing::allowed) {
+    decision.allowed = true;
+    decision.remaining = limit.max_requests;
+    decision.tier = Tier::allow_list;
+  } else {
+    decision.retry_after = limit.window;
+    decision.reset_after = limit.window;
+    decision.tier = Tier::deny_list;
+  }
+  return decision;
+}
+
+inline std::optional<Decision> listedAnswer(const AccessList* access, std::string_view key, const Limit& limit) {
+  if (access == nullptr) return std::nullopt;
+  const Listing listing = access->listingOf(key);
+  if (listing == Listing::unlisted) return std::nullopt;
+  return answerOfList(listing, limit);
+}
+
+// A batch as the access list splits it: the requests it answers, and the rest, which the limiter decides
+// in one batch of their own. `validate(key, cost, limit)` throws for a request tryAcquire would refuse,
+// listed or not: bad input is an error whatever the lists say.
+class ListedBatch {
+ public:
+  template <class Validate>
+  ListedBatch(const AccessList* access, const std::vector<AcquireRequest>& requests, const Limit& limit,
+              Validate&& validate) {
+    if (access == nullptr) return;
+    answers_.resize(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      const Limit& own = requests[i].limitOr(limit);
+      const std::optional<Decision> listed = listedAnswer(access, requests[i].key, own);
+      if (!listed) continue;
+      any_ = true;
+      try {
+        validate(requests[i].key, requests[i].cost, own);
+        answers_[i].emplace(Outcome{*listed, nullptr});
+      } catch (const Error&) {
+        answers_[i].emplace(Outcome{blindRefusal(own), std::current_exception()});
+      }
+    }
+    if (!any_) return;
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      if (!answers_[i]) rest_.push_back(requests[i]);
+    }
+  }
+
+  // Whether the lists answered any request; when none did, the batch goes to the limiter whole.
+  bool any() const noexcept { return any_; }
+  const std::vector<AcquireRequest>& rest() const noexcept { return rest_; }
+
+  // The whole batch's outcomes (or causes) in input order: the lists' answers, and `of_rest` for the rest.
+  std::vector<Outcome> merge(std::vector<Outcome> of_rest) const {
+    return merged<Outcome>(std::move(of_rest), [](const Outcome& answer) { return answer; });
+  }
+  std::vector<std::exception_ptr> merge(std::vector<std::exception_ptr> of_rest) const {
+    return merged<std::exception_ptr>(std::move(of_rest), [](const Outcome&) { return std::exception_ptr(); });
+  }
+
+ private:
+  template <class T, class OfAnswer>
+  std::vector<T> merged(std::vector<T> of_rest, OfAnswer&& of_answer) const {
+    std::vector<T> all(answers_.size());
+    std::size_t next = 0;
+    for (std::size_t i = 0; i < answers_.size(); ++i) {
+      all[i] = answers_[i] ? of_answer(*answers_[i]) : std::move(of_rest[next++]);
+    }
+    return all;
+  }
+
+  std::vector<std::optional<Outcome>> answers_;
+  std::vector<AcquireRequest> rest_;
+  bool any_ = false;
 };
 
 // One call reported, for every limiter: made before the limiter decides (it times the call), then told

@@ -1,0 +1,137 @@
+#pragma once
+// AccessList: keys a limiter answers without asking anyone, by exact key or by prefix. An allowed key is
+// admitted untouched (internal callers, health checks: nothing is counted or recorded); a denied key is
+// refused (a known abuser: not a round trip to Redis). Every other key is limited as usual.
+//
+//   auto access = std::make_shared<swl::AccessList>();
+//   access->allowPrefix("internal:");
+//   access->deny("ip:203.0.113.9");
+//   swl::LimiterOptions options;
+//   options.access = access;  // read on every decision; change it at any time, from any thread
+//
+// A key both allowed and denied (say under an allowed prefix, and denied by name) is denied: a denial is
+// the deliberate, narrower act. Decisions say who answered (Tier::allow_list, Tier::deny_list), so the
+// observer and metrics count them apart. A denial asks the caller back after the limit's window
+// (retry_after): it is for the operator to lift, not for time to heal. peek() and reset() are about what
+// the limiter counted, and ignore the lists.
+//
+// Thread-safe. Reading costs one atomic load while both lists are empty, and otherwise a snapshot of the
+// lists (one reference count) and a lookup per distinct prefix length; a change copies the lists once.
+
+#include <swl/error.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+
+namespace swl {
+
+enum class Listing {
+  unlisted,  // limited as usual
+  allowed,   // admitted without being counted
+  denied,    // refused without being counted
+};
+
+class AccessList {
+ public:
+  void allow(std::string_view key) {
+    change("allow", key, [](Lists& lists, std::string name) { lists.allowed.keys.insert(std::move(name)); });
+  }
+  void deny(std::string_view key) {
+    change("deny", key, [](Lists& lists, std::string name) { lists.denied.keys.insert(std::move(name)); });
+  }
+  // Every key that starts with `prefix`.
+  void allowPrefix(std::string_view prefix) {
+    change("allowPrefix", prefix, [](Lists& lists, std::string name) { lists.allowed.addPrefix(std::move(name)); });
+  }
+  void denyPrefix(std::string_view prefix) {
+    change("denyPrefix", prefix, [](Lists& lists, std::string name) { lists.denied.addPrefix(std::move(name)); });
+  }
+
+  // Takes a key, or a prefix, off both lists (what was never listed is left alone).
+  void unlist(std::string_view key) {
+    change("unlist", key, [](Lists& lists, const std::string& name) {
+      lists.allowed.keys.erase(name);
+      lists.denied.keys.erase(name);
+    });
+  }
+  void unlistPrefix(std::string_view prefix) {
+    change("unlistPrefix", prefix, [](Lists& lists, const std::string& name) {
+      lists.allowed.removePrefix(name);
+      lists.denied.removePrefix(name);
+    });
+  }
+
+  void clear() {
+    const std::lock_guard<std::mutex> lock(writing_);
+    std::atomic_store(&lists_, std::shared_ptr<const Lists>());
+    listed_.store(false, std::memory_order_release);
+  }
+
+  Listing listingOf(std::string_view key) const {
+    if (!listed_.load(std::memory_order_acquire)) return Listing::unlisted;
+    const std::shared_ptr<const Lists> lists = std::atomic_load(&lists_);
+    if (!lists) return Listing::unlisted;
+    if (lists->denied.holds(key)) return Listing::denied;
+    if (lists->allowed.holds(key)) return Listing::allowed;
+    return Listing::unlisted;
+  }
+
+ private:
+  // One list: exact keys, and prefixes with the lengths they come in (a key is looked up once per length).
+  struct List {
+    std::set<std::string, std::less<>> keys;
+    std::set<std::string, std::less<>> prefixes;
+    std::set<std::size_t> prefix_lengths;
+
+    void addPrefix(std::string prefix) {
+      prefix_lengths.insert(prefix.size());
+      prefixes.insert(std::move(prefix));
+    }
+    void removePrefix(const std::string& prefix) {
+      if (prefixes.erase(prefix) == 0) return;
+      prefix_lengths.clear();
+      for (const std::string& kept : prefixes) prefix_lengths.insert(kept.size());
+    }
+    bool holds(std::string_view key) const {
+      if (keys.find(key) != keys.end()) return true;
+      for (const std::size_t length : prefix_lengths) {
+        if (length > key.size()) break;
+        if (prefixes.find(key.substr(0, length)) != prefixes.end()) return true;
+      }
+      return false;
+    }
+    bool empty() const noexcept { return keys.empty() && prefixes.empty(); }
+  };
+  struct Lists {
+    List allowed, denied;
+  };
+
+  template <class Edit>
+  void change(std::string_view call, std::string_view name, Edit&& edit) {
+    if (name.empty()) {
+      throw InvalidArgument("swl::AccessList::" + std::string(call) + ": the " +
+                            (call.find("Prefix") != std::string_view::npos
+                                 ? "prefix is empty (it would match every key)"
+                                 : "key is empty"));
+    }
+    const std::lock_guard<std::mutex> lock(writing_);
+    const std::shared_ptr<const Lists> current = std::atomic_load(&lists_);
+    auto changed = current ? std::make_shared<Lists>(*current) : std::make_shared<Lists>();
+    edit(*changed, std::string(name));
+    const bool listed = !changed->allowed.empty() || !changed->denied.empty();
+    std::atomic_store(&lists_, std::shared_ptr<const Lists>(std::move(changed)));
+    listed_.store(listed, std::memory_order_release);
+  }
+
+  std::shared_ptr<const Lists> lists_;  // replaced whole on each change; readers keep the one they loaded
+  std::atomic<bool> listed_{false};
+  std::mutex writing_;
+};
+
+}  // namespace swl
