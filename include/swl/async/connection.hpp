@@ -327,13 +327,18 @@ class AsyncConnection {
 
   // The oldest call in flight decides: once it has waited command_timeout for its reply, the context is
   // dropped. Replies come in order, so it waits from when it was sent or from the reply before it,
-  // whichever came later: a batch may take longer in all while the server keeps answering.
+  // whichever came later: a batch may take longer in all while the server keeps answering. Only time the
+  // loop was free to hear the server counts (see the late timer below).
   static void onTimer(evutil_socket_t, short, void* self) { static_cast<AsyncConnection*>(self)->checkTimeouts(); }
 
   void checkTimeouts() {
     if (in_flight_.empty()) return;
+    const auto now = Clock::now();
+    // A timer that fires late found this loop busy (its caller queueing a large batch, say): nothing it
+    // sent could be written, nor any answer read, meanwhile, so the wait starts again from now.
+    if (now - timer_due_ > options_.command_timeout / 4) last_reply_at_ = now;
     const Pending& oldest = in_flight_.front();
-    const auto waited = Clock::now() - std::max(oldest.sent_at, last_reply_at_);
+    const auto waited = now - std::max(oldest.sent_at, last_reply_at_);
     if (waited < options_.command_timeout) {
       armTimer(std::chrono::ceil<std::chrono::microseconds>(options_.command_timeout - waited));
       return;
@@ -359,6 +364,7 @@ class AsyncConnection {
 
   void armTimer(std::chrono::microseconds after) {
     const timeval delay = detail::toTimeval(after);
+    timer_due_ = Clock::now() + after;
     evtimer_add(timeout_timer_.get(), &delay);
   }
 
@@ -391,6 +397,7 @@ class AsyncConnection {
   bool closed_ = false;           // close() was called
   std::list<Pending> in_flight_;  // send order; hiredis holds a pointer to each until it calls back
   Clock::time_point last_reply_at_{};
+  Clock::time_point timer_due_{};
   std::uint64_t sent_ = 0;
   std::unordered_map<const Script*, std::uint64_t> script_loaded_at_;
   std::shared_ptr<detail::CircuitBreaker> breaker_;
