@@ -10,8 +10,8 @@
 #include <swl/detail/hiredis.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
-#include <swl/redis/hash_slot.hpp>
 #include <swl/redis/detail/topology.hpp>
+#include <swl/redis/hash_slot.hpp>
 #include <swl/redis_limiter.hpp>
 
 #include <cstddef>

@@ -36,8 +36,8 @@
 #include <swl/redis/client.hpp>
 #include <swl/redis/connection.hpp>
 #include <swl/redis/connection_pool.hpp>
-#include <swl/redis/hash_slot.hpp>
 #include <swl/redis/detail/topology.hpp>
+#include <swl/redis/hash_slot.hpp>
 
 #include <algorithm>
 #include <array>
