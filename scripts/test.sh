@@ -15,29 +15,34 @@ cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
 config=${1:-default}
-# Builds hiredis $1 with OpenSSL from ../shared/deps into build-hiredis1/hiredis-$1 (once).
+# Unpacks ../shared/deps/$1.tar.gz into $2 and runs make, then make install, each with the make arguments
+# after those two; the output goes to $2.log, and its end to stderr when make fails.
+make_from_deps() {
+  local tarball=$1 source=$2
+  shift 2
+  rm -rf "$source" && mkdir -p "$source"
+  tar -xzf "../shared/deps/$tarball.tar.gz" -C "$source" --strip-components=1 || return 1
+  { make -C "$source" -j"$(nproc)" "$@" && make -C "$source" "$@" install; } >"$source.log" 2>&1 ||
+    { tail -30 "$source.log" >&2; return 1; }
+}
+
+# Builds hiredis $1 with OpenSSL into build-hiredis1/hiredis-$1 (once) and prints where.
 build_hiredis() {
-  local version=$1 prefix=$PWD/build-hiredis1/hiredis-$1
+  local prefix=$PWD/build-hiredis1/hiredis-$1
+  # hiredis's Makefile takes LIBRARY_PATH from the environment as its install libdir.
   if [ ! -f "$prefix/lib/pkgconfig/hiredis_ssl.pc" ]; then
-    rm -rf "build-hiredis1/source-$version" && mkdir -p "build-hiredis1/source-$version"
-    tar -xzf "../shared/deps/hiredis-$version.tar.gz" -C "build-hiredis1/source-$version" --strip-components=1
-    # hiredis's Makefile takes LIBRARY_PATH from the environment as its install libdir.
-    make -C "build-hiredis1/source-$version" -j"$(nproc)" USE_SSL=1 PREFIX="$prefix" LIBRARY_PATH=lib >/dev/null
-    make -C "build-hiredis1/source-$version" USE_SSL=1 PREFIX="$prefix" LIBRARY_PATH=lib install >/dev/null
+    # (errexit does not reach into $(...): each failure returns by hand)
+    make_from_deps "hiredis-$1" "$PWD/build-hiredis1/source-$1" USE_SSL=1 PREFIX="$prefix" LIBRARY_PATH=lib || return 1
   fi
   echo "$prefix"
 }
 
-# Builds server $1 (redis or valkey) $2 with TLS from ../shared/deps into build-servers/$1-$2 (once) and
-# prints its bin directory, where redis-server and redis-cli start it: the name the test harness runs.
+# Builds server $1 (redis or valkey) $2 with TLS into build-servers/$1-$2 (once) and prints its bin
+# directory, where redis-server and redis-cli start it: the name the test harness runs.
 build_server() {
-  local name=$1 version=$2 prefix=$PWD/build-servers/$1-$2 source=$PWD/build-servers/source-$1-$2
+  local name=$1 version=$2 prefix=$PWD/build-servers/$1-$2 tool
   if [ ! -x "$prefix/bin/redis-server" ]; then
-    rm -rf "$source" && mkdir -p "$source"
-    tar -xzf "../shared/deps/$name-$version.tar.gz" -C "$source" --strip-components=1
-    make -C "$source" -j"$(nproc)" BUILD_TLS=yes >"$source.log" 2>&1 || { tail -30 "$source.log" >&2; return 1; }
-    make -C "$source" PREFIX="$prefix" install >>"$source.log" 2>&1 || { tail -30 "$source.log" >&2; return 1; }
-    local tool
+    make_from_deps "$name-$version" "$PWD/build-servers/source-$name-$version" BUILD_TLS=yes PREFIX="$prefix" || return 1
     for tool in server cli; do
       [ -e "$prefix/bin/redis-$tool" ] || ln -s "$name-$tool" "$prefix/bin/redis-$tool"
     done

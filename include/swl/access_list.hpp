@@ -47,10 +47,11 @@ class AccessList {
   }
   // Every key that starts with `prefix`.
   void allowPrefix(std::string_view prefix) {
-    change("allowPrefix", prefix, [](Lists& lists, std::string name) { lists.allowed.addPrefix(std::move(name)); });
+    change("allowPrefix", prefix,
+           [](Lists& lists, std::string name) { lists.allowed.prefixes.insert(std::move(name)); });
   }
   void denyPrefix(std::string_view prefix) {
-    change("denyPrefix", prefix, [](Lists& lists, std::string name) { lists.denied.addPrefix(std::move(name)); });
+    change("denyPrefix", prefix, [](Lists& lists, std::string name) { lists.denied.prefixes.insert(std::move(name)); });
   }
 
   // Takes a key, or a prefix, off both lists (what was never listed is left alone).
@@ -62,8 +63,8 @@ class AccessList {
   }
   void unlistPrefix(std::string_view prefix) {
     change("unlistPrefix", prefix, [](Lists& lists, const std::string& name) {
-      lists.allowed.removePrefix(name);
-      lists.denied.removePrefix(name);
+      lists.allowed.prefixes.erase(name);
+      lists.denied.prefixes.erase(name);
     });
   }
 
@@ -87,16 +88,11 @@ class AccessList {
   struct List {
     std::set<std::string, std::less<>> keys;
     std::set<std::string, std::less<>> prefixes;
-    std::set<std::size_t> prefix_lengths;
+    std::set<std::size_t> prefix_lengths;  // of `prefixes`, remade after every change
 
-    void addPrefix(std::string prefix) {
-      prefix_lengths.insert(prefix.size());
-      prefixes.insert(std::move(prefix));
-    }
-    void removePrefix(const std::string& prefix) {
-      if (prefixes.erase(prefix) == 0) return;
+    void indexPrefixes() {
       prefix_lengths.clear();
-      for (const std::string& kept : prefixes) prefix_lengths.insert(kept.size());
+      for (const std::string& prefix : prefixes) prefix_lengths.insert(prefix.size());
     }
     bool holds(std::string_view key) const {
       if (keys.find(key) != keys.end()) return true;
@@ -124,6 +120,8 @@ class AccessList {
     const std::shared_ptr<const Lists> current = std::atomic_load(&lists_);
     auto changed = current ? std::make_shared<Lists>(*current) : std::make_shared<Lists>();
     edit(*changed, std::string(name));
+    changed->allowed.indexPrefixes();
+    changed->denied.indexPrefixes();
     const bool listed = !changed->allowed.empty() || !changed->denied.empty();
     std::atomic_store(&lists_, std::shared_ptr<const Lists>(std::move(changed)));
     listed_.store(listed, std::memory_order_release);

@@ -343,10 +343,10 @@ class AsyncConnection {
       armTimer(std::chrono::ceil<std::chrono::microseconds>(options_.command_timeout - waited));
       return;
     }
-    // Bytes waiting on the socket are an answer this loop has not read yet (it was busy, queueing a large
-    // batch, say): the server did answer, so the wait starts again once the loop reads them.
+    // Bytes waiting on the socket are an answer the loop has not read yet (the timer and the answer came
+    // due in the same turn, the timer first): the server did answer, so the wait starts again.
     if (answerWaiting(*oldest.context)) {
-      last_reply_at_ = Clock::now();
+      last_reply_at_ = now;
       armTimer(options_.command_timeout);
       return;
     }

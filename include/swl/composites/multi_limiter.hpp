@@ -356,15 +356,15 @@ class MultiLimiter {
                                                const std::vector<Limit>& limits) const {
     const AccessList* access = options_.access.get();
     if (access == nullptr) return std::nullopt;
-    std::optional<std::size_t> deciding;
-    Listing listing = Listing::unlisted;
-    for (std::size_t i = 0; i < keys.size() && listing != Listing::denied; ++i) {
-      const Listing of_key = access->listingOf(keys[i]);
-      if (of_key == Listing::unlisted || (of_key == Listing::allowed && deciding)) continue;
-      deciding = i;
-      listing = of_key;
+    std::optional<std::size_t> first_allowed, first_denied;
+    for (std::size_t i = 0; i < keys.size() && !first_denied; ++i) {
+      const Listing listing = access->listingOf(keys[i]);
+      if (listing == Listing::denied) first_denied = i;
+      if (listing == Listing::allowed && !first_allowed) first_allowed = i;
     }
+    const std::optional<std::size_t> deciding = first_denied ? first_denied : first_allowed;
     if (!deciding) return std::nullopt;
+    const Listing listing = first_denied ? Listing::denied : Listing::allowed;
     validate(keys, cost, limits);
     MultiDecision result;
     for (std::size_t i = 0; i < rules_.size(); ++i)
