@@ -11,6 +11,7 @@
 #include <swl/algorithms/sliding_window.hpp>
 #include <swl/composites/multi_limiter.hpp>
 #include <swl/concurrency_limiter.hpp>
+#include <swl/periodic_limiter.hpp>
 #include <swl/redis/client.hpp>
 #include <swl/redis_limiter.hpp>
 
@@ -19,7 +20,8 @@
 namespace swl {
 
 // Each script once: the log's decision, settle and lease, MultiLimiter's, the other algorithms' (the
-// bucketed window's is one for any number of buckets: it takes them as an argument), the concurrency
+// bucketed window's is one for any number of buckets: it takes them as an argument), the periodic
+// quota's (calendar days and months), the concurrency
 // slots', and the one that forgets a key (reset).
 inline std::vector<const Script*> everyScript() {
   const detail::SlotScripts& slots = detail::slotScripts();
@@ -31,6 +33,7 @@ inline std::vector<const Script*> everyScript() {
           &detail::scriptOf<SlidingCounter>(),
           &detail::scriptOf<Gcra>(),
           &detail::scriptOf<BucketedWindow<>>(),
+          &detail::periodicScript(),
           &slots.acquire,
           &slots.release,
           &slots.extend,

@@ -34,6 +34,8 @@
 #include <swl/local_limiter.hpp>
 #include <swl/observer.hpp>
 #include <swl/options.hpp>
+#include <swl/periodic_limiter.hpp>
+#include <swl/periods.hpp>
 #include <swl/policies/keys.hpp>
 #include <swl/policies/members.hpp>
 #include <swl/policies/ttl.hpp>

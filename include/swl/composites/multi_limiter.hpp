@@ -9,8 +9,9 @@
 //
 // One key per rule, in the rules' order. One EVALSHA decides them all: the request is recorded in
 // every rule's log only if every rule admits it, so a refusal costs no rule anything. Each rule is an
-// exact sliding window log (algorithms/sliding_window.hpp) under the Redis key KeyPolicy(prefix:name)
-// makes of its key: "swl:user-second:user:42" with PrefixKey. The observer sees one event per decision,
+// exact sliding window log (algorithms/sliding_window.hpp), or a quota per period such as a calendar
+// day in a time zone (periods.hpp, calendar.hpp: {"day", 10'000, CalendarPeriods::days(1, "Europe/Berlin")}),
+// under the Redis key KeyPolicy(prefix:name) makes of its key: "swl:user-second:user:42" with PrefixKey. The observer sees one event per decision,
 // under the binding rule's key and name (DecisionEvent::rule). With an access list (LimiterOptions::
 // access), a call is refused when any rule's key is denied, and otherwise admitted untouched when any
 // rule's key is allowed; the listed key binds.
@@ -30,6 +31,7 @@
 #include <swl/limiter.hpp>
 #include <swl/limiter_calls.hpp>
 #include <swl/options.hpp>
+#include <swl/periods.hpp>
 #include <swl/policies/keys.hpp>
 #include <swl/policies/members.hpp>
 #include <swl/policies/ttl.hpp>
@@ -41,6 +43,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -59,7 +62,9 @@ inline constexpr std::string_view kMultiWindowArguments = R"lua(
 -- ARGV[2]  now in microseconds since the epoch; '' reads Redis's own clock
 -- ARGV[3]  this request's unique member; '' uses its millisecond timestamp
 -- ARGV[4]  '1' to record rejected requests too (an opt-in penalty)
--- ARGV[2 + 3i], ARGV[3 + 3i], ARGV[4 + 3i]  rule i's window (microseconds), limit and expiry (milliseconds)
+-- ARGV[1 + 4i], ARGV[2 + 4i], ARGV[3 + 4i]  rule i's window (microseconds), limit and expiry (milliseconds)
+-- ARGV[4 + 4i]  for a periodic rule (a calendar day, say), the bounds of the periods around the client's
+--               now (kPeriodFunctions); '' for a sliding window log
 -- Returns {allowed 1|0, then for each rule: remaining, retry_after_us, reset_after_us}, integers only.
 -- The request is recorded in every log only if every rule admits it: no rule pays for a refusal.
 local cost = tonumber(ARGV[1])
@@ -79,33 +84,48 @@ local function text(n) return string.format('%.0f', n) end
 )lua";
 
 inline constexpr std::string_view kMultiWindowScript = R"lua(
--- Each rule's window, as the log's own script counts it (SlidingWindowLog::kScript): by its entries, or
--- by its sums once it holds entries of other units.
+-- Each rule's window: a period's count (kPeriodFunctions), or a log as the log's own script counts it
+-- (SlidingWindowLog::kScript): by its entries, or by its sums once it holds entries of other units.
 local entries, units, rules, allowed = countedByEntries(), nil, {}, true
 for i, log_key in ipairs(KEYS) do
-  local window = tonumber(ARGV[2 + 3 * i])
-  local rule = {key = log_key, window = window, limit = tonumber(ARGV[3 + 3 * i]), ttl = tonumber(ARGV[4 + 3 * i]),
-                start = text(now - window)}
-  rule.held = redis.call('ZCOUNT', log_key, '(' .. rule.start, TIMES_END)
-  -- The members at or below the window's start: first '#...' when counted by units, '!' by entries.
-  rule.low = redis.call('ZRANGEBYSCORE', log_key, '-inf', rule.start, 'LIMIT', 0, LOW)
-  if rule.low[1] ~= nil and string.byte(rule.low[1]) == 35 then
-    units = units or countedByUnits()
-    rule.log = units.open(log_key, window, rule.start, rule.held, rule.low)
-    rule.held = units.units(rule.log)
+  local window = tonumber(ARGV[1 + 4 * i])
+  local rule = {key = log_key, window = window, limit = tonumber(ARGV[2 + 4 * i]), ttl = tonumber(ARGV[3 + 4 * i])}
+  local bounds = ARGV[4 + 4 * i]
+  if bounds ~= '' then
+    rule.period_start, rule.period_end = periodOf(bounds)
+    if not rule.period_start then return periodMissed(bounds) end
+    rule.held = periodCount(log_key, rule.period_start, rule.period_end)
+  else
+    rule.start = text(now - window)
+    rule.held = redis.call('ZCOUNT', log_key, '(' .. rule.start, TIMES_END)
+    -- The members at or below the window's start: first '#...' when counted by units, '!' by entries.
+    rule.low = redis.call('ZRANGEBYSCORE', log_key, '-inf', rule.start, 'LIMIT', 0, LOW)
+    if rule.low[1] ~= nil and string.byte(rule.low[1]) == 35 then
+      units = units or countedByUnits()
+      rule.log = units.open(log_key, window, rule.start, rule.held, rule.low)
+      rule.held = units.units(rule.log)
+    end
   end
   rule.refused = rule.held + cost > rule.limit
   if rule.refused then allowed = false end
   rules[i] = rule
 end
 
--- The first rule's ZADD is the script's first write, so Redis over maxmemory refuses before any change.
+-- The first rule's write is the script's first, so Redis over maxmemory refuses before any change.
 local member = nil
 if allowed or ARGV[4] == '1' then member = entries.member(ARGV[3]) end
 local result = {allowed and 1 or 0}
 for _, rule in ipairs(rules) do
   local retry_after, reset_after = 0, 0
-  if rule.log == nil and (cost == 1 or member == nil) then
+  if rule.period_end then
+    if member then
+      rule.held = rule.held + cost
+      periodRecord(rule.key, rule.period_start, rule.period_end, rule.held)
+    end
+    -- Any cost up to the limit fits in the next period.
+    if rule.refused then retry_after = rule.period_end - now end
+    if rule.held > 0 then reset_after = rule.period_end - now end
+  elseif rule.log == nil and (cost == 1 or member == nil) then
     if member then
       local at_text, at = entries.time(rule.key, now)
       rule.held = rule.held + entries.record(rule.key, at_text, member, rule.low[1] == '!')
@@ -135,10 +155,17 @@ return result
 
 }  // namespace detail
 
-// One limit of a MultiLimiter; the name goes into its Redis keys and names it in decisions.
+// One limit of a MultiLimiter; the name goes into its Redis keys and names it in decisions. A rule is a
+// sliding window log, or, given periods (periods.hpp; calendar days in a time zone: calendar.hpp), a
+// quota per period, whose limit is {quota, the periods' usual length}.
 struct Rule {
   std::string name;
   Limit limit;
+  std::optional<Periods> periods;
+
+  Rule(std::string rule_name, Limit rule_limit) : name(std::move(rule_name)), limit(rule_limit) {}
+  Rule(std::string rule_name, std::int64_t quota, Periods rule_periods)
+      : name(std::move(rule_name)), limit{quota, rule_periods.usualLength()}, periods(std::move(rule_periods)) {}
 };
 
 struct MultiDecision {
@@ -207,7 +234,9 @@ class MultiLimiter {
         throw InvalidArgument("swl::MultiLimiter: two rules share a name (" + detail::quoted(rule.name) +
                               "), so they would share Redis keys");
       }
-      rules_.push_back({checkedRuleLimit(rule.limit), KeyPolicy(prefix + ":" + rule.name)});
+      std::shared_ptr<const detail::PeriodBounds> bounds;
+      if (rule.periods) bounds = std::make_shared<const detail::PeriodBounds>(std::move(*rule.periods));
+      rules_.push_back({checkedRuleLimit(rule.limit), KeyPolicy(prefix + ":" + rule.name), std::move(bounds)});
       names_.push_back(std::move(rule.name));
     }
   }
@@ -248,27 +277,35 @@ class MultiLimiter {
     validate(keys, cost, limits);
     std::vector<std::string> redis_keys;
     redis_keys.reserve(keys.size());
-    // Each rule's window, limit and expiry as the script takes them.
+    const std::int64_t now_us = clientNow(limits);
+    const detail::IntegerText now(now_us);
+    std::optional<std::chrono::microseconds> client_now;
+    if (!options_.clock.isRedisTime()) client_now = std::chrono::microseconds(now_us);
+    // Each rule's window, limit and expiry as the script takes them, and a periodic rule's periods.
     std::array<detail::IntegerText, 3 * ScriptCall::kMaxKeys> rule_texts;
+    std::array<std::string, ScriptCall::kMaxKeys> period_bounds;
     for (std::size_t i = 0; i < keys.size(); ++i) {
       const Limit& limit = limitOf(i, limits);
       redis_keys.push_back(rules_[i].keys.key(keys[i]));
       rule_texts[3 * i] = detail::IntegerText(limit.window.count());
       rule_texts[3 * i + 1] = detail::IntegerText(limit.max_requests);
       rule_texts[3 * i + 2] = detail::IntegerText(ttl_.ttl(limit.window).count());
+      if (rules_[i].bounds) period_bounds[i] = rules_[i].bounds->textFor(client_now);
     }
     const std::string member = detail::checkedMember("swl::MultiLimiter", members_.next());
     const detail::IntegerText cost_text(cost);
-    const detail::IntegerText now(clientNow(limits));
     const std::string_view now_text = detail::nowArgument(options_.clock, now);
     const std::string_view count_rejected = options_.rejected == RejectedRequests::counted ? "1" : "0";
 
     // The call's keys and arguments are views, so they go on the stack: at most 9 rules.
     std::array<std::string_view, ScriptCall::kMaxKeys> key_views;
     std::copy(redis_keys.begin(), redis_keys.end(), key_views.begin());
-    std::array<std::string_view, 4 + 3 * ScriptCall::kMaxKeys> args{cost_text.view(), now_text, member, count_rejected};
+    std::array<std::string_view, 4 + 4 * ScriptCall::kMaxKeys> args{cost_text.view(), now_text, member, count_rejected};
     std::size_t arg_count = 4;
-    for (std::size_t i = 0; i < 3 * rules_.size(); ++i) args[arg_count++] = rule_texts[i];
+    for (std::size_t i = 0; i < rules_.size(); ++i) {
+      for (std::size_t j = 0; j < 3; ++j) args[arg_count++] = rule_texts[3 * i + j];
+      args[arg_count++] = period_bounds[i];
+    }
     return decodeReply(*redis_->run(ScriptCall(script(), key_views.data(), rules_.size(), args.data(), arg_count)),
                        limits);
   }
@@ -286,7 +323,16 @@ class MultiLimiter {
     }
     for (std::size_t i = 0; i < keys.size(); ++i) {
       const Limit& limit = limitOf(i, limits);
-      if (limit != rules_[i].limit) checkedRuleLimit(limit);
+      if (limit != rules_[i].limit) {
+        checkedRuleLimit(limit);
+        if (rules_[i].bounds && limit.window != rules_[i].limit.window) {
+          throw InvalidArgument("swl::MultiLimiter::tryAcquire: a limit per call for the periodic rule " +
+                                detail::quoted(names_[i]) + " changes only its quota, but its window of " +
+                                std::to_string(limit.window.count()) + " us is not the periods' own (" +
+                                std::to_string(rules_[i].limit.window.count()) + " us, " +
+                                detail::quoted(rules_[i].bounds->periods().name()) + ")");
+        }
+      }
       detail::checkRequest("swl::MultiLimiter", "tryAcquire", keys[i], cost, limit.max_requests);
     }
   }
@@ -296,8 +342,8 @@ class MultiLimiter {
   std::string redisKey(std::size_t rule, std::string_view key) const { return rules_.at(rule).keys.key(key); }
 
   static const Script& script() {
-    static const std::string text =
-        detail::scriptText<SlidingWindowLog>(detail::kMultiWindowScript, false, detail::kMultiWindowArguments);
+    static const std::string text = detail::scriptText<SlidingWindowLog>(
+        std::string(detail::kPeriodFunctions).append(detail::kMultiWindowScript), false, detail::kMultiWindowArguments);
     static const Script multi_window("multi_window", text);
     return multi_window;
   }
@@ -306,6 +352,7 @@ class MultiLimiter {
   struct RuleState {
     Limit limit;
     KeyPolicy keys;
+    std::shared_ptr<const detail::PeriodBounds> bounds;  // a periodic rule's periods; none for a log
   };
 
   // Rule i's limit in a call given `limits` (empty: the rules' own).

@@ -47,7 +47,7 @@ class Script {
 class ScriptCall {
  public:
   static constexpr std::size_t kMaxKeys = 9;
-  static constexpr std::size_t kMaxArguments = 48;
+  static constexpr std::size_t kMaxArguments = 64;
 
   ScriptCall(const Script& script, std::initializer_list<std::string_view> keys,
              std::initializer_list<std::string_view> args)

@@ -1,0 +1,212 @@
+#pragma once
+// PeriodicLimiter: a quota per period, where periods are any cut of time (periods.hpp), such as calendar
+// days or months in a time zone (calendar.hpp: CalendarLimiter is this limiter over calendar periods).
+//
+//   swl::CalendarLimiter<> limiter(connection, 10'000, swl::CalendarPeriods::days(1, "Europe/Berlin"));
+//   if (swl::Decision decision = limiter.tryAcquire("user:42"); !decision) reply429(decision.retry_after);
+//
+// A request is admitted iff the units admitted in the current period plus its cost fit the quota; a
+// refusal waits until the period ends (retry_after), where any cost up to the quota fits. The period
+// is the one holding Redis's clock (or the limiter's clock, when one is given): the client sends the
+// bounds of the periods around its own now, and the script picks the one holding the shared now. One
+// small hash per key, which expires when its period ends.
+//
+// It keeps the limiter contract (limiter.hpp). Its limit() is {quota, the periods' usual length}; a
+// limit given per call (a tenant's plan) changes the quota and must keep that window, since the periods
+// are the limiter's own. Thread safety: as safe as its RedisClient.
+
+#include <swl/algorithm.hpp>
+#include <swl/decision.hpp>
+#include <swl/detail/integer_text.hpp>
+#include <swl/error.hpp>
+#include <swl/limiter.hpp>
+#include <swl/limiter_calls.hpp>
+#include <swl/options.hpp>
+#include <swl/periods.hpp>
+#include <swl/policies/keys.hpp>
+#include <swl/redis/client.hpp>
+#include <swl/script_reply.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace swl {
+
+namespace detail {
+
+// PeriodicLimiter's script, after kScriptPrelude and kPeriodFunctions. ARGV[1] is the periods' usual
+// length (unused), ARGV[5] and ARGV[6] are unused (no members; the key expires when its period ends).
+inline constexpr std::string_view kPeriodicScript = R"lua(
+-- ARGV[8]  the bounds of the periods around the client's now, 'b0 b1 ...' (kPeriodFunctions)
+local start, finish = periodOf(ARGV[8])
+if not start then return periodMissed(ARGV[8]) end
+local count = periodCount(key, start, finish)
+
+local allowed = count + cost <= limit
+if record and (allowed or count_rejected) then
+  count = count + cost
+  periodRecord(key, start, finish, count)
+end
+
+local remaining = limit - count  -- below 0 when counted refusals filled the period past the limit
+local ends_in = finish - now
+local reset_after = 0
+if count > 0 then reset_after = ends_in end
+if allowed then return {1, remaining, 0, reset_after} end
+-- Any cost up to the limit fits in the next period.
+return {0, remaining, ends_in, reset_after}
+)lua";
+
+inline const Script& periodicScript() {
+  static const std::string text = std::string(kScriptPrelude).append(kPeriodFunctions).append(kPeriodicScript);
+  static const Script script("periodic_window", text);
+  return script;
+}
+
+template <class KeyPolicy = PrefixKey>
+class PeriodicLimiterCore {
+  static_assert(isKeyPolicy<KeyPolicy>,
+                "swl::PeriodicLimiter: KeyPolicy must be copyable with std::string key(std::string_view) const "
+                "(see swl/policies/keys.hpp)");
+  static constexpr std::string_view kName = "swl::PeriodicLimiter";
+
+ public:
+  // `quota` units per period of `periods`.
+  PeriodicLimiterCore(RedisClient& redis, std::int64_t quota, Periods periods, LimiterOptions options = {},
+                      KeyPolicy keys = KeyPolicy())
+      : redis_(&redis),
+        limit_(checkedLimit(Limit{quota, periods.usualLength()})),
+        bounds_(std::make_shared<const PeriodBounds>(std::move(periods))),
+        options_(std::move(options)),
+        keys_(std::move(keys)) {}
+
+  Decision decide(std::string_view key, std::int64_t cost, const Limit& limit) {
+    validate(key, cost, limit);
+    const Texts texts = textsFor(limit, cost);
+    return decodeDecision(*redis_->run(callOf(redisKey(key), texts)), limit.max_requests);
+  }
+
+  std::vector<Outcome> decideMany(const std::vector<AcquireRequest>& requests) {
+    std::vector<Outcome> outcomes(requests.size());
+    std::vector<std::string> redis_keys;
+    std::vector<Texts> texts;
+    std::vector<std::size_t> sent;  // texts[i] answers requests[sent[i]]
+    redis_keys.reserve(requests.size()), texts.reserve(requests.size()), sent.reserve(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      const Limit& limit = requests[i].limitOr(limit_);
+      try {
+        validate(requests[i].key, requests[i].cost, limit);
+        texts.push_back(textsFor(limit, requests[i].cost));
+        redis_keys.push_back(redisKey(requests[i].key));
+        sent.push_back(i);
+      } catch (const InvalidArgument&) {
+        outcomes[i] = {blindRefusal(limit), std::current_exception()};
+      }
+    }
+    std::vector<ScriptCall> calls;
+    calls.reserve(sent.size());
+    for (std::size_t i = 0; i < sent.size(); ++i) calls.push_back(callOf(redis_keys[i], texts[i]));
+    std::vector<ScriptReply> replies = redis_->runMany(calls);
+    for (std::size_t i = 0; i < replies.size(); ++i) {
+      const Limit& limit = requests[sent[i]].limitOr(limit_);
+      Outcome& outcome = outcomes[sent[i]];
+      if (!replies[i].error) {
+        try {
+          outcome.decision = decodeDecision(*replies[i].reply, limit.max_requests);
+          continue;
+        } catch (const Error&) {
+          replies[i].error = std::current_exception();
+        }
+      }
+      outcome = {blindRefusal(limit), std::move(replies[i].error)};
+    }
+    return outcomes;
+  }
+
+  Usage peek(std::string_view key, const Limit& limit) {
+    if (key.empty()) throw InvalidArgument(std::string(kName) + "::peek: the key is empty");
+    checkWindow(limit);
+    const Texts texts = textsFor(limit, 0);
+    return decodeUsage(*redis_->run(callOf(redisKey(key), texts)), limit.max_requests);
+  }
+
+  bool reset(std::string_view key) {
+    if (key.empty()) throw InvalidArgument(std::string(kName) + "::reset: the key is empty");
+    return redis_->run(forgetScript(), {redisKey(key)}, {})->integer() > 0;
+  }
+
+  const Limit& limit() const noexcept { return limit_; }
+  const Periods& periods() const noexcept { return bounds_->periods(); }
+  const LimiterOptions& options() const noexcept { return options_; }
+
+  void validate(std::string_view key, std::int64_t cost, const Limit& limit) const {
+    checkWindow(limit);
+    checkRequest(kName, "tryAcquire", key, cost, limit.max_requests);
+  }
+
+  // The Redis key that holds `key`'s count, for operators and tests.
+  std::string redisKey(std::string_view key) const { return keys_.key(key); }
+
+  static const Script& script() { return periodicScript(); }
+
+ protected:
+  Reporting reporting() const {
+    return {options_.observer, options_.on_failure, Tier::redis, options_.enforcement, options_.access.get()};
+  }
+
+ private:
+  // One call's arguments as text, owned while the call is in use.
+  struct Texts {
+    IntegerText window, limit, cost, now;
+    std::string bounds;
+    bool client_clock;
+  };
+
+  Texts textsFor(const Limit& limit, std::int64_t cost) const {
+    const std::int64_t now = scriptNow(options_.clock, limit.window);
+    std::optional<std::chrono::microseconds> client_now;
+    if (!options_.clock.isRedisTime()) client_now = std::chrono::microseconds(now);
+    return {IntegerText(limit.window.count()), IntegerText(limit.max_requests), IntegerText(cost), IntegerText(now),
+            bounds_->textFor(client_now),      !options_.clock.isRedisTime()};
+  }
+
+  ScriptCall callOf(const std::string& redis_key, const Texts& texts) const {
+    const std::string_view count_rejected = options_.rejected == RejectedRequests::counted ? "1" : "0";
+    const std::string_view now = texts.client_clock ? texts.now.view() : std::string_view();
+    return preludeCall(periodicScript(), redis_key,
+                       {texts.window, texts.limit, texts.cost, now, {}, {}, count_rejected}, {texts.bounds});
+  }
+
+  // A limit per call changes the quota; the periods, and so the window, are the limiter's own.
+  void checkWindow(const Limit& limit) const {
+    if (limit == limit_) return;
+    checkedLimit(limit);
+    if (limit.window != limit_.window) {
+      throw InvalidArgument(std::string(kName) + ": a limit per call changes only the quota, but its window of " +
+                            std::to_string(limit.window.count()) + " us is not the periods' own (" +
+                            std::to_string(limit_.window.count()) + " us, " + quoted(periods().name()) + ")");
+    }
+  }
+
+  RedisClient* redis_;
+  Limit limit_;
+  std::shared_ptr<const PeriodBounds> bounds_;  // shared by copies: it keeps the last periods computed
+  LimiterOptions options_;
+  KeyPolicy keys_;
+};
+
+}  // namespace detail
+
+template <class KeyPolicy = PrefixKey>
+using PeriodicLimiter = LimiterFace<detail::PeriodicLimiterCore<KeyPolicy>>;
+
+static_assert(keepsLimiterContract<PeriodicLimiter<>>());
+
+}  // namespace swl
