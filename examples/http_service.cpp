@@ -4,6 +4,7 @@
 //
 //   http_service --redis-port 6379 --port 8080 [--client-limit 5] [--route-limit 8] [--window-s 10] [--x-headers]
 //                [--plan NAME=LIMIT]... [--shadow] [--allow PREFIX]... [--deny KEY]...
+//                [--daily LIMIT [--zone Europe/Berlin]]
 //                [--command-timeout-ms 50] [--breaker-cooldown-ms 250]   (swl's defaults; bench/stall.sh varies them)
 //
 // Plans: a request naming a plan in its X-Plan header ("X-Plan: pro") is limited per client by that
@@ -15,9 +16,13 @@
 // an internal network, "GET /health" for a health check); --deny refuses a client address or a route
 // with 429 and no round trip to Redis. Both answer before any limit, without rate-limit headers.
 //
+// Daily plan: --daily also limits each client address to LIMIT requests per calendar day, from local
+// midnight in --zone (UTC unless given), in the same all-or-nothing decision ("day limit" in the 429).
+//
 // Routes: GET /hello and GET /search. It prints "listening on 127.0.0.1:PORT" once it serves, and runs
 // until it is stopped (SIGINT or SIGTERM).
 
+#include <swl/calendar.hpp>
 #include <swl/integrations/http_headers.hpp>
 #include <swl/swl.hpp>
 
@@ -41,6 +46,8 @@ struct Settings {
   long client_limit = 5;
   long route_limit = 8;
   long window_seconds = 10;
+  long daily_limit = 0;  // none unless --daily
+  std::string zone = "UTC";
   bool x_headers = false;
   bool shadow = false;
   std::map<std::string, long, std::less<>> plans;  // plan name -> its client limit per window
@@ -70,6 +77,10 @@ Settings parse(int argc, char** argv) {
       addPlan(settings, argv[++i]);
       continue;
     }
+    if (flag == "--zone") {
+      settings.zone = argv[++i];
+      continue;
+    }
     if (flag == "--allow" || flag == "--deny") {
       const std::string_view value = argv[++i];
       flag == "--allow" ? settings.access->allowPrefix(value) : settings.access->deny(value);
@@ -86,6 +97,8 @@ Settings parse(int argc, char** argv) {
       settings.route_limit = value;
     else if (flag == "--window-s")
       settings.window_seconds = value;
+    else if (flag == "--daily")
+      settings.daily_limit = value;
     else if (flag == "--command-timeout-ms")
       settings.redis.command_timeout = std::chrono::milliseconds(value);
     else if (flag == "--breaker-cooldown-ms")
@@ -100,13 +113,10 @@ Settings parse(int argc, char** argv) {
 class RateLimitMiddleware {
  public:
   RateLimitMiddleware(swl::RedisClient& redis, const Settings& settings)
-      : limiter_(redis,
-                 {{"client", swl::Limit{settings.client_limit, std::chrono::seconds(settings.window_seconds)}},
-                  {"route", swl::Limit{settings.route_limit, std::chrono::seconds(settings.window_seconds)}}},
-                 options(settings)),
-        x_headers_(settings.x_headers) {
+      : limiter_(redis, rules(settings), options(settings)), x_headers_(settings.x_headers) {
     for (const auto& [plan, limit] : settings.plans) {
       plans_[plan] = {swl::Limit{limit, std::chrono::seconds(settings.window_seconds)}, limiter_.limit(1)};
+      if (settings.daily_limit > 0) plans_[plan].push_back(limiter_.limit(2));
     }
   }
 
@@ -124,7 +134,9 @@ class RateLimitMiddleware {
       }
       limits = found->second;
     }
-    const swl::MultiDecision decision = limiter_.tryAcquire({request.remote_addr, route}, 1, limits);
+    std::vector<std::string_view> keys{request.remote_addr, route};
+    if (limiter_.ruleNames().size() == 3) keys.push_back(request.remote_addr);  // the client's day
+    const swl::MultiDecision decision = limiter_.tryAcquire(keys, 1, limits);
     if (decision.decision.tier == swl::Tier::redis) addHeaders(decision, limits, response);
     if (decision.decision.shadow_rejected) response.set_header("X-RateLimit-Shadow", "refused");
     if (decision) return httplib::Server::HandlerResponse::Unhandled;  // on to the route
@@ -136,6 +148,17 @@ class RateLimitMiddleware {
   }
 
  private:
+  // Per client and per route in a sliding window, and per client per local day with --daily.
+  static std::vector<swl::Rule> rules(const Settings& settings) {
+    const std::chrono::seconds window(settings.window_seconds);
+    std::vector<swl::Rule> rules{{"client", swl::Limit{settings.client_limit, window}},
+                                 {"route", swl::Limit{settings.route_limit, window}}};
+    if (settings.daily_limit > 0) {
+      rules.push_back({"day", settings.daily_limit, swl::CalendarPeriods::days(1, settings.zone)});
+    }
+    return rules;
+  }
+
   // A web service stays up when Redis does not: it serves unlimited rather than not at all.
   static swl::LimiterOptions options(const Settings& settings) {
     swl::LimiterOptions options;

@@ -24,7 +24,7 @@ elif [ -n "${1:-}" ]; then
   exit 2
 fi
 
-install_missing g++ make cmake pkg-config libhiredis-dev redis-server redis-tools libcpp-httplib-dev curl
+install_missing g++ make cmake pkg-config libhiredis-dev redis-server redis-tools libcpp-httplib-dev libhowardhinnant-date-dev curl
 cmake -S . -B build-demo -DCMAKE_BUILD_TYPE=Release -DSWL_BUILD_TESTS=OFF -DSWL_BUILD_EXAMPLES=ON >/dev/null
 cmake --build build-demo -j"$(nproc)" --target http_service
 
@@ -39,11 +39,11 @@ trap stop_all EXIT
 start_private_redis "$workdir"
 echo "private redis-server on 127.0.0.1:$REDIS_PORT (pid $REDIS_PID)"
 
-# The service: 5 requests per client and 8 per route, per 10 seconds.
+# The service: 5 requests per client and 8 per route, per 10 seconds, and 1,000 per client per day in Berlin.
 for attempt in $(seq 20); do
   http_port=$((20000 + RANDOM % 35000))
   build-demo/examples/http_service --redis-port "$REDIS_PORT" --port "$http_port" --client-limit 5 \
-    --route-limit 8 --window-s 10 --x-headers >"$workdir/service.log" 2>&1 &
+    --route-limit 8 --window-s 10 --daily 1000 --zone Europe/Berlin --x-headers >"$workdir/service.log" 2>&1 &
   service_pid=$!
   for _ in $(seq 100); do
     grep -q "listening" "$workdir/service.log" && break 2
@@ -53,7 +53,7 @@ for attempt in $(seq 20); do
   service_pid=
 done
 [ -n "$service_pid" ] || { echo "could not start examples/http_service" >&2; exit 1; }
-echo "examples/http_service on 127.0.0.1:$http_port (pid $service_pid): 5 per client, 8 per route, per 10 s"
+echo "examples/http_service on 127.0.0.1:$http_port (pid $service_pid): 5 per client, 8 per route, per 10 s; 1,000 per client per Berlin day"
 echo
 
 # A burst of 7 requests from this client: the first 5 pass, then 429 with Retry-After.

@@ -2,6 +2,7 @@
 // asked by a real HTTP client. Asserts the exact status sequence and header values, and the header
 // formats on their own.
 
+#include <swl/calendar.hpp>
 #include <swl/integrations/http_headers.hpp>
 #include <swl/swl.hpp>
 
@@ -141,6 +142,35 @@ TEST_CASE("the HTTP service lets an allowed route through unlimited, and refuses
   CHECK(refused->status == 429);
   CHECK(refused->get_header_value("Retry-After") == "10");
   CHECK(refused->body == "too many requests (client limit)\n");
+}
+
+TEST_CASE("the HTTP service's daily plan refuses a client until local midnight in its zone") {
+  RedisServer redis;
+  HttpService service(redis,
+                      {"--client-limit", "100", "--route-limit", "100", "--daily", "3", "--zone", "Pacific/Auckland"});
+  // The probe took one of the day's three.
+  const httplib::Result first = service.get("/hello");
+  REQUIRE(first);
+  CHECK(first->status == 200);
+  CHECK(first->get_header_value("RateLimit-Policy") == R"("client";q=100;w=10, "route";q=100;w=10, "day";q=3;w=86400)");
+  CHECK(service.get("/hello")->status == 200);
+  const auto now = std::chrono::system_clock::now();
+  const httplib::Result refused = service.get("/search");
+  REQUIRE(refused);
+  CHECK(refused->status == 429);
+  CHECK(refused->body == "too many requests (day limit)\n");
+  // Retry-After: the seconds left until midnight in Auckland, whatever this machine's zone.
+  const swl::Period today = swl::CalendarPeriods::days(1, "Pacific/Auckland")
+                                .at(std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()));
+  const long long until_midnight =
+      std::chrono::ceil<std::chrono::seconds>(
+          today.end - std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()))
+          .count();
+  const long long retry_after = std::stoll(refused->get_header_value("Retry-After"));
+  CHECK(retry_after <= until_midnight);
+  CHECK(retry_after >= until_midnight - 5);
+  // The client's sliding windows paid nothing for the refusal.
+  CHECK(refused->get_header_value("RateLimit").find(R"("client";r=97;)") != std::string::npos);
 }
 
 TEST_CASE("in shadow mode the HTTP service refuses nothing and marks what it would have refused") {
