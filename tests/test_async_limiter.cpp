@@ -87,6 +87,23 @@ TEST_CASE("1,000 async requests in flight on one connection admit exactly the li
   CHECK(commandCalls(observer, "script|load") == 1);  // 1,000 NOSCRIPTs, one load
 }
 
+TEST_CASE("an async limiter blocks a key that passed its limit (LimiterOptions::block_for), as the blocking one does") {
+  RedisServer server;
+  Loop loop(event_base_new());
+  Answers answers(4);
+  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port());
+  swl::LimiterOptions options;
+  options.block_for = 60s;
+  swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{2, 60s}, options);
+  for (std::size_t i = 0; i < 4; ++i) limiter.tryAcquire("abuser", answers.of(i));
+  REQUIRE(runUntil(loop.get(), [&] { return answers.answered == 4; }));
+  CHECK(answers.outcomes[1].value().allowed);
+  CHECK(answers.outcomes[2].value().tier == swl::Tier::redis);  // the refusal that blocks
+  CHECK(answers.outcomes[2].value().retry_after == 60s);
+  CHECK(answers.outcomes[3].value().tier == swl::Tier::blocked);
+  CHECK(answers.outcomes[3].value().retry_after <= 60s);
+}
+
 TEST_CASE("a batch may take longer in all than command_timeout while Redis keeps answering, on the loop too") {
   RedisServer server;
   Loop loop(event_base_new());

@@ -109,7 +109,7 @@ inline const date::time_zone* calendarZone(std::string_view zone) {
   try {
     return date::locate_zone(std::string(zone));
   } catch (const std::exception& error) {
-    throw InvalidArgument("swl::CalendarPeriods: unknown time zone " + quoted(zone) + " (" + error.what() +
+    throw InvalidArgument("swl::CalendarPeriods: unknown time zone " + detail::quoted(zone) + " (" + error.what() +
                           "); give an IANA name such as \"Europe/Berlin\"");
   }
 }

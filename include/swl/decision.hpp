@@ -46,6 +46,7 @@ enum class Tier {
   lease,          // admitted in this process from units leased out of the shared window (LeasingLimiter)
   allow_list,     // admitted without being counted: the key is on the access list's allow list
   deny_list,      // refused without being counted: the key is on the access list's deny list
+  blocked,        // refused without being counted: a refusal blocked the key (LimiterOptions::block_for)
 };
 
 // "redis", "fail_open", ...: for logs and metric labels.
@@ -69,6 +70,8 @@ constexpr std::string_view toString(Tier tier) noexcept {
       return "allow_list";
     case Tier::deny_list:
       return "deny_list";
+    case Tier::blocked:
+      return "blocked";
   }
   return "unknown";
 }

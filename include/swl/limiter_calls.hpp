@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -69,10 +70,11 @@ class LimiterCalls {
   class Request {
    public:
     ScriptCall call() const {
+      const Script& script = calls_->block_length_ ? blockingScriptOf<Algorithm>() : scriptOf<Algorithm>();
       if constexpr (hasArgument<Algorithm>) {
-        return preludeCall(scriptOf<Algorithm>(), redis_key_, prelude(calls_->count_rejected_), {Algorithm::kArgument});
+        return preludeCall(script, redis_key_, prelude(calls_->count_rejected_), {Algorithm::kArgument}, block());
       } else {
-        return preludeCall(scriptOf<Algorithm>(), redis_key_, prelude(calls_->count_rejected_));
+        return preludeCall(script, redis_key_, prelude(calls_->count_rejected_), {}, block());
       }
     }
     std::int64_t cost() const noexcept { return cost_; }
@@ -87,6 +89,12 @@ class LimiterCalls {
    private:
     friend class LimiterCalls;
 
+    // The block's key and length when the limiter blocks (LimiterOptions::block_for).
+    std::optional<BlockArguments> block() const {
+      if (!calls_->block_length_) return std::nullopt;
+      return BlockArguments{block_key_, *calls_->block_length_};
+    }
+
     PreludeArguments prelude(std::string_view count_rejected) const {
       return {limit_.window, limit_.max_requests, cost_text_,    calls_->nowArgument(now_),
               member_,       limit_.ttl,          count_rejected};
@@ -97,6 +105,7 @@ class LimiterCalls {
         : calls_(&calls),
           limit_(limit),
           redis_key_(std::move(redis_key)),
+          block_key_(calls.block_length_ ? blockKeyOf(redis_key_) : std::string()),
           member_(std::move(member)),
           cost_(cost),
           cost_text_(cost),
@@ -105,6 +114,7 @@ class LimiterCalls {
     const LimiterCalls* calls_;
     LimitArguments limit_;
     std::string redis_key_;
+    std::string block_key_;  // empty unless the limiter blocks
     std::string member_;
     std::int64_t cost_;
     IntegerText cost_text_;
@@ -117,6 +127,7 @@ class LimiterCalls {
         members_(std::move(members)),
         ttl_(std::move(ttl)),
         count_rejected_(options_.rejected == RejectedRequests::counted ? "1" : "0"),
+        block_length_(blockLength(options_.block_for, Algorithm::kName)),
         own_(arguments(limit)) {}
 
   // Throws InvalidArgument for a request no limit could take; nothing has been sent then.
@@ -152,8 +163,10 @@ class LimiterCalls {
   };
   ScriptCall leaseCall(const Request& request, const LeaseTexts& texts, const Receipt& previous) const {
     return preludeCall(
-        leaseScriptOf<Algorithm>(), request.redis_key_, request.prelude("0"),
-        {texts.units, texts.duration, texts.room_divisor, previous.member, texts.previous_units, texts.previous_used});
+        block_length_ ? blockingLeaseScriptOf<Algorithm>() : leaseScriptOf<Algorithm>(), request.redis_key_,
+        request.prelude("0"),
+        {texts.units, texts.duration, texts.room_divisor, previous.member, texts.previous_units, texts.previous_used},
+        request.block());
   }
 
   // A cost-0 request: the scripts read such a request's window and record nothing.
@@ -196,6 +209,7 @@ class LimiterCalls {
   MemberPolicy members_;
   TtlPolicy ttl_;
   std::string_view count_rejected_;
+  std::optional<IntegerText> block_length_;  // LimiterOptions::block_for as text; none when it is off
   LimitArguments own_;
 };
 

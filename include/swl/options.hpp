@@ -74,6 +74,10 @@ struct LimiterOptions {
   // Keys answered without deciding: allowed ones admitted, denied ones refused (access_list.hpp). None by
   // default; keep the shared_ptr to change the lists while the limiter runs.
   std::shared_ptr<const AccessList> access;
+  // A refusal blocks its key this long, in Redis, so every process refuses it (Decision::tier ==
+  // Tier::blocked) until the block ends, counting nothing meanwhile. 0, the default, blocks nothing;
+  // otherwise 1 ms or more. The README's "Blocking a key that passed its limit" says where it applies.
+  std::chrono::microseconds block_for{0};
 };
 
 }  // namespace swl

@@ -70,6 +70,13 @@ inline const Script& periodicScript() {
   return script;
 }
 
+// The same under LimiterOptions::block_for (algorithm.hpp's blockingText).
+inline const Script& blockingPeriodicScript() {
+  static const std::string text = blockingText(periodicScript().text());
+  static const Script script("periodic_window_blocking", text);
+  return script;
+}
+
 template <class KeyPolicy = PrefixKey>
 class PeriodicLimiterCore {
   static_assert(isKeyPolicy<KeyPolicy>,
@@ -85,26 +92,25 @@ class PeriodicLimiterCore {
         limit_(checkedLimit(Limit{quota, periods.usualLength()})),
         bounds_(std::make_shared<const PeriodBounds>(std::move(periods))),
         options_(std::move(options)),
-        keys_(std::move(keys)) {}
+        keys_(std::move(keys)),
+        block_length_(blockLength(options_.block_for, kName)) {}
 
   Decision decide(std::string_view key, std::int64_t cost, const Limit& limit) {
     validate(key, cost, limit);
-    const Texts texts = textsFor(limit, cost);
-    return decodeDecision(*redis_->run(callOf(redisKey(key), texts)), limit.max_requests);
+    const Texts texts = textsFor(key, limit, cost);
+    return decodeDecision(*redis_->run(callOf(texts)), limit.max_requests);
   }
 
   std::vector<Outcome> decideMany(const std::vector<AcquireRequest>& requests) {
     std::vector<Outcome> outcomes(requests.size());
-    std::vector<std::string> redis_keys;
     std::vector<Texts> texts;
     std::vector<std::size_t> sent;  // texts[i] answers requests[sent[i]]
-    redis_keys.reserve(requests.size()), texts.reserve(requests.size()), sent.reserve(requests.size());
+    texts.reserve(requests.size()), sent.reserve(requests.size());
     for (std::size_t i = 0; i < requests.size(); ++i) {
       const Limit& limit = requests[i].limitOr(limit_);
       try {
         validate(requests[i].key, requests[i].cost, limit);
-        texts.push_back(textsFor(limit, requests[i].cost));
-        redis_keys.push_back(redisKey(requests[i].key));
+        texts.push_back(textsFor(requests[i].key, limit, requests[i].cost));
         sent.push_back(i);
       } catch (const InvalidArgument&) {
         outcomes[i] = {blindRefusal(limit), std::current_exception()};
@@ -112,7 +118,7 @@ class PeriodicLimiterCore {
     }
     std::vector<ScriptCall> calls;
     calls.reserve(sent.size());
-    for (std::size_t i = 0; i < sent.size(); ++i) calls.push_back(callOf(redis_keys[i], texts[i]));
+    for (const Texts& call_texts : texts) calls.push_back(callOf(call_texts));
     std::vector<ScriptReply> replies = redis_->runMany(calls);
     for (std::size_t i = 0; i < replies.size(); ++i) {
       const Limit& limit = requests[sent[i]].limitOr(limit_);
@@ -133,8 +139,8 @@ class PeriodicLimiterCore {
   Usage peek(std::string_view key, const Limit& limit) {
     if (key.empty()) throw InvalidArgument(std::string(kName) + "::peek: the key is empty");
     checkWindow(limit);
-    const Texts texts = textsFor(limit, 0);
-    return decodeUsage(*redis_->run(callOf(redisKey(key), texts)), limit.max_requests);
+    const Texts texts = textsFor(key, limit, 0);
+    return decodeUsage(*redis_->run(callOf(texts)), limit.max_requests);
   }
 
   bool reset(std::string_view key) {
@@ -162,26 +168,31 @@ class PeriodicLimiterCore {
   }
 
  private:
-  // One call's arguments as text, owned while the call is in use.
+  // One call's keys and arguments as text, owned while the call is in use.
   struct Texts {
+    std::string redis_key, block_key;  // block_key: empty unless the limiter blocks
     IntegerText window, limit, cost, now;
     std::string bounds;
-    bool client_clock;
   };
 
-  Texts textsFor(const Limit& limit, std::int64_t cost) const {
+  Texts textsFor(std::string_view key, const Limit& limit, std::int64_t cost) const {
     const std::int64_t now = scriptNow(options_.clock, limit.window);
     std::optional<std::chrono::microseconds> client_now;
     if (!options_.clock.isRedisTime()) client_now = std::chrono::microseconds(now);
-    return {IntegerText(limit.window.count()), IntegerText(limit.max_requests), IntegerText(cost), IntegerText(now),
-            bounds_->textFor(client_now),      !options_.clock.isRedisTime()};
+    std::string redis_key = redisKey(key);
+    std::string block_key = block_length_ ? blockKeyOf(redis_key) : std::string();
+    return {
+        std::move(redis_key), std::move(block_key), IntegerText(limit.window.count()), IntegerText(limit.max_requests),
+        IntegerText(cost),    IntegerText(now),     bounds_->textFor(client_now)};
   }
 
-  ScriptCall callOf(const std::string& redis_key, const Texts& texts) const {
+  ScriptCall callOf(const Texts& texts) const {
     const std::string_view count_rejected = options_.rejected == RejectedRequests::counted ? "1" : "0";
-    const std::string_view now = texts.client_clock ? texts.now.view() : std::string_view();
-    return preludeCall(periodicScript(), redis_key,
-                       {texts.window, texts.limit, texts.cost, now, {}, {}, count_rejected}, {texts.bounds});
+    const PreludeArguments prelude{texts.window, texts.limit, texts.cost,    nowArgument(options_.clock, texts.now),
+                                   {},           {},          count_rejected};
+    if (!block_length_) return preludeCall(periodicScript(), texts.redis_key, prelude, {texts.bounds});
+    return preludeCall(blockingPeriodicScript(), texts.redis_key, prelude, {texts.bounds},
+                       BlockArguments{texts.block_key, *block_length_});
   }
 
   // A limit per call changes the quota; the periods, and so the window, are the limiter's own.
@@ -191,7 +202,7 @@ class PeriodicLimiterCore {
     if (limit.window != limit_.window) {
       throw InvalidArgument(std::string(kName) + ": a limit per call changes only the quota, but its window of " +
                             std::to_string(limit.window.count()) + " us is not the periods' own (" +
-                            std::to_string(limit_.window.count()) + " us, " + quoted(periods().name()) + ")");
+                            std::to_string(limit_.window.count()) + " us, " + detail::quoted(periods().name()) + ")");
     }
   }
 
@@ -200,6 +211,7 @@ class PeriodicLimiterCore {
   std::shared_ptr<const PeriodBounds> bounds_;  // shared by copies: it keeps the last periods computed
   LimiterOptions options_;
   KeyPolicy keys_;
+  std::optional<IntegerText> block_length_;  // LimiterOptions::block_for as text; none when it is off
 };
 
 }  // namespace detail

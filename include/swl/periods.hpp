@@ -136,7 +136,7 @@ class PeriodBounds {
     const Period current = periods_.at(now);
     const Around around{periods_.at(current.start - std::chrono::microseconds(1)), current, periods_.at(current.end)};
     if (around.previous.end != current.start || around.next.start != current.end) {
-      throw InvalidArgument("swl::Periods " + quoted(periods_.name()) + ": the periods around " +
+      throw InvalidArgument("swl::Periods " + detail::quoted(periods_.name()) + ": the periods around " +
                             std::to_string(now.count()) + " us leave a gap or overlap");
     }
     const std::lock_guard<std::mutex> lock(mutex_);

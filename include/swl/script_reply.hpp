@@ -32,9 +32,12 @@ inline void readIntegers(ReplyView reply, std::int64_t* values, std::size_t coun
 // One decision from {allowed, remaining, retry_after_us, reset_after_us} under `limit`, trusting nothing:
 // values no correct script could produce are a ProtocolError, never a guess. A window holds at most
 // 2^53 units, so `remaining` (limit minus that) lies in -2^53..limit; the Decision's is at least 0.
+// allowed = -1 is a refusal because the key is blocked (LimiterOptions::block_for): Tier::blocked.
 inline Decision checkedDecision(std::int64_t allowed, std::int64_t remaining, std::int64_t retry_after_us,
                                 std::int64_t reset_after_us, std::int64_t limit) {
-  if (allowed != 0 && allowed != 1) throw badReply("allowed = " + std::to_string(allowed));
+  if (allowed < -1 || allowed > 1) throw badReply("allowed = " + std::to_string(allowed));
+  const bool blocked = allowed == -1;
+  if (blocked) allowed = 0;
   if (remaining < -kLargestExact || remaining > limit) throw badReply("remaining = " + std::to_string(remaining));
   if (retry_after_us < 0 || (allowed == 1 && retry_after_us != 0) || (allowed == 0 && retry_after_us == 0)) {
     throw badReply("retry_after = " + std::to_string(retry_after_us) + " us for allowed = " + std::to_string(allowed));
@@ -47,7 +50,7 @@ inline Decision checkedDecision(std::int64_t allowed, std::int64_t remaining, st
   decision.remaining = std::max<std::int64_t>(0, remaining);
   decision.retry_after = std::chrono::microseconds(retry_after_us);
   decision.reset_after = std::chrono::microseconds(reset_after_us);
-  decision.tier = Tier::redis;
+  decision.tier = blocked ? Tier::blocked : Tier::redis;
   return decision;
 }
 

@@ -21,7 +21,7 @@ namespace swl {
 
 // Each script once: the log's decision, settle and lease, MultiLimiter's, the other algorithms' (the
 // bucketed window's is one for any number of buckets: it takes them as an argument), the periodic
-// quota's (calendar days and months), the concurrency
+// quota's (calendar days and months), each decision's blocking variant (LimiterOptions::block_for), the concurrency
 // slots', and the one that forgets a key (reset).
 inline std::vector<const Script*> everyScript() {
   const detail::SlotScripts& slots = detail::slotScripts();
@@ -34,6 +34,13 @@ inline std::vector<const Script*> everyScript() {
           &detail::scriptOf<Gcra>(),
           &detail::scriptOf<BucketedWindow<>>(),
           &detail::periodicScript(),
+          &detail::blockingScriptOf<SlidingWindowLog>(),
+          &detail::blockingLeaseScriptOf<SlidingWindowLog>(),
+          &detail::blockingScriptOf<FixedWindow>(),
+          &detail::blockingScriptOf<SlidingCounter>(),
+          &detail::blockingScriptOf<Gcra>(),
+          &detail::blockingScriptOf<BucketedWindow<>>(),
+          &detail::blockingPeriodicScript(),
           &slots.acquire,
           &slots.release,
           &slots.extend,

@@ -648,9 +648,12 @@ if ARGV[11] ~= '' then units.settle(key, ARGV[11], tonumber(ARGV[12]), tonumber(
 local log = units.open(key, window)
 local room = limit - units.units(log)
 local ttl = tonumber(ARGV[6])
-if cost > room then
+-- Refused when the cost does not fit, and, under a block (algorithm.hpp's kBlockOpening), always.
+if cost > room or not record then
   local held = units.commit(log, nil, 0, now, ttl)
-  return {0, limit - held, units.freedAfter(log, held + cost - limit), units.resetAfter(log), 0}
+  local retry_after = 0
+  if cost > room then retry_after = units.freedAfter(log, held + cost - limit) end
+  return {0, limit - held, retry_after, units.resetAfter(log), 0}
 end
 local leased = math.max(cost, math.min(tonumber(ARGV[8]), math.floor(room / tonumber(ARGV[10]))))
 local at = now

@@ -11,9 +11,9 @@
 // every rule's log only if every rule admits it, so a refusal costs no rule anything. Each rule is an
 // exact sliding window log (algorithms/sliding_window.hpp), or a quota per period such as a calendar
 // day in a time zone (periods.hpp, calendar.hpp: {"day", 10'000, CalendarPeriods::days(1, "Europe/Berlin")}),
-// under the Redis key KeyPolicy(prefix:name) makes of its key: "swl:user-second:user:42" with PrefixKey. The observer sees one event per decision,
-// under the binding rule's key and name (DecisionEvent::rule). With an access list (LimiterOptions::
-// access), a call is refused when any rule's key is denied, and otherwise admitted untouched when any
+// under the Redis key KeyPolicy(prefix:name) makes of its key: "swl:user-second:user:42" with PrefixKey. The observer
+// sees one event per decision, under the binding rule's key and name (DecisionEvent::rule). With an access list
+// (LimiterOptions:: access), a call is refused when any rule's key is denied, and otherwise admitted untouched when any
 // rule's key is allowed; the listed key binds.
 //
 // On Redis Cluster the keys of one decision must share a hash slot: use HashTagKey
@@ -221,6 +221,11 @@ class MultiLimiter {
   MultiLimiter(RedisClient& redis, std::vector<Rule> rules, LimiterOptions options = {}, std::string prefix = "swl",
                MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
       : redis_(&redis), options_(std::move(options)), members_(std::move(members)), ttl_(std::move(ttl)) {
+    if (options_.block_for.count() != 0) {
+      throw InvalidArgument(
+          "swl::MultiLimiter: LimiterOptions::block_for is not taken here (a refusal would have to choose "
+          "which rule's key to block); block with a limiter of the key itself in front of it");
+    }
     if (rules.empty() || rules.size() > ScriptCall::kMaxKeys) {
       throw InvalidArgument("swl::MultiLimiter: " + std::to_string(rules.size()) + " rules; one decision takes 1 to " +
                             std::to_string(ScriptCall::kMaxKeys));

@@ -64,9 +64,9 @@ class PrometheusMetrics {
 
   static constexpr std::array<Verdict, 4> kVerdicts{Verdict::allowed, Verdict::rejected, Verdict::shadow_rejected,
                                                     Verdict::error};
-  static constexpr std::array<Tier, 9> kTiers{Tier::redis,     Tier::fail_open,     Tier::fail_closed,
-                                              Tier::in_memory, Tier::blocked_cache, Tier::insurance,
-                                              Tier::lease,     Tier::allow_list,    Tier::deny_list};
+  static constexpr std::array<Tier, 10> kTiers{
+      Tier::redis,     Tier::fail_open, Tier::fail_closed, Tier::in_memory, Tier::blocked_cache,
+      Tier::insurance, Tier::lease,     Tier::allow_list,  Tier::deny_list, Tier::blocked};
   static constexpr std::array<ErrorKind, 7> kErrorKinds{
       ErrorKind::invalid_argument, ErrorKind::timeout, ErrorKind::auth, ErrorKind::connection,
       ErrorKind::protocol,         ErrorKind::reply,   ErrorKind::other};
