@@ -88,9 +88,11 @@ class Bench {
       settles(entries);
       leases(entries);
       slidOut(entries);
+      blocks(entries);
     }
     multiOfNineRules(std::min<long>(largest_, 10'000));
     otherAlgorithms();
+    periods();
     concurrency();
     print();
   }
@@ -229,6 +231,31 @@ class Bench {
            }));
   }
 
+  // Blocking (LimiterOptions::block_for) on a full weighted window: refusals that start a block (a block of
+  // 1 ms, over before the next call), and refusals of a blocked key, which decide as a peek does.
+  void blocks(long entries) {
+    reset();
+    const std::int64_t limit = 2 * entries;
+    swl::LimiterOptions blocking = options_;
+    blocking.block_for = 1ms;
+    swl::SlidingWindowLimiter<> briefly(connection_, swl::Limit{limit, 600s}, blocking);
+    fill(briefly, "w", 2, entries);
+    clock_.advance(1s);
+    record(label("refusal of cost limit/2 that blocks the key, weighted window", entries),
+           timedByRedis(connection_, [&] {
+             for (int i = 0; i < 200; ++i) {
+               briefly.tryAcquire("w", limit / 2);
+               clock_.advance(2ms);
+             }
+           }));
+    blocking.block_for = 600s;
+    swl::SlidingWindowLimiter<> long_block(connection_, swl::Limit{limit, 600s}, blocking);
+    long_block.tryAcquire("w", limit / 2);  // blocks "w"
+    record(label("refusal of cost limit/2 of a blocked key, weighted window", entries), timedByRedis(connection_, [&] {
+             for (int i = 0; i < 200; ++i) long_block.tryAcquire("w", limit / 2);
+           }));
+  }
+
   // Nine rules, each over a full weighted window: refusals by the last rule, and admissions.
   void multiOfNineRules(long entries) {
     reset();
@@ -277,6 +304,35 @@ class Bench {
     record("SlidingCounterLimiter, counted flood of cost = limit", flood(counter));
     record("GcraLimiter, flood of cost = limit", flood(gcra));
     record("BucketedWindowLimiter<64>, counted flood of cost = limit", flood(bucketed));
+  }
+
+  // A quota per period (a calendar day, say: the script is the same whatever cuts the periods): a counted
+  // flood; and a MultiLimiter of eight weighted rules and a periodic one, refused by the periodic rule.
+  void periods() {
+    reset();
+    const swl::Periods hours("1 hour", 1h, [](Micros at) {
+      const Micros start = std::chrono::floor<std::chrono::hours>(at);
+      return swl::Period{start, start + 1h};
+    });
+    swl::LimiterOptions counted = options_;
+    counted.rejected = swl::RejectedRequests::counted;
+    swl::PeriodicLimiter<> periodic(connection_, 1'000'000, hours, counted);
+    record("PeriodicLimiter (a calendar quota), counted flood of cost = limit", timedByRedis(connection_, [&] {
+             for (int i = 0; i < 300; ++i) periodic.tryAcquire("k", 1'000'000);
+           }));
+    const long entries = std::min<long>(largest_, 10'000);
+    std::vector<swl::Rule> rules;
+    for (int i = 0; i < 8; ++i) rules.push_back({"r" + std::to_string(i), swl::Limit{2 * entries + i, 600s}});
+    rules.push_back({"period", 2 * entries - 1, hours});
+    swl::MultiLimiter<> limiter(connection_, rules, options_);
+    const std::vector<std::string_view> keys(9, "k");
+    for (long i = 0; i < entries - 1; ++i) limiter.tryAcquire(keys, 2);
+    record(label("MultiLimiter, 8 weighted rules and a periodic one, refusal of cost limit/2", entries),
+           timedByRedis(connection_,
+                        [&] {
+                          for (int i = 0; i < 200; ++i) limiter.tryAcquire(keys, entries);
+                        }),
+           9);
   }
 
   // Acquires that find every slot expired: their work is bounded by max_in_flight.
