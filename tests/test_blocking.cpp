@@ -261,5 +261,7 @@ TEST_CASE("block_for outside 1 ms..2^53 us, or on a limiter that cannot block, i
                     Contains("block_for is not taken here"));
   CHECK_THROWS_WITH(swl::ConcurrencyLimiter<>(connection, swl::Concurrency{2, 10s}, blocking({}, 1s)),
                     Contains("block_for is not taken here"));
+  CHECK_THROWS_WITH(swl::ShardedLimiter<>(connection, swl::Limit{100, 1s}, blocking({}, 1s), swl::Sharding(4)),
+                    Contains("would block one shard, not the key"));
   CHECK_NOTHROW(swl::SlidingWindowLimiter<>(connection, limit, blocking({}, 1ms)));
 }
