@@ -60,7 +60,8 @@ void checkDecision(const swl::Decision& decision, std::int64_t limit) {
   check(decision.retry_after.count() >= 0, "retry_after >= 0");
   check(decision.allowed == (decision.retry_after.count() == 0), "allowed iff retry_after == 0");
   check(decision.reset_after.count() >= 0, "reset_after >= 0");
-  check(decision.tier == swl::Tier::redis, "a decoded decision comes from redis");
+  check(decision.tier == swl::Tier::redis || (decision.tier == swl::Tier::blocked && !decision.allowed),
+        "a decoded decision comes from redis, or is a blocked key's refusal");
 }
 
 // hiredis allocates an aggregate's element array as soon as it reads the count ("*2000000000\r\n" asks
