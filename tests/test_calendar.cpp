@@ -273,24 +273,24 @@ TEST_CASE("a calendar quota refuses until local midnight, its key expires then, 
 TEST_CASE("a calendar quota on Redis's clock counts in the period holding Redis's now") {
   RedisServer server;
   swl::Connection connection = server.connect();
-  const swl::Periods minutes("1 minute", 1min, [](std::chrono::microseconds at) {
-    const std::chrono::microseconds start = std::chrono::floor<std::chrono::minutes>(at);
-    return swl::Period{start, start + 1min};
+  const swl::Periods hours("1 hour", 1h, [](std::chrono::microseconds at) {
+    const std::chrono::microseconds start = std::chrono::floor<std::chrono::hours>(at);
+    return swl::Period{start, start + 1h};
   });
-  swl::PeriodicLimiter<> limiter(connection, 2, minutes);
+  swl::PeriodicLimiter<> limiter(connection, 2, hours);
   const auto host_now = [] {
     return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch());
   };
-  // Near a minute's end the two calls could fall in two minutes: start early in one.
-  while (host_now() % 1min > 50s) std::this_thread::sleep_for(100ms);
+  // In an hour's last 10 s the two calls could fall in two hours: then start in the next one.
+  while (host_now() % 1h > 3590s) std::this_thread::sleep_for(100ms);
   const std::chrono::microseconds before = host_now();
   CHECK(limiter.tryAcquire("k", 2).allowed);
   const swl::Decision refused = limiter.tryAcquire("k");
   const std::chrono::microseconds after = host_now();
   CHECK_FALSE(refused.allowed);
-  const std::chrono::microseconds minute_end = minutes.at(before).end;
-  CHECK(refused.retry_after <= minute_end - before);
-  CHECK(refused.retry_after >= minute_end - after - 50ms);  // Redis's clock is this host's
+  const std::chrono::microseconds hour_end = hours.at(before).end;
+  CHECK(refused.retry_after <= hour_end - before);
+  CHECK(refused.retry_after >= hour_end - after - 50ms);  // Redis's clock is this host's
 
   // Bounds that miss Redis's now (a client clock off by more than a period) are an error reply naming it.
   CHECK_THROWS_WITH(connection.run(swl::PeriodicLimiter<>::script(), {"k"},

@@ -63,9 +63,7 @@ class CalendarCut {
         return date::local_days(date::days(floorDivide(number - kFirstMonday, 7 * count_) * 7 * count_ + kFirstMonday));
       case CalendarUnit::month: {
         const date::year_month_day date(day);
-        const std::int64_t month =
-            (static_cast<int>(date.year()) - 1970) * 12 + static_cast<unsigned>(date.month()) - 1;
-        return firstOfMonth(floorDivide(month, count_) * count_);
+        return firstOfMonth(floorDivide(monthNumber(date), count_) * count_);
       }
     }
     return day;
@@ -78,12 +76,16 @@ class CalendarCut {
       case CalendarUnit::week:
         return first + date::days(7 * count_);
       case CalendarUnit::month: {
-        const date::year_month_day date(first);
-        return firstOfMonth((static_cast<int>(date.year()) - 1970) * 12 + static_cast<unsigned>(date.month()) - 1 +
-                            count_);
+        return firstOfMonth(monthNumber(date::year_month_day(first)) + count_);
       }
     }
     return first;
+  }
+
+  // Months since January 1970 (signed: a month before it is negative).
+  static std::int64_t monthNumber(const date::year_month_day& date) {
+    return (std::int64_t{static_cast<int>(date.year())} - 1970) * 12 +
+           std::int64_t{static_cast<unsigned>(date.month())} - 1;
   }
 
   // The first day of the month `month` months after January 1970.

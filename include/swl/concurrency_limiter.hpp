@@ -256,11 +256,8 @@ class ConcurrencyLimiter {
           "swl::ConcurrencyLimiter: LimiterOptions::access is not taken here: a slot is held and released, so a "
           "listed key has none to give; ask the list (AccessList::listingOf) before tryAcquire");
     }
-    if (options_.block_for.count() != 0) {
-      throw InvalidArgument(
-          "swl::ConcurrencyLimiter: LimiterOptions::block_for is not taken here: a full key frees itself as "
-          "slots are released, so there is no refusal to prolong");
-    }
+    detail::refuseBlockFor(options_, "swl::ConcurrencyLimiter",
+                           "a full key frees itself as slots are released, so there is no refusal to prolong");
   }
 
   ConcurrencyLimiter(const ConcurrencyLimiter&) = delete;  // Slots point at it

@@ -45,14 +45,15 @@ namespace detail {
 // length (unused), ARGV[5] and ARGV[6] are unused (no members; the key expires when its period ends).
 inline constexpr std::string_view kPeriodicScript = R"lua(
 -- ARGV[8]  the bounds of the periods around the client's now, 'b0 b1 ...' (kPeriodFunctions)
-local start, finish = periodOf(ARGV[8])
-if not start then return periodMissed(ARGV[8]) end
-local count = periodCount(key, start, finish)
+local periods = countedByPeriods()
+local start, finish = periods.of(ARGV[8])
+if not start then return periods.missed(ARGV[8]) end
+local count = periods.units(key, start, finish)
 
 local allowed = count + cost <= limit
 if record and (allowed or count_rejected) then
   count = count + cost
-  periodRecord(key, start, finish, count)
+  periods.record(key, start, finish, count)
 end
 
 local remaining = limit - count  -- below 0 when counted refusals filled the period past the limit

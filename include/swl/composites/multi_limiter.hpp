@@ -86,15 +86,16 @@ local function text(n) return string.format('%.0f', n) end
 inline constexpr std::string_view kMultiWindowScript = R"lua(
 -- Each rule's window: a period's count (kPeriodFunctions), or a log as the log's own script counts it
 -- (SlidingWindowLog::kScript): by its entries, or by its sums once it holds entries of other units.
-local entries, units, rules, allowed = countedByEntries(), nil, {}, true
+local entries, units, periods, rules, allowed = countedByEntries(), nil, nil, {}, true
 for i, log_key in ipairs(KEYS) do
   local window = tonumber(ARGV[1 + 4 * i])
   local rule = {key = log_key, window = window, limit = tonumber(ARGV[2 + 4 * i]), ttl = tonumber(ARGV[3 + 4 * i])}
   local bounds = ARGV[4 + 4 * i]
   if bounds ~= '' then
-    rule.period_start, rule.period_end = periodOf(bounds)
-    if not rule.period_start then return periodMissed(bounds) end
-    rule.held = periodCount(log_key, rule.period_start, rule.period_end)
+    periods = periods or countedByPeriods()
+    rule.period_start, rule.period_end = periods.of(bounds)
+    if not rule.period_start then return periods.missed(bounds) end
+    rule.held = periods.units(log_key, rule.period_start, rule.period_end)
   else
     rule.start = text(now - window)
     rule.held = redis.call('ZCOUNT', log_key, '(' .. rule.start, TIMES_END)
@@ -120,7 +121,7 @@ for _, rule in ipairs(rules) do
   if rule.period_end then
     if member then
       rule.held = rule.held + cost
-      periodRecord(rule.key, rule.period_start, rule.period_end, rule.held)
+      periods.record(rule.key, rule.period_start, rule.period_end, rule.held)
     end
     -- Any cost up to the limit fits in the next period.
     if rule.refused then retry_after = rule.period_end - now end
@@ -221,11 +222,9 @@ class MultiLimiter {
   MultiLimiter(RedisClient& redis, std::vector<Rule> rules, LimiterOptions options = {}, std::string prefix = "swl",
                MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
       : redis_(&redis), options_(std::move(options)), members_(std::move(members)), ttl_(std::move(ttl)) {
-    if (options_.block_for.count() != 0) {
-      throw InvalidArgument(
-          "swl::MultiLimiter: LimiterOptions::block_for is not taken here (a refusal would have to choose "
-          "which rule's key to block); block with a limiter of the key itself in front of it");
-    }
+    detail::refuseBlockFor(options_, "swl::MultiLimiter",
+                           "a refusal would have to choose which rule's key to block; block with a limiter of the "
+                           "key itself in front of it");
     if (rules.empty() || rules.size() > ScriptCall::kMaxKeys) {
       throw InvalidArgument("swl::MultiLimiter: " + std::to_string(rules.size()) + " rules; one decision takes 1 to " +
                             std::to_string(ScriptCall::kMaxKeys));

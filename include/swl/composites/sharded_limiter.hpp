@@ -50,11 +50,9 @@ class ShardedLimiterCore {
                      MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
       : limit_(detail::checkedLimit(limit)), options_(std::move(options)), count_(sharding.shards()) {
     checkShared(limit_);
-    if (options_.block_for.count() != 0) {
-      throw InvalidArgument(
-          "swl::ShardedLimiter: LimiterOptions::block_for is not taken here: a refusal would block one shard, "
-          "not the key; block the key with a limiter in front of the sharded one");
-    }
+    detail::refuseBlockFor(options_, "swl::ShardedLimiter",
+                           "a refusal would block one shard, not the key; block the key with a limiter in front of "
+                           "the sharded one");
     shards_.reserve(sharding.shards());
     for (std::size_t i = 0; i < sharding.shards(); ++i) {
       shards_.emplace_back(redis, share(limit_, i), options_, ShardKey(i, sharding.prefix()), members, ttl);

@@ -39,6 +39,12 @@ inline Limit checkedLimit(Limit limit) {
   return limit;
 }
 
+// A limiter that cannot block a key (LimiterOptions::block_for) refuses the option, saying `why`.
+inline void refuseBlockFor(const LimiterOptions& options, std::string_view limiter, std::string_view why) {
+  if (options.block_for.count() == 0) return;
+  throw InvalidArgument(std::string(limiter) + ": LimiterOptions::block_for is not taken here: " + std::string(why));
+}
+
 // The checks every limiter applies to a request before it decides anything, so that all of them refuse
 // the same input with the same words. `limiter` and `call` name the call ("swl::LocalLimiter",
 // "tryAcquire"). Nothing is built unless the request is refused: this runs on every decision.
