@@ -576,6 +576,55 @@ TEST_CASE_METHOD(ManualTime, "a cost of 10^9 under a limit of 2^40 is one entry,
   CHECK(whole.retry_after == 60s - 1ms);  // all three must leave: the last, 1 ms ago, at its time + 60 s
 }
 
+// Writes Redis made since it started (each write, not each script): INFO's changes since the last save,
+// which the test servers never make.
+long long writesSoFar(swl::Connection& connection) {
+  return swl::test::infoCounter(connection, "persistence", "rdb_changes_since_last_save:");
+}
+
+TEST_CASE_METHOD(ManualTime,
+                 "a refusal or a peek writes nothing to a weighted window, however many of its entries slid out") {
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{100, 1s}, options);
+  for (int i = 0; i < 40; ++i) REQUIRE(limiter.tryAcquire("k", 2).allowed);  // 80 units, 1 us apart
+  clock.advance(1s + 19us);  // the 20 oldest entries slid out: 40 units are left
+  const long long before = writesSoFar(connection);
+  const swl::Decision refused = limiter.tryAcquire("k", 61);
+  CHECK_FALSE(refused.allowed);
+  CHECK(refused.remaining == 60);
+  CHECK(refused.retry_after == 1us);  // one unit has to leave: the oldest entry left, 1 us after the last that slid out
+  CHECK(limiter.peek("k").used == 40);
+  CHECK(writesSoFar(connection) == before);
+  CHECK(logEntries(connection, "swl:k") == 40);  // those that slid out still there, as they were
+  // The next admission takes up to 8 of them with it.
+  CHECK(limiter.tryAcquire("k", 3).allowed);
+  CHECK(logEntries(connection, "swl:k") == 33);
+  CHECK(swl::test::logLayoutProblem(connection, "swl:k") == "");
+}
+
+TEST_CASE_METHOD(ManualTime, "a key hit after its whole window slid out starts afresh: its set goes at once") {
+  const bool weighted = GENERATE(false, true);
+  const bool multi = GENERATE(false, true);
+  INFO((weighted ? "entries of 2 units" : "entries of 1 unit") << (multi ? ", a MultiLimiter's rule" : ""));
+  const swl::Limit limit{1000, 1s};
+  swl::SlidingWindowLimiter<> limiter(connection, limit, options);
+  swl::MultiLimiter<> rules(connection, {{"second", limit}}, options);
+  const std::string key = multi ? rules.redisKey(0, "k") : limiter.redisKey("k");
+  const auto acquire = [&](std::int64_t cost) {
+    return multi ? rules.tryAcquire({"k"}, cost).decision : limiter.tryAcquire("k", cost);
+  };
+  for (int i = 0; i < 500; ++i) REQUIRE(acquire(weighted ? 2 : 1).allowed);
+  clock.advance(2s);
+  const swl::Decision first = acquire(3);
+  CHECK(first.allowed);
+  CHECK(first.remaining == 997);
+  // The new entry and its bookkeeping member: no entry that slid out, no sum over them.
+  CHECK(integerReply(connection, {"ZCARD", key}) == 2);
+  CHECK(logEntries(connection, key) == 1);
+  CHECK(swl::test::logLayoutProblem(connection, key) == "");
+  CHECK(acquire(997).allowed);
+  CHECK_FALSE(acquire(1).allowed);
+}
+
 TEST_CASE_METHOD(ManualTime,
                  "a key written one member per unit (before 0.2) is counted as it was, then kept as a sum") {
   const std::int64_t now = clock.now().count();

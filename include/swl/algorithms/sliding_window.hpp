@@ -123,6 +123,17 @@ end
   // Numbers go to redis.call as numbers where they can: Redis formats them with 17 significant digits,
   // exact below 2^53 (unlike Lua's own 14 when concatenating).
   static constexpr std::string_view kFunctions = R"lua(
+-- A window that holds nothing while at least LOW members lie at or below its start (the marks, and
+-- entries that slid out): the whole set goes at once, so a key hit again after a quiet window starts
+-- afresh instead of trimming a few entries per call for as long as they last. UNLINK frees a large set
+-- in Redis's background thread: this call's work does not grow with what slid out. Returns what is
+-- left of `low`, the set's first LOW members at or below the window's start.
+local function forgetSlidOut(key, live, low)
+  if live > 0 or #low < LOW then return low end
+  redis.call('UNLINK', key)
+  return {}
+end
+
 -- A set counted by entries -------------------------------------------------------------------------
 -- Built only off the busiest path (kFastPath): a Lua function costs Redis on every call that defines it.
 local function countedByEntries()
@@ -350,9 +361,9 @@ local function countedByUnits()
   -- counted by units, its bookkeeping.
   local function openLog(key, window, start, live, low)
     start = start or text(now - window)
-    low = low or redis.call('ZRANGEBYSCORE', key, '-inf', start, 'LIMIT', 0, LOW)
-    local log = {key = key, window = window, start = start, slid = {},
-                 live = live or redis.call('ZCOUNT', key, '(' .. start, TIMES_END)}
+    live = live or redis.call('ZCOUNT', key, '(' .. start, TIMES_END)
+    low = forgetSlidOut(key, live, low or redis.call('ZRANGEBYSCORE', key, '-inf', start, 'LIMIT', 0, LOW))
+    local log = {key = key, window = window, start = start, slid = {}, live = live}
     if low[1] == '#' then
       numberEntries(key)
       return openLog(key, window, start, log.live)
@@ -398,13 +409,14 @@ local function countedByUnits()
     return log.live + log.extra - log.slid_extra
   end
 
-  -- Records `units` units for `member` (none when member is nil) at time `at`, or 1 us after the newest
-  -- entry when that is not earlier, and removes up to UNITS_TRIM entries that slid out. A set counted by
-  -- entries is counted by units from here on. Returns the units the window holds after.
+  -- Records `units` units for `member` at time `at`, or 1 us after the newest entry when that is not
+  -- earlier, and removes up to UNITS_TRIM entries that slid out. A set counted by entries is counted by
+  -- units from here on. With no member (a refusal, a peek) it writes nothing: the entries that slid out
+  -- go with the next entry recorded, or all at once when the window is empty (forgetSlidOut), so no
+  -- refusal pays for a removal. Returns the units the window holds after.
   --
   -- The entry's ZADD is the script's first write: a Redis over maxmemory refuses a script's first write
-  -- that could grow memory (OOM) before anything changed, but lets every later write through. With
-  -- nothing to record, the removal goes first: it frees memory, so a refusal is still decided then.
+  -- that could grow memory (OOM) before anything changed, but lets every later write through.
   local function commit(log, member, units, at, ttl)
     local key, held = log.key, unitsIn(log)
     local counted_by_entries = log.extra == nil
@@ -419,11 +431,11 @@ local function countedByUnits()
       log.newest = tonumber(redis.call('ZREVRANGEBYSCORE', key, TIMES_END, '(0', 'WITHSCORES', 'LIMIT', 0, 1)[2] or 0)
     end
     local slid = slidCount(log)
-    local trim = math.min(slid, UNITS_TRIM)
-    if not member and trim == 0 then
+    if not member then
       log.slid_left = slid
       return held
     end
+    local trim = math.min(slid, UNITS_TRIM)
     local oldest, trimmed_extra, writes, gone = log.oldest + trim, 0, {}, {}
     for i = 1, trim do trimmed_extra = trimmed_extra + unitsOf(log.slid[i]) - 1 end
     -- What leaves: its extra units leave E, each oldest node counts its part that left, and nodes left
@@ -438,61 +450,39 @@ local function countedByUnits()
         log.p[k] = log.p[k] + trimmed_extra
       end
     end
-    if member then
-      if log.newest >= at then at = log.newest + 1 end
-      local n, x = log.next, units - 1
-      for k = 1, LEVELS do
-        local index, previous = fl(n / SIZE[k]), fl((n - 1) / SIZE[k])
-        if n > 0 and index ~= previous then
-          -- The newest node is complete: it is kept (before T only when it holds extra units, settled
-          -- there), and the entry starts the next one.
-          if n > log.kept or log.q[k] ~= 0 then
-            writes[#writes + 1], writes[#writes + 2] = BAND[k] + 2 * previous, nodeName(log.q[k], previous)
-          end
-          log.q[k] = 0
+    if log.newest >= at then at = log.newest + 1 end
+    local n, x = log.next, units - 1
+    for k = 1, LEVELS do
+      local index, previous = fl(n / SIZE[k]), fl((n - 1) / SIZE[k])
+      if n > 0 and index ~= previous then
+        -- The newest node is complete: it is kept (before T only when it holds extra units, settled
+        -- there), and the entry starts the next one.
+        if n > log.kept or log.q[k] ~= 0 then
+          writes[#writes + 1], writes[#writes + 2] = BAND[k] + 2 * previous, nodeName(log.q[k], previous)
         end
-        log.q[k] = log.q[k] + x
+        log.q[k] = 0
       end
-      log.extra, log.newest, log.next, held = log.extra + x, at, n + 1, held + units
+      log.q[k] = log.q[k] + x
     end
-    log.extra, log.oldest = log.extra - trimmed_extra, oldest
-    log.slid_left, log.slid_extra = slid - trim, log.slid_extra - trimmed_extra
-    local empty = log.next == oldest
+    log.extra, log.newest, log.next, held = log.extra + x - trimmed_extra, at, n + 1, held + units
+    log.oldest, log.slid_left, log.slid_extra = oldest, slid - trim, log.slid_extra - trimmed_extra
     -- The bookkeeping member's successor sorts below it, so that it goes by rank with the entries that
     -- left (the mark of a set that was counted by entries, at rank 0 like a bookkeeping member, too).
     local replaced = log.book or (counted_by_entries and redis.call('ZSCORE', key, '!'))
-    if not empty then
-      log.writes = log.writes + 1
-      log.book = bookName(log)
-      writes[#writes + 1], writes[#writes + 2] = -1 - log.writes, log.book
+    log.writes = log.writes + 1
+    log.book = bookName(log)
+    writes[#writes + 1], writes[#writes + 2] = -1 - log.writes, log.book
+    -- Marked even for one unit: kFastPath's ZADD of an unmarked member then never finds it here.
+    -- LT never moves an entry already there (every entry is older than `at`), so a member policy
+    -- that repeats itself cannot take an entry out of its place: the repeat gets a suffix instead.
+    local marked = '*' .. struct.pack('>d', units)
+    if redis.call('ZADD', key, 'LT', at, marked .. member, unpack(writes)) == #writes / 2 then
+      redis.call('ZADD', key, at, marked .. member .. ')' .. text(log.next - 1))
     end
-    if member then
-      -- Marked even for one unit: kFastPath's ZADD of an unmarked member then never finds it here.
-      -- LT never moves an entry already there (every entry is older than `at`), so a member policy
-      -- that repeats itself cannot take an entry out of its place: the repeat gets a suffix instead.
-      local marked = '*' .. struct.pack('>d', units)
-      if redis.call('ZADD', key, 'LT', at, marked .. member, unpack(writes)) == #writes / 2 then
-        redis.call('ZADD', key, at, marked .. member .. ')' .. text(log.next - 1))
-      end
-      local last = trim + (replaced and 1 or 0)
-      if last > 0 then redis.call('ZREMRANGEBYRANK', key, 1, last) end
-      redis.call('PEXPIRE', key, math.max(ttl, math.ceil((log.newest + log.window - now) / 1000)))
-    else
-      -- Nothing recorded: the removal first (it frees memory), then the bookkeeping member.
-      redis.call('ZREMRANGEBYRANK', key, 1, trim)
-      if empty then
-        redis.call('ZREMRANGEBYRANK', key, 0, 0)
-        log.book = nil
-      else
-        redis.call('ZADD', key, unpack(writes))
-        redis.call('ZREMRANGEBYRANK', key, 1, 1)
-      end
-    end
-    if empty then
-      redis.call('ZREMRANGEBYSCORE', key, BAND[1], '+inf')
-    else
-      for _, range in ipairs(gone) do redis.call('ZREMRANGEBYSCORE', key, range[1], range[2]) end
-    end
+    local last = trim + (replaced and 1 or 0)
+    if last > 0 then redis.call('ZREMRANGEBYRANK', key, 1, last) end
+    redis.call('PEXPIRE', key, math.max(ttl, math.ceil((log.newest + log.window - now) / 1000)))
+    for _, range in ipairs(gone) do redis.call('ZREMRANGEBYSCORE', key, range[1], range[2]) end
     return held
   end
 
@@ -586,7 +576,7 @@ end
 local ttl = tonumber(ARGV[6]) or math.ceil(window / 1000)
 -- The set's first members at or below the window's start: first its bookkeeping ('#...')
 -- when counted by units, or its mark '!' when counted by entries, then the entries that slid out.
-local low = redis.call('ZRANGEBYSCORE', key, '-inf', start, 'LIMIT', 0, LOW)
+local low = forgetSlidOut(key, live, redis.call('ZRANGEBYSCORE', key, '-inf', start, 'LIMIT', 0, LOW))
 by_units = low[1] ~= nil and string.byte(low[1]) == 35
 local allowed = live + cost <= limit
 -- A rejected request writes nothing unless the caller opted into the penalty: recording rejections
