@@ -62,7 +62,7 @@ inline constexpr std::string_view kScriptPrelude = R"lua(
 -- ARGV[1]  window in microseconds
 -- ARGV[2]  limit: the most units the window admits
 -- ARGV[3]  cost: units this request asks for (1 <= cost <= limit, checked by the client); default 1;
---          0 peeks: the state is read (and trimmed) but nothing is recorded
+--          0 peeks: the state is read (a log may be trimmed) but nothing is recorded
 -- ARGV[4]  now in microseconds since the epoch; '' or absent: read Redis's own clock
 -- ARGV[5]  this request's unique member, for algorithms that record one; '' or absent: its millisecond
 --          timestamp (the seed articles' scheme)
