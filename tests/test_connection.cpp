@@ -169,7 +169,7 @@ TEST_CASE("an ACL user allowed only the script's commands on the limiter's prefi
   const std::string rule =
       "ACL SETUSER limiter on >limiter-pass resetkeys ~swl:* resetchannels -@all +evalsha +script|load +time "
       "+zcount +zscore +zrank +zrange +zrangebyscore +zrevrangebyscore +zadd +zrem +zremrangebyscore "
-      "+zremrangebyrank +zcard +pexpire +hmget +hset +hdel +hkeys +get +set +del";
+      "+zremrangebyrank +zcard +pexpire +hmget +hset +hdel +hkeys +get +set +del +unlink";
   std::vector<std::string> words;
   std::istringstream split(rule);
   for (std::string word; split >> word;) words.push_back(word);
@@ -202,6 +202,15 @@ TEST_CASE("an ACL user allowed only the script's commands on the limiter's prefi
   CHECK(limiter.tryAcquire("weighted", 2).allowed);
   CHECK(multi.tryAcquire({"k", "k"}).decision.allowed);
   CHECK(integerReply(admin, {"EXISTS", "swl:counter:k", "swl:fixed:k", "swl:gcra:k", "swl:bucketed:k"}) == 4);
+  // A weighted log whose whole window slid out goes with UNLINK.
+  swl::testing::ManualClock clock;
+  swl::LimiterOptions manual;
+  manual.clock = swl::Clock::manual(clock);
+  swl::SlidingWindowLimiter<> quiet(connection, swl::Limit{100, 1s}, manual, swl::PrefixKey("swl:quiet"));
+  for (int i = 0; i < 20; ++i) REQUIRE(quiet.tryAcquire("k", 2).allowed);
+  clock.advance(2s);
+  CHECK(quiet.tryAcquire("k", 2).remaining == 98);
+  CHECK(integerReply(admin, {"ZCARD", "swl:quiet:k"}) == 2);  // the new entry and its bookkeeping
 
   swl::SlidingWindowLimiter<> elsewhere(connection, swl::Limit{2, 1s}, {}, swl::PrefixKey("other"));
   CHECK_THROWS_WITH(elsewhere.tryAcquire("k"), Catch::Contains("NOPERM"));  // outside the prefix
