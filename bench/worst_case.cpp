@@ -265,6 +265,17 @@ class Bench {
                for (int key = 0; key < kKeys; ++key) limiter.tryAcquire("burst" + std::to_string(key), 4 * entries);
              }
            }));
+    // The same windows full (a limit of what each holds), refusing one unit: the wait is the first entry
+    // still in the window, right after those that slid out.
+    const std::int64_t held = limiter.peek("burst0").used;
+    record(label("refusals of cost 1 after half a burst slid out, the window full", entries),
+           timedByRedis(connection_, [&] {
+             for (int call = 0; call < 40; ++call) {
+               for (int key = 0; key < kKeys; ++key) {
+                 limiter.tryAcquire("burst" + std::to_string(key), 1, swl::Limit{held, 60s});
+               }
+             }
+           }));
   }
 
   // Blocking (LimiterOptions::block_for) on a full weighted window: refusals that start a block (a block of
