@@ -1,16 +1,9 @@
 # Builds the Debian package (cpack -G DEB), checks what it declares and holds, unpacks it into a scratch
 # root, and builds tests/package/consumer from there: through find_package, and through pkg-config alone.
 # Invoked by ctest with -P: SWL_SOURCE_DIR, WORK_DIR, CXX, CPACK.
+include(${CMAKE_CURRENT_LIST_DIR}/run.cmake)
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
-
-function(run)
-  execute_process(COMMAND ${ARGV} RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE output)
-  if(NOT result EQUAL 0)
-    message(FATAL_ERROR "failed: ${ARGV}\n${output}")
-  endif()
-  set(last_output "${output}" PARENT_SCOPE)
-endfunction()
 
 function(expect text pattern what)
   if(NOT text MATCHES "${pattern}")

@@ -1,0 +1,9 @@
+# run(COMMAND...): runs a command, stops the script saying what failed and what it printed, and leaves
+# its output in `last_output`. Shared by the package checks, which ctest invokes with -P.
+function(run)
+  execute_process(COMMAND ${ARGV} RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE output)
+  if(NOT result EQUAL 0)
+    message(FATAL_ERROR "failed: ${ARGV}\n${output}")
+  endif()
+  set(last_output "${output}" PARENT_SCOPE)
+endfunction()
