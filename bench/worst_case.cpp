@@ -8,8 +8,8 @@
 // Windows of 10^3 to the largest number of entries (10^5 by default) are built through the limiters
 // themselves (pipelined batches) on a manual clock, so every run sees the same sets. The baseline is
 // SlidingWindowLimiter<> on Redis's clock: cost 1, admitted (bench/script_cost's admitted case), sent one
-// call at a time as every adversarial call is. The goal (issue: "No call may cost Redis much more than a decision"): every adversarial call at
-// most 5x the baseline, 3x aimed for.
+// call at a time as every adversarial call is. The goal (issue: "No call may cost Redis much more than a
+// decision"): every adversarial call at most 5x the baseline, 3x aimed for.
 
 #include <swl/swl.hpp>
 
@@ -48,7 +48,7 @@ std::vector<long long> timedByRedis(swl::Connection& connection, const std::func
 struct Row {
   std::string scenario;
   std::vector<long long> durations;
-  int decisions = 1;  // a MultiLimiter call makes one per rule, and is held to about one decision's cost each
+  int decisions = 1;        // a MultiLimiter call makes one per rule, and is held to about one decision's cost each
   bool adversarial = true;  // false for the baselines: the worst is named among the others
 };
 
@@ -97,8 +97,9 @@ class Bench {
     periods();
     concurrency();
     baselineSlice();
-    rows_.insert(rows_.begin(), {"baseline: cost 1 admitted, Redis's clock, one call at a time, in slices through the run",
-                                 base_, 1, false});
+    rows_.insert(
+        rows_.begin(),
+        {"baseline: cost 1 admitted, Redis's clock, one call at a time, in slices through the run", base_, 1, false});
     print();
   }
 
@@ -133,9 +134,11 @@ class Bench {
     std::vector<swl::AcquireRequest> batch;
     for (int key = 0; key < 10'000; ++key) batch.push_back({"pipelined:" + std::to_string(key)});
     fill(limiter, "warm", 1, 1);
-    record("for scale: the same, 10,000 keys pipelined (tryAcquireMany)", timedByRedis(connection_, [&] {
-             for (int round = 0; round < 2; ++round) limiter.tryAcquireMany(batch);
-           }),
+    record("for scale: the same, 10,000 keys pipelined (tryAcquireMany)",
+           timedByRedis(connection_,
+                        [&] {
+                          for (int round = 0; round < 2; ++round) limiter.tryAcquireMany(batch);
+                        }),
            1, false);
   }
 
