@@ -625,6 +625,21 @@ TEST_CASE_METHOD(ManualTime, "a key hit after its whole window slid out starts a
   CHECK_FALSE(acquire(1).allowed);
 }
 
+TEST_CASE_METHOD(ManualTime, "a lease on a key whose whole window slid out starts it afresh too") {
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{1000, 1s}, options);
+  for (int i = 0; i < 500; ++i) REQUIRE(limiter.tryAcquire("k", 2).allowed);
+  clock.advance(2s);
+  swl::detail::LeaseTerms terms;
+  terms.units = 40;
+  terms.duration = 10ms;
+  const swl::detail::LeaseGrant lease = limiter.lease("k", 1, terms);
+  CHECK(lease.decision.allowed);
+  CHECK(lease.receipt.units == 40);
+  CHECK(lease.decision.remaining == 960);
+  CHECK(integerReply(connection, {"ZCARD", "swl:k"}) == 2);  // the lease's entry and its bookkeeping
+  CHECK(swl::test::logLayoutProblem(connection, "swl:k") == "");
+}
+
 TEST_CASE_METHOD(ManualTime,
                  "a key written one member per unit (before 0.2) is counted as it was, then kept as a sum") {
   const std::int64_t now = clock.now().count();

@@ -123,12 +123,14 @@ end
   // Numbers go to redis.call as numbers where they can: Redis formats them with 17 significant digits,
   // exact below 2^53 (unlike Lua's own 14 when concatenating).
   static constexpr std::string_view kFunctions = R"lua(
--- A window that holds nothing while at least LOW members lie at or below its start (the marks, and
--- entries that slid out): the whole set goes at once, so a key hit again after a quiet window starts
--- afresh instead of trimming a few entries per call for as long as they last. UNLINK frees a large set
--- in Redis's background thread: this call's work does not grow with what slid out. Returns what is
--- left of `low`, the set's first LOW members at or below the window's start.
-local function forgetSlidOut(key, live, low)
+-- The set's first LOW members at or below the window's start (`start`, as text): its bookkeeping
+-- ('#...') when counted by units or its mark '!' when counted by entries, then entries that slid out.
+-- A window that holds nothing (`live` 0) while LOW members lie there goes at once, so a key hit again
+-- after a quiet window starts afresh instead of trimming a few entries per call for as long as they
+-- last: UNLINK frees a large set in Redis's background thread, so this call's work does not grow with
+-- what slid out.
+local function lowMembers(key, start, live)
+  local low = redis.call('ZRANGEBYSCORE', key, '-inf', start, 'LIMIT', 0, LOW)
   if live > 0 or #low < LOW then return low end
   redis.call('UNLINK', key)
   return {}
@@ -362,7 +364,7 @@ local function countedByUnits()
   local function openLog(key, window, start, live, low)
     start = start or text(now - window)
     live = live or redis.call('ZCOUNT', key, '(' .. start, TIMES_END)
-    low = forgetSlidOut(key, live, low or redis.call('ZRANGEBYSCORE', key, '-inf', start, 'LIMIT', 0, LOW))
+    low = low or lowMembers(key, start, live)
     local log = {key = key, window = window, start = start, slid = {}, live = live}
     if low[1] == '#' then
       numberEntries(key)
@@ -412,7 +414,7 @@ local function countedByUnits()
   -- Records `units` units for `member` at time `at`, or 1 us after the newest entry when that is not
   -- earlier, and removes up to UNITS_TRIM entries that slid out. A set counted by entries is counted by
   -- units from here on. With no member (a refusal, a peek) it writes nothing: the entries that slid out
-  -- go with the next entry recorded, or all at once when the window is empty (forgetSlidOut), so no
+  -- go with the next entry recorded, or all at once when the window is empty (lowMembers), so no
   -- refusal pays for a removal. Returns the units the window holds after.
   --
   -- The entry's ZADD is the script's first write: a Redis over maxmemory refuses a script's first write
@@ -574,9 +576,7 @@ end
   // kFastPath, which has read `start` and `live`.
   static constexpr std::string_view kScript = R"lua(
 local ttl = tonumber(ARGV[6]) or math.ceil(window / 1000)
--- The set's first members at or below the window's start: first its bookkeeping ('#...')
--- when counted by units, or its mark '!' when counted by entries, then the entries that slid out.
-local low = forgetSlidOut(key, live, redis.call('ZRANGEBYSCORE', key, '-inf', start, 'LIMIT', 0, LOW))
+local low = lowMembers(key, start, live)
 by_units = low[1] ~= nil and string.byte(low[1]) == 35
 local allowed = live + cost <= limit
 -- A rejected request writes nothing unless the caller opted into the penalty: recording rejections

@@ -99,8 +99,7 @@ for i, log_key in ipairs(KEYS) do
   else
     rule.start = text(now - window)
     rule.held = redis.call('ZCOUNT', log_key, '(' .. rule.start, TIMES_END)
-    -- The members at or below the window's start: first '#...' when counted by units, '!' by entries.
-    rule.low = forgetSlidOut(log_key, rule.held, redis.call('ZRANGEBYSCORE', log_key, '-inf', rule.start, 'LIMIT', 0, LOW))
+    rule.low = lowMembers(log_key, rule.start, rule.held)
     if rule.low[1] ~= nil and string.byte(rule.low[1]) == 35 then
       units = units or countedByUnits()
       rule.log = units.open(log_key, window, rule.start, rule.held, rule.low)
