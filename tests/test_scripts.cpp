@@ -1,5 +1,5 @@
 // Every script swl sends is readable whole (swl/scripts.hpp, examples/swl_scripts), and is what Redis
-// runs: each loads into a real Redis under the SHA-1 swl calls it by, and the README shows the log's.
+// runs: each loads into a real Redis under the SHA-1 swl calls it by, and docs/scripts.md shows the log's.
 
 #include <swl/scripts.hpp>
 
@@ -53,15 +53,15 @@ TEST_CASE("every script loads into a real Redis under the SHA-1 swl calls it by,
   CHECK(names.count("forget") == 1);
 }
 
-TEST_CASE("the README's \"The script\" shows the log's whole script as swl sends it") {
-  const std::string readme = readFile(SWL_SOURCE_DIR "/README.md");
+TEST_CASE("the scripts guide (docs/scripts.md) shows the log's whole script as swl sends it") {
+  const std::string readme = readFile(SWL_SOURCE_DIR "/docs/scripts.md");
   const std::string opening = "<!-- the whole script: swl_scripts sliding_window -->\n```lua\n";
   const std::size_t begins = readme.find(opening);
   REQUIRE(begins != std::string::npos);
   const std::size_t text_begins = begins + opening.size();
   const std::size_t ends = readme.find("```\n", text_begins);
   REQUIRE(ends != std::string::npos);
-  // When this fails, the script changed: paste `swl_scripts sliding_window` into the README's block.
+  // When this fails, the script changed: paste `swl_scripts sliding_window` into docs/scripts.md's block.
   CHECK(readme.substr(text_begins, ends - text_begins) == swl::detail::scriptOf<swl::SlidingWindowLog>().text());
 }
 
