@@ -1,22 +1,23 @@
 #pragma once
-// AccessList: keys a limiter answers without asking anyone, by exact key or by prefix. An allowed key is
-// admitted untouched (internal callers, health checks: nothing is counted or recorded); a denied key is
-// refused (a known abuser: not a round trip to Redis). Every other key is limited as usual.
-//
-//   auto access = std::make_shared<swl::AccessList>();
-//   access->allowPrefix("internal:");
-//   access->deny("ip:203.0.113.9");
-//   swl::LimiterOptions options;
-//   options.access = access;  // read on every decision; change it at any time, from any thread
-//
-// A key both allowed and denied (say under an allowed prefix, and denied by name) is denied: a denial is
-// the deliberate, narrower act. Decisions say who answered (Tier::allow_list, Tier::deny_list), so the
-// observer and metrics count them apart. A denial asks the caller back after the limit's window
-// (retry_after): it is for the operator to lift, not for time to heal. peek() and reset() are about what
-// the limiter counted, and ignore the lists.
-//
-// Thread-safe. Reading costs one atomic load while both lists are empty, and otherwise a snapshot of the
-// lists (one reference count) and a lookup per distinct prefix length; a change copies the lists once.
+/// \file
+/// AccessList: keys a limiter answers without asking anyone, by exact key or by prefix. An allowed key is
+/// admitted untouched (internal callers, health checks: nothing is counted or recorded); a denied key is
+/// refused (a known abuser: not a round trip to Redis). Every other key is limited as usual.
+///
+///   auto access = std::make_shared<swl::AccessList>();
+///   access->allowPrefix("internal:");
+///   access->deny("ip:203.0.113.9");
+///   swl::LimiterOptions options;
+///   options.access = access;  // read on every decision; change it at any time, from any thread
+///
+/// A key both allowed and denied (say under an allowed prefix, and denied by name) is denied: a denial is
+/// the deliberate, narrower act. Decisions say who answered (Tier::allow_list, Tier::deny_list), so the
+/// observer and metrics count them apart. A denial asks the caller back after the limit's window
+/// (retry_after): it is for the operator to lift, not for time to heal. peek() and reset() are about what
+/// the limiter counted, and ignore the lists.
+///
+/// Thread-safe. Reading costs one atomic load while both lists are empty, and otherwise a snapshot of the
+/// lists (one reference count) and a lookup per distinct prefix length; a change copies the lists once.
 
 #include <swl/error.hpp>
 
@@ -31,36 +32,43 @@
 
 namespace swl {
 
+/// Which list, if any, a key is on: what AccessList::listingOf answers.
 enum class Listing {
-  unlisted,  // limited as usual
-  allowed,   // admitted without being counted
-  denied,    // refused without being counted
+  unlisted,  ///< limited as usual
+  allowed,   ///< admitted without being counted
+  denied,    ///< refused without being counted
 };
 
+/// The allow and deny lists a limiter consults before it counts (LimiterOptions::access): see
+/// access_list.hpp for what each list does and what reading them costs.
 class AccessList {
  public:
+  /// Admits `key` without counting it.
   void allow(std::string_view key) {
     change("allow", key, [](Lists& lists, std::string name) { lists.allowed.keys.insert(std::move(name)); });
   }
+  /// Refuses `key` without asking Redis.
   void deny(std::string_view key) {
     change("deny", key, [](Lists& lists, std::string name) { lists.denied.keys.insert(std::move(name)); });
   }
-  // Every key that starts with `prefix`.
+  /// Every key that starts with `prefix`.
   void allowPrefix(std::string_view prefix) {
     change("allowPrefix", prefix,
            [](Lists& lists, std::string name) { lists.allowed.prefixes.insert(std::move(name)); });
   }
+  /// Every key that starts with `prefix`.
   void denyPrefix(std::string_view prefix) {
     change("denyPrefix", prefix, [](Lists& lists, std::string name) { lists.denied.prefixes.insert(std::move(name)); });
   }
 
-  // Takes a key, or a prefix, off both lists (what was never listed is left alone).
+  /// Takes a key, or a prefix, off both lists (what was never listed is left alone).
   void unlist(std::string_view key) {
     change("unlist", key, [](Lists& lists, const std::string& name) {
       lists.allowed.keys.erase(name);
       lists.denied.keys.erase(name);
     });
   }
+  /// Takes a prefix off both lists, as unlist() does a key.
   void unlistPrefix(std::string_view prefix) {
     change("unlistPrefix", prefix, [](Lists& lists, const std::string& name) {
       lists.allowed.prefixes.erase(name);
@@ -68,12 +76,14 @@ class AccessList {
     });
   }
 
+  /// Empties both lists: every key is limited as usual again.
   void clear() {
     const std::lock_guard<std::mutex> lock(writing_);
     std::atomic_store(&lists_, std::shared_ptr<const Lists>());
     listed_.store(false, std::memory_order_release);
   }
 
+  /// Which list `key` is on, a denial winning over an allowance; what every decision reads first.
   Listing listingOf(std::string_view key) const {
     if (!listed_.load(std::memory_order_acquire)) return Listing::unlisted;
     const std::shared_ptr<const Lists> lists = std::atomic_load(&lists_);

@@ -1,26 +1,27 @@
 #pragma once
-// The algorithm contract: what an algorithm brings to RedisLimiter (its Lua, in parts), and the one way
-// its scripts are put together and called. An algorithm (swl/algorithms/) is a type with
-//     static constexpr std::string_view kName;        // "swl::FixedWindowLimiter", for messages
-//     static constexpr std::string_view kScriptName;  // "fixed_window", for messages
-//     static constexpr std::string_view kScript;      // its Lua, run after kScriptPrelude below
-//     static constexpr bool kRecordsMembers;          // whether it records a member per request (the log)
-//     static void check(const Limit&);                // throws InvalidArgument for limits it cannot keep exactly
-// and, optionally,
-//     static constexpr std::string_view kLayout;      // Lua run first: the numbers all its scripts share
-//     static constexpr std::string_view kFastPath;    // Lua run before kFunctions by kScript alone: its
-//                                                     // busiest path, answered before anything is defined
-//     static constexpr std::string_view kFunctions;   // Lua run before kScript, shared with other scripts
-//     static constexpr std::string_view kArgument;    // its own parameter, sent as ARGV[8] (bucketed: buckets)
-//     static constexpr std::string_view kSettleScriptName, kSettleScript;  // it can settle reservations
-//     static constexpr std::string_view kLeaseScriptName, kLeaseScript;    // it can lease units
-// (kSettleScript and kLeaseScript run after the prelude and kFunctions too).
-// Every script takes the arguments the prelude reads, treats cost 0 as a peek that records nothing, and
-// answers {allowed, remaining, retry_after_us, reset_after_us}.
-//
-// Every script an algorithm's limiters run is assembled here, by scriptText: the prelude (which reads
-// the arguments every script takes, in the order PreludeArguments below keeps), then the algorithm's
-// parts. `swl_scripts` (examples/) prints each one whole.
+/// \file
+/// The algorithm contract: what an algorithm brings to RedisLimiter (its Lua, in parts), and the one way
+/// its scripts are put together and called. An algorithm (swl/algorithms/) is a type with
+///     static constexpr std::string_view kName;        // "swl::FixedWindowLimiter", for messages
+///     static constexpr std::string_view kScriptName;  // "fixed_window", for messages
+///     static constexpr std::string_view kScript;      // its Lua, run after kScriptPrelude below
+///     static constexpr bool kRecordsMembers;          // whether it records a member per request (the log)
+///     static void check(const Limit&);                // throws InvalidArgument for limits it cannot keep exactly
+/// and, optionally,
+///     static constexpr std::string_view kLayout;      // Lua run first: the numbers all its scripts share
+///     static constexpr std::string_view kFastPath;    // Lua run before kFunctions by kScript alone: its
+///                                                     // busiest path, answered before anything is defined
+///     static constexpr std::string_view kFunctions;   // Lua run before kScript, shared with other scripts
+///     static constexpr std::string_view kArgument;    // its own parameter, sent as ARGV[8] (bucketed: buckets)
+///     static constexpr std::string_view kSettleScriptName, kSettleScript;  // it can settle reservations
+///     static constexpr std::string_view kLeaseScriptName, kLeaseScript;    // it can lease units
+/// (kSettleScript and kLeaseScript run after the prelude and kFunctions too).
+/// Every script takes the arguments the prelude reads, treats cost 0 as a peek that records nothing, and
+/// answers {allowed, remaining, retry_after_us, reset_after_us}.
+///
+/// Every script an algorithm's limiters run is assembled here, by scriptText: the prelude (which reads
+/// the arguments every script takes, in the order PreludeArguments below keeps), then the algorithm's
+/// parts. `swl_scripts` (examples/) prints each one whole.
 
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
@@ -39,8 +40,10 @@
 
 namespace swl {
 
+/// Whether T keeps the algorithm contract above (its required members, of the right types).
 template <class T, class = void>
 struct IsAlgorithm : std::false_type {};
+/// The case where T has every required member; their types decide.
 template <class T>
 struct IsAlgorithm<T, std::void_t<decltype(T::kName), decltype(T::kScriptName), decltype(T::kScript),
                                   decltype(T::kRecordsMembers), decltype(T::check(std::declval<const Limit&>()))>>
@@ -49,6 +52,7 @@ struct IsAlgorithm<T, std::void_t<decltype(T::kName), decltype(T::kScriptName), 
                          std::is_convertible_v<decltype(T::kScript), std::string_view> &&
                          std::is_same_v<std::remove_cv_t<decltype(T::kRecordsMembers)>, bool>> {};
 
+/// IsAlgorithm<T>::value: what RedisLimiter's static_assert asks.
 template <class T>
 inline constexpr bool isAlgorithm = IsAlgorithm<T>::value;
 

@@ -1,29 +1,30 @@
 #pragma once
-// ConcurrencyLimiter: at most N requests in flight per key, across every process sharing a Redis (an LLM
-// provider's 10 concurrent generations per API key; a slow endpoint). Where a rate limit counts requests
-// per window, this counts slots held now: a request takes a slot when it starts and gives it back when
-// it ends.
-//
-//   swl::ConcurrencyLimiter<> limiter(pool, swl::Concurrency{10, std::chrono::seconds(30)});
-//   if (auto slot = limiter.tryAcquire("key:42")) {
-//     generate();   // the slot is released when `slot` goes out of scope
-//   } else {
-//     reply429(slot.decision().retry_after);
-//   }
-//
-// Each key is one sorted set in Redis: member = a slot's unique id (MemberPolicy), score = when the slot
-// expires unless extended or released first (microseconds). A holder that crashes never releases its
-// slot: it frees itself slot_ttl after it was taken (or last extended). Acquiring, releasing and
-// extending are one EVALSHA each, atomic on the server, so any number of processes and threads agree
-// exactly; they run after kScriptPrelude (algorithm.hpp), so the clock (LimiterOptions::clock) works
-// as for every limiter. ARGV[1] (the window) is slot_ttl, ARGV[2] (the limit) max_in_flight.
-//
-// tryAcquire keeps the limiter contract's promises for one decision (limiter.hpp): invalid input throws
-// InvalidArgument, the failure policy answers when Redis cannot, and the observer sees every acquire
-// exactly once (cost 1). A Slot the failure policy admitted (Tier::fail_open) holds nothing in Redis.
-// release and extend are not decisions: they are not reported, and their errors are thrown.
-// Thread safety: the limiter is as safe as its RedisClient (a pool or a cluster: yes); one Slot is used
-// by one thread at a time, like any value.
+/// \file
+/// ConcurrencyLimiter: at most N requests in flight per key, across every process sharing a Redis (an LLM
+/// provider's 10 concurrent generations per API key; a slow endpoint). Where a rate limit counts requests
+/// per window, this counts slots held now: a request takes a slot when it starts and gives it back when
+/// it ends.
+///
+///   swl::ConcurrencyLimiter<> limiter(pool, swl::Concurrency{10, std::chrono::seconds(30)});
+///   if (auto slot = limiter.tryAcquire("key:42")) {
+///     generate();   // the slot is released when `slot` goes out of scope
+///   } else {
+///     reply429(slot.decision().retry_after);
+///   }
+///
+/// Each key is one sorted set in Redis: member = a slot's unique id (MemberPolicy), score = when the slot
+/// expires unless extended or released first (microseconds). A holder that crashes never releases its
+/// slot: it frees itself slot_ttl after it was taken (or last extended). Acquiring, releasing and
+/// extending are one EVALSHA each, atomic on the server, so any number of processes and threads agree
+/// exactly; they run after kScriptPrelude (algorithm.hpp), so the clock (LimiterOptions::clock) works
+/// as for every limiter. ARGV[1] (the window) is slot_ttl, ARGV[2] (the limit) max_in_flight.
+///
+/// tryAcquire keeps the limiter contract's promises for one decision (limiter.hpp): invalid input throws
+/// InvalidArgument, the failure policy answers when Redis cannot, and the observer sees every acquire
+/// exactly once (cost 1). A Slot the failure policy admitted (Tier::fail_open) holds nothing in Redis.
+/// release and extend are not decisions: they are not reported, and their errors are thrown.
+/// Thread safety: the limiter is as safe as its RedisClient (a pool or a cluster: yes); one Slot is used
+/// by one thread at a time, like any value.
 
 #include <swl/algorithm.hpp>
 #include <swl/decision.hpp>
@@ -46,15 +47,18 @@
 
 namespace swl {
 
+/// What a ConcurrencyLimiter allows per key: how many in flight, and for how long a slot lasts.
 struct Concurrency {
-  std::int64_t max_in_flight = 0;         // slots per key (1..2^53-1)
-  std::chrono::microseconds slot_ttl{0};  // how long a slot lives unless extended: a crashed holder's
-                                          // slot frees itself after this (1 us..2^53-1 us)
+  std::int64_t max_in_flight = 0;         ///< slots per key (1..2^53-1)
+  std::chrono::microseconds slot_ttl{0};  ///< how long a slot lives unless extended: a crashed holder's
+                                          ///< slot frees itself after this (1 us..2^53-1 us)
 };
 
+/// Equal when both fields are: a call's concurrency is then the limiter's own.
 inline bool operator==(const Concurrency& a, const Concurrency& b) noexcept {
   return a.max_in_flight == b.max_in_flight && a.slot_ttl == b.slot_ttl;
 }
+/// The negation of operator==.
 inline bool operator!=(const Concurrency& a, const Concurrency& b) noexcept { return !(a == b); }
 
 namespace detail {
@@ -149,6 +153,8 @@ inline const SlotScripts& slotScripts() {
 
 }  // namespace detail
 
+/// At most N requests in flight per key, across every process sharing a Redis (concurrency_limiter.hpp
+/// says how slots are kept).
 template <class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember>
 class ConcurrencyLimiter {
   static_assert(isKeyPolicy<KeyPolicy>,
@@ -158,22 +164,26 @@ class ConcurrencyLimiter {
                 "swl::ConcurrencyLimiter: MemberPolicy must have std::string next() (see swl/policies/members.hpp)");
 
  public:
+  /// The limiter's name, for messages.
   static constexpr std::string_view kName = "swl::ConcurrencyLimiter";
-  // A refusal asks the caller back when the earliest slot expires, or after this, whichever comes first:
-  // slots are usually released long before they expire, and only a new try finds out.
+  /// A refusal asks the caller back when the earliest slot expires, or after this, whichever comes first:
+  /// slots are usually released long before they expire, and only a new try finds out.
   static constexpr std::chrono::microseconds kLongestRetryAfter = std::chrono::milliseconds(100);
 
-  // One admission's slot, released when the Slot is destroyed (or by release()). Move-only; it must not
-  // outlive its limiter. A refused Slot, and one the failure policy admitted, hold nothing in Redis.
+  /// One admission's slot, released when the Slot is destroyed (or by release()). Move-only; it must not
+  /// outlive its limiter. A refused Slot, and one the failure policy admitted, hold nothing in Redis.
   class Slot {
    public:
+    /// A Slot that holds nothing, to move an acquired one into.
     Slot() = default;
+    /// Takes over `other`'s slot; `other` then holds nothing.
     Slot(Slot&& other) noexcept
         : limiter_(other.limiter_),
           decision_(other.decision_),
           redis_key_(std::move(other.redis_key_)),
           member_(std::exchange(other.member_, std::string())),
           slot_ttl_(other.slot_ttl_) {}
+    /// Releases the slot this one holds, then takes over `other`'s.
     Slot& operator=(Slot&& other) noexcept {
       if (this != &other) {
         releaseQuietly();
@@ -185,21 +195,27 @@ class ConcurrencyLimiter {
       }
       return *this;
     }
+    /// Move-only: one slot, one holder.
+    ///@{
     Slot(const Slot&) = delete;
     Slot& operator=(const Slot&) = delete;
+    ///@}
+    /// Releases the slot it holds; an error is swallowed, as an unreleased slot frees itself at its expiry.
     ~Slot() { releaseQuietly(); }
 
-    // Admitted: by Redis, or by the failure policy (decision().tier says which).
+    /// Admitted: by Redis, or by the failure policy (decision().tier says which).
     explicit operator bool() const noexcept { return decision_.allowed; }
+    /// The decision that admitted or refused this Slot.
     const Decision& decision() const noexcept { return decision_; }
-    // Whether this Slot still holds a slot in Redis, as far as it knows (it may have expired since).
+    /// Whether this Slot still holds a slot in Redis, as far as it knows (it may have expired since).
     bool held() const noexcept { return !member_.empty(); }
 
-    // Keeps the slot for `duration` from now (1 us..slot_ttl; no argument: slot_ttl), for work that runs
-    // longer than slot_ttl: extend before it expires. False when the slot had expired already (another
-    // holder may have it now: stop the work) or this Slot holds nothing. Errors are thrown, and the slot
-    // is still held then.
+    /// Keeps the slot for `duration` from now (1 us..slot_ttl; no argument: slot_ttl), for work that runs
+    /// longer than slot_ttl: extend before it expires. False when the slot had expired already (another
+    /// holder may have it now: stop the work) or this Slot holds nothing. Errors are thrown, and the slot
+    /// is still held then.
     bool extend() { return extend(slot_ttl_); }
+    /// The same for `duration` from now (1 us..slot_ttl), as extend() says.
     bool extend(std::chrono::microseconds duration) {
       if (!held()) return false;
       if (limiter_->extendSlot(redis_key_, member_, duration, slot_ttl_)) return true;
@@ -207,9 +223,9 @@ class ConcurrencyLimiter {
       return false;
     }
 
-    // Frees the slot now. Returns whether it was still held (false: it expired, was released already,
-    // or this Slot holds nothing). Afterwards the Slot holds nothing, even when an error is thrown: the
-    // release may have run, and an unreleased slot frees itself at its expiry.
+    /// Frees the slot now. Returns whether it was still held (false: it expired, was released already,
+    /// or this Slot holds nothing). Afterwards the Slot holds nothing, even when an error is thrown: the
+    /// release may have run, and an unreleased slot frees itself at its expiry.
     bool release() {
       if (!held()) return false;
       const std::string member = std::exchange(member_, std::string());
@@ -242,6 +258,7 @@ class ConcurrencyLimiter {
     std::chrono::microseconds slot_ttl_{1};  // the longest extension: the slot_ttl it was taken under
   };
 
+  /// A limiter of `concurrency` per key over `redis`, which must outlive it and its Slots.
   ConcurrencyLimiter(RedisClient& redis, Concurrency concurrency, LimiterOptions options = {},
                      KeyPolicy keys = KeyPolicy(), MemberPolicy members = MemberPolicy())
       : redis_(&redis),
@@ -260,15 +277,18 @@ class ConcurrencyLimiter {
                            "a full key frees itself as slots are released, so there is no refusal to prolong");
   }
 
+  /// Neither copied nor moved: its Slots point at it.
+  ///@{
   ConcurrencyLimiter(const ConcurrencyLimiter&) = delete;  // Slots point at it
   ConcurrencyLimiter& operator=(const ConcurrencyLimiter&) = delete;
+  ///@}
 
-  // A slot for `key` if fewer than max_in_flight are held now; never waits.
+  /// A slot for `key` if fewer than max_in_flight are held now; never waits.
   Slot tryAcquire(std::string_view key) { return tryAcquire(key, concurrency_); }
 
-  // The same under a concurrency chosen for this call (a tenant's plan: 10 in flight for one, 2 for
-  // another): the key's slots are judged by it from this call on. Lowered below what is held, it admits
-  // nothing until enough slots are released or expire; the held ones keep their own expiry.
+  /// The same under a concurrency chosen for this call (a tenant's plan: 10 in flight for one, 2 for
+  /// another): the key's slots are judged by it from this call on. Lowered below what is held, it admits
+  /// nothing until enough slots are released or expire; the held ones keep their own expiry.
   Slot tryAcquire(std::string_view key, const Concurrency& concurrency) {
     std::string redis_key;
     std::string member;
@@ -290,14 +310,15 @@ class ConcurrencyLimiter {
     return Slot(*this, decision, std::move(redis_key), std::move(member), concurrency.slot_ttl);
   }
 
-  // Waits for a slot: tries, and while refused sleeps retry_after and tries again. Returns the admitted
-  // Slot, or the last refusal as soon as its retry_after would end after the deadline.
+  /// Waits for a slot: tries, and while refused sleeps retry_after and tries again. Returns the admitted
+  /// Slot, or the last refusal as soon as its retry_after would end after the deadline.
   Slot acquire(std::string_view key, Deadline deadline) { return acquire(key, concurrency_, deadline); }
+  /// The same under a concurrency chosen for this call, as tryAcquire(key, concurrency).
   Slot acquire(std::string_view key, const Concurrency& concurrency, Deadline deadline) {
     return detail::retriedUntil(deadline, [&] { return tryAcquire(key, concurrency); });
   }
 
-  // How many slots of `key` are held now (expired ones are dropped, nothing is taken). Errors are thrown.
+  /// How many slots of `key` are held now (expired ones are dropped, nothing is taken). Errors are thrown.
   std::int64_t inFlight(std::string_view key) {
     checkKey(key, "inFlight");
     const std::string redis_key = keys_.key(key);
@@ -307,16 +328,18 @@ class ConcurrencyLimiter {
         .used;
   }
 
-  // Forgets every slot of `key`: whether there was any. Their holders' release() and extend() then
-  // answer false. Errors are thrown.
+  /// Forgets every slot of `key`: whether there was any. Their holders' release() and extend() then
+  /// answer false. Errors are thrown.
   bool reset(std::string_view key) {
     checkKey(key, "reset");
     return redis_->run(detail::forgetScript(), {keys_.key(key)}, {})->integer() > 0;
   }
 
+  /// The limiter's own concurrency.
   const Concurrency& concurrency() const noexcept { return concurrency_; }
+  /// The options it was made with.
   const LimiterOptions& options() const noexcept { return options_; }
-  // The Redis key that holds `key`'s slots, for operators and tests.
+  /// The Redis key that holds `key`'s slots, for operators and tests.
   std::string redisKey(std::string_view key) const { return keys_.key(key); }
 
  private:

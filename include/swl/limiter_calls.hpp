@@ -1,7 +1,8 @@
 #pragma once
-// What one limiter's calls send, without I/O: a request checked and encoded as its script's arguments
-// (the limit's numbers as text, made once per limit; the clock; the member), for the blocking
-// RedisLimiter and the async limiter alike.
+/// \file
+/// What one limiter's calls send, without I/O: a request checked and encoded as its script's arguments
+/// (the limit's numbers as text, made once per limit; the clock; the member), for the blocking
+/// RedisLimiter and the async limiter alike.
 
 #include <swl/algorithm.hpp>
 #include <swl/decision.hpp>

@@ -1,17 +1,18 @@
 #pragma once
-// LocalLimiter: the sliding window log kept in this process's memory, no Redis at all. The same
-// decisions as SlidingWindowLimiter, to the microsecond, for one process: the embedded default when
-// there is a single instance, a stand-in in users' own unit tests, and the tier that decides while
-// Redis cannot (TieredLimiter's insurance).
-//
-//   swl::LocalLimiter limiter(swl::Limit{100, std::chrono::seconds(10)});
-//   if (swl::Decision decision = limiter.tryAcquire("user:42"); !decision) reply429(decision.retry_after);
-//
-// Thread-safe: keys are spread over independently locked shards. Memory is bounded: a key holds at most
-// one entry per admitted request still in its window (rejected requests record nothing), keys whose
-// window has emptied are dropped as others come and go, and at most `max_keys` keys are held: past that,
-// the least recently used key is forgotten (counted in evictions(); its next request meets an empty
-// window). So memory stays below about max_keys x (limit x 16 + 120) bytes.
+/// \file
+/// LocalLimiter: the sliding window log kept in this process's memory, no Redis at all. The same
+/// decisions as SlidingWindowLimiter, to the microsecond, for one process: the embedded default when
+/// there is a single instance, a stand-in in users' own unit tests, and the tier that decides while
+/// Redis cannot (TieredLimiter's insurance).
+///
+///   swl::LocalLimiter limiter(swl::Limit{100, std::chrono::seconds(10)});
+///   if (swl::Decision decision = limiter.tryAcquire("user:42"); !decision) reply429(decision.retry_after);
+///
+/// Thread-safe: keys are spread over independently locked shards. Memory is bounded: a key holds at most
+/// one entry per admitted request still in its window (rejected requests record nothing), keys whose
+/// window has emptied are dropped as others come and go, and at most `max_keys` keys are held: past that,
+/// the least recently used key is forgotten (counted in evictions(); its next request meets an empty
+/// window). So memory stays below about max_keys x (limit x 16 + 120) bytes.
 
 #include <swl/decision.hpp>
 #include <swl/detail/lru_map.hpp>
@@ -34,14 +35,16 @@
 
 namespace swl {
 
+/// How a LocalLimiter keeps its windows: whose clock, how many keys, and who observes.
 struct LocalLimiterOptions {
-  // The host's clock by default; Clock::manual for tests. Clock::redis() is refused: there is no Redis.
+  /// The host's clock by default; Clock::manual for tests. Clock::redis() is refused: there is no Redis.
   Clock clock = Clock::system();
-  // The most keys held at once; the least recently used goes first past it.
+  /// The most keys held at once; the least recently used goes first past it.
   std::size_t max_keys = 100'000;
+  /// Sees every decision and error, as LimiterOptions::observer does.
   Observer observer;
-  Enforcement enforcement = Enforcement::enforce;  // Enforcement::shadow admits what it would refuse
-  std::shared_ptr<const AccessList> access;        // keys answered without deciding (access_list.hpp)
+  Enforcement enforcement = Enforcement::enforce;  ///< Enforcement::shadow admits what it would refuse
+  std::shared_ptr<const AccessList> access;        ///< keys answered without deciding (access_list.hpp)
 };
 
 namespace detail {
@@ -197,7 +200,7 @@ class LocalLimiterCore {
 
 }  // namespace detail
 
-// The limiter itself: the contract's face over the core above.
+/// The limiter itself: the contract's face over the core above.
 using LocalLimiter = LimiterFace<detail::LocalLimiterCore>;
 
 static_assert(keepsLimiterContract<LocalLimiter>());

@@ -1,11 +1,12 @@
 #pragma once
-// Periods: fixed windows whose bounds are not multiples of one length, such as calendar days in a time
-// zone (23, 24 or 25 hours long) or calendar months. A PeriodicLimiter (periodic_limiter.hpp) counts in
-// them, and so can a MultiLimiter rule. The client computes the bounds, the script only counts: Lua in
-// Redis has no time-zone rules, and every client with the same zone data computes the same bounds.
-//
-// Periods are a function of time: the period that holds an instant. swl/calendar.hpp makes calendar
-// periods (swl::calendar component); any other cut of time is a Periods too.
+/// \file
+/// Periods: fixed windows whose bounds are not multiples of one length, such as calendar days in a time
+/// zone (23, 24 or 25 hours long) or calendar months. A PeriodicLimiter (periodic_limiter.hpp) counts in
+/// them, and so can a MultiLimiter rule. The client computes the bounds, the script only counts: Lua in
+/// Redis has no time-zone rules, and every client with the same zone data computes the same bounds.
+///
+/// Periods are a function of time: the period that holds an instant. swl/calendar.hpp makes calendar
+/// periods (swl::calendar component); any other cut of time is a Periods too.
 
 #include <swl/decision.hpp>
 #include <swl/detail/reporting.hpp>
@@ -22,21 +23,27 @@
 
 namespace swl {
 
-// One period: from `start` (included) to `end` (excluded), in microseconds since the epoch.
+/// One period: from `start` (included) to `end` (excluded), in microseconds since the epoch.
 struct Period {
+  /// Its first microsecond since the epoch.
   std::chrono::microseconds start{0};
+  /// The microsecond after its last, since the epoch.
   std::chrono::microseconds end{0};
 
+  /// Whether `instant` falls in it.
   bool holds(std::chrono::microseconds instant) const noexcept { return start <= instant && instant < end; }
 };
 
-// How time is cut into periods: the period holding any instant, a name for messages ("1 day in
-// Europe/Berlin"), and the usual length of one, which decisions report as their Limit::window (a day
-// is 24 h though some are 23 or 25).
+/// How time is cut into periods: the period holding any instant, a name for messages ("1 day in
+/// Europe/Berlin"), and the usual length of one, which decisions report as their Limit::window (a day
+/// is 24 h though some are 23 or 25).
 class Periods {
  public:
+  /// Gives the period that holds an instant (microseconds since the epoch).
   using PeriodAt = std::function<Period(std::chrono::microseconds)>;
 
+  /// Periods cut by `period_at`; an empty function or a usual length not above 0 is an
+  /// InvalidArgument.
   Periods(std::string name, std::chrono::microseconds usual_length, PeriodAt period_at)
       : name_(std::move(name)), usual_length_(usual_length), period_at_(std::move(period_at)) {
     if (!period_at_) throw InvalidArgument("swl::Periods " + detail::quoted(name_) + ": no function gives its periods");
@@ -46,7 +53,7 @@ class Periods {
     }
   }
 
-  // The period holding `instant`; a period that does not hold it, or is empty, is an InvalidArgument.
+  /// The period holding `instant`; a period that does not hold it, or is empty, is an InvalidArgument.
   Period at(std::chrono::microseconds instant) const {
     const Period period = period_at_(instant);
     if (!period.holds(instant) || period.start.count() < 0 || period.end.count() >= detail::kLargestExact) {
@@ -58,7 +65,9 @@ class Periods {
     return period;
   }
 
+  /// The name messages give the periods ("1 day in Europe/Berlin").
   const std::string& name() const noexcept { return name_; }
+  /// The usual length of one period, which decisions report as their Limit::window.
   std::chrono::microseconds usualLength() const noexcept { return usual_length_; }
 
  private:

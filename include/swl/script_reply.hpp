@@ -1,7 +1,8 @@
 #pragma once
-// A limiter script's reply read as a Decision or a Usage, trusting nothing: a reply no correct script
-// could send is a ProtocolError naming what was wrong, never a guess. Plain functions, no I/O: the
-// blocking, async, multi-rule and concurrency limiters all read their replies here.
+/// \file
+/// A limiter script's reply read as a Decision or a Usage, trusting nothing: a reply no correct script
+/// could send is a ProtocolError naming what was wrong, never a guess. Plain functions, no I/O: the
+/// blocking, async, multi-rule and concurrency limiters all read their replies here.
 
 #include <swl/decision.hpp>
 #include <swl/detail/reporting.hpp>

@@ -1,8 +1,9 @@
 #pragma once
-// Every Lua script swl sends to Redis, each whole and exactly as Redis receives it (loaded once with
-// SCRIPT LOAD, then called by its SHA-1 with EVALSHA), for whoever audits what runs inside their Redis.
-// examples/swl_scripts prints them; tests/test_scripts.cpp loads each into a real Redis, and checks that
-// the README's "The script" shows the log's as it is.
+/// \file
+/// Every Lua script swl sends to Redis, each whole and exactly as Redis receives it (loaded once with
+/// SCRIPT LOAD, then called by its SHA-1 with EVALSHA), for whoever audits what runs inside their Redis.
+/// examples/swl_scripts prints them; tests/test_scripts.cpp loads each into a real Redis, and checks that
+/// the README's "The script" shows the log's as it is.
 
 #include <swl/algorithms/bucketed_window.hpp>
 #include <swl/algorithms/fixed_window.hpp>
@@ -19,10 +20,10 @@
 
 namespace swl {
 
-// Each script once: the log's decision, settle and lease, MultiLimiter's, the other algorithms' (the
-// bucketed window's is one for any number of buckets: it takes them as an argument), the periodic
-// quota's (calendar days and months), each decision's blocking variant (LimiterOptions::block_for), the concurrency
-// slots', and the one that forgets a key (reset).
+/// Each script once: the log's decision, settle and lease, MultiLimiter's, the other algorithms' (the
+/// bucketed window's is one for any number of buckets: it takes them as an argument), the periodic
+/// quota's (calendar days and months), each decision's blocking variant (LimiterOptions::block_for), the concurrency
+/// slots', and the one that forgets a key (reset).
 inline std::vector<const Script*> everyScript() {
   const detail::SlotScripts& slots = detail::slotScripts();
   return {&detail::scriptOf<SlidingWindowLog>(),

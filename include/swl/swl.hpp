@@ -1,18 +1,19 @@
 #pragma once
-// swl: exact, distributed rate limiting on Redis. Include this one header.
-//
-// The folders are the map, from the values at the bottom to the limiters built of limiters at the top:
-//   error, decision, options, observer   the values every layer shares
-//   limiter                              the contract every limiter keeps, and what they all do alike
-//   policies/                            how keys, members and expiries are chosen
-//   redis/                               the clients: one connection, a pool, a cluster, Sentinel
-//   redis_limiter, algorithms/           the Redis engine, and the five algorithms it runs
-//   local_limiter                        the same window in this process's memory
-//   concurrency_limiter                  at most N in flight per key, on Redis
-//   composites/                          limiters made of limiters: tiered, multi, sharded
-//   integrations/                        HTTP headers (here), Prometheus (swl::prometheus, not here)
-//   async/                               the event-loop connection and limiters (swl::async, not here)
-//   detail/                              what users never name
+/// \file
+/// swl: exact, distributed rate limiting on Redis. Include this one header.
+///
+/// The folders are the map, from the values at the bottom to the limiters built of limiters at the top:
+///   error, decision, options, observer   the values every layer shares
+///   limiter                              the contract every limiter keeps, and what they all do alike
+///   policies/                            how keys, members and expiries are chosen
+///   redis/                               the clients: one connection, a pool, a cluster, Sentinel
+///   redis_limiter, algorithms/           the Redis engine, and the five algorithms it runs
+///   local_limiter                        the same window in this process's memory
+///   concurrency_limiter                  at most N in flight per key, on Redis
+///   composites/                          limiters made of limiters: tiered, multi, sharded
+///   integrations/                        HTTP headers (here), Prometheus (swl::prometheus, not here)
+///   async/                               the event-loop connection and limiters (swl::async, not here)
+///   detail/                              what users never name
 
 #include <swl/access_list.hpp>
 #include <swl/algorithm.hpp>

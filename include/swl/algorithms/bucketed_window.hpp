@@ -1,24 +1,25 @@
 #pragma once
-// BucketedWindowLimiter: a sliding window in at most B buckets per key, for large limits (70,000 a day).
-//
-//   swl::BucketedWindowLimiter<> limiter(connection, swl::Limit{70'000, std::chrono::hours(24)});
-//   if (swl::Decision decision = limiter.tryAcquire("user:42"); !decision) reply429(decision.retry_after);
-//
-// The log keeps one entry per admitted request: exact, but a key's memory grows with its limit. This
-// window keeps a key's units in buckets of width w = ceil(window / (B - 1)) on the time axis instead, so
-// a key holds at most B buckets (one small hash, a few hundred bytes) whatever the limit.
-//
-// It never over-admits. A request counts from the moment it is admitted until its bucket's end plus the
-// window: never less than the exact window would count it, at most w longer. So
-//   - it refuses everything the exact sliding window (the log) would refuse, and
-//   - it admits everything a sliding window of length window + w would admit:
-// it under-admits by at most one bucket's width of window, w / (window + w), which is 1/B of the rate
-// when B - 1 divides the window. retry_after and reset_after are exact for that rule (the least wait
-// after which the same cost fits; when the key empties).
-//
-// The script runs after the prelude in redis_limiter.hpp, which reads the arguments (B travels as
-// ARGV[8]); everything around it is RedisLimiter's. Reservations (settle) need the log's one entry per
-// request: use SlidingWindowLimiter for those.
+/// \file
+/// BucketedWindowLimiter: a sliding window in at most B buckets per key, for large limits (70,000 a day).
+///
+///   swl::BucketedWindowLimiter<> limiter(connection, swl::Limit{70'000, std::chrono::hours(24)});
+///   if (swl::Decision decision = limiter.tryAcquire("user:42"); !decision) reply429(decision.retry_after);
+///
+/// The log keeps one entry per admitted request: exact, but a key's memory grows with its limit. This
+/// window keeps a key's units in buckets of width w = ceil(window / (B - 1)) on the time axis instead, so
+/// a key holds at most B buckets (one small hash, a few hundred bytes) whatever the limit.
+///
+/// It never over-admits. A request counts from the moment it is admitted until its bucket's end plus the
+/// window: never less than the exact window would count it, at most w longer. So
+///   - it refuses everything the exact sliding window (the log) would refuse, and
+///   - it admits everything a sliding window of length window + w would admit:
+/// it under-admits by at most one bucket's width of window, w / (window + w), which is 1/B of the rate
+/// when B - 1 divides the window. retry_after and reset_after are exact for that rule (the least wait
+/// after which the same cost fits; when the key empties).
+///
+/// The script runs after the prelude in redis_limiter.hpp, which reads the arguments (B travels as
+/// ARGV[8]); everything around it is RedisLimiter's. Reservations (settle) need the log's one entry per
+/// request: use SlidingWindowLimiter for those.
 
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
@@ -30,23 +31,30 @@
 
 namespace swl {
 
+/// The bucketed sliding window (the contract in algorithm.hpp): B buckets per key whatever the limit.
 template <unsigned Buckets = 64>
 struct BucketedWindow {
   static_assert(Buckets >= 2 && Buckets <= 120,
                 "swl::BucketedWindow<Buckets>: Buckets must be in 2..120, so that a key stays one compact hash "
                 "(Redis keeps hashes of up to 128 fields, hash-max-listpack-entries, as one listpack)");
 
+  /// The limiter's name, for messages.
   static constexpr std::string_view kName = "swl::BucketedWindowLimiter";
+  /// The script's name, for messages.
   static constexpr std::string_view kScriptName = "bucketed_window";
+  /// No member per request: a bucket keeps only its units.
   static constexpr bool kRecordsMembers = false;
+  /// B, sent to the script as ARGV[8].
   static constexpr std::string_view kArgument = detail::kDecimalText<Buckets>;
+  /// Any limit: the buckets hold units, so every limit is kept as it is.
   static void check(const Limit&) {}
 
-  // The width of one bucket: a request counts at most this much longer than the window.
+  /// The width of one bucket: a request counts at most this much longer than the window.
   static constexpr std::chrono::microseconds bucketWidth(std::chrono::microseconds window) {
     return std::chrono::microseconds((window.count() + Buckets - 2) / (Buckets - 1));
   }
 
+  /// Its Lua, run after the prelude (algorithm.hpp).
   static constexpr std::string_view kScript = R"lua(
 -- KEYS[1] is a hash: field k (decimal) = the units admitted in bucket k, the microseconds
 -- [k * width, (k + 1) * width); 's' = the units of every bucket held; 'o' = no bucket below it
@@ -136,6 +144,7 @@ return redis.error_reply('swl bucketed_window: the buckets of ' .. key .. ' do n
 )lua";
 };
 
+/// A sliding window in at most B buckets per key, for large limits.
 template <unsigned Buckets = 64, class KeyPolicy = PrefixKey>
 using BucketedWindowLimiter = RedisLimiter<BucketedWindow<Buckets>, KeyPolicy>;
 

@@ -1,17 +1,18 @@
 #pragma once
-// FixedWindowLimiter: a counter per fixed window (the seed articles' "rolling window").
-//
-//   swl::FixedWindowLimiter<> limiter(connection, swl::Limit{100, std::chrono::seconds(10)});
-//   if (swl::Decision decision = limiter.tryAcquire("user:42"); !decision) reply429(decision.retry_after);
-//
-// Windows start at multiples of the window since the epoch, on Redis's clock. A request is admitted
-// iff the units admitted in the current window plus its cost fit the limit. One small hash per key
-// whatever the limit, the cheapest script of all; but a burst at the end of one window and another at
-// the start of the next admit up to twice the limit within one window's length.
-//
-// The seed articles' INCR counter per window, kept in one hash per key so that a rejected request adds
-// nothing and Redis's clock decides. The script runs after the prelude in redis_limiter.hpp, which reads
-// the arguments; everything around it is RedisLimiter's.
+/// \file
+/// FixedWindowLimiter: a counter per fixed window (the seed articles' "rolling window").
+///
+///   swl::FixedWindowLimiter<> limiter(connection, swl::Limit{100, std::chrono::seconds(10)});
+///   if (swl::Decision decision = limiter.tryAcquire("user:42"); !decision) reply429(decision.retry_after);
+///
+/// Windows start at multiples of the window since the epoch, on Redis's clock. A request is admitted
+/// iff the units admitted in the current window plus its cost fit the limit. One small hash per key
+/// whatever the limit, the cheapest script of all; but a burst at the end of one window and another at
+/// the start of the next admit up to twice the limit within one window's length.
+///
+/// The seed articles' INCR counter per window, kept in one hash per key so that a rejected request adds
+/// nothing and Redis's clock decides. The script runs after the prelude in redis_limiter.hpp, which reads
+/// the arguments; everything around it is RedisLimiter's.
 
 #include <swl/decision.hpp>
 #include <swl/policies/keys.hpp>
@@ -21,12 +22,18 @@
 
 namespace swl {
 
+/// The fixed window (the contract in algorithm.hpp): one counter per key and window.
 struct FixedWindow {
+  /// The limiter's name, for messages.
   static constexpr std::string_view kName = "swl::FixedWindowLimiter";
+  /// The script's name, for messages.
   static constexpr std::string_view kScriptName = "fixed_window";
+  /// No member per request: the window keeps a count.
   static constexpr bool kRecordsMembers = false;
+  /// Any limit: a count keeps every limit exactly.
   static void check(const Limit&) {}
 
+  /// Its Lua, run after the prelude (algorithm.hpp).
   static constexpr std::string_view kScript = R"lua(
 -- KEYS[1] is a hash: s = the current window's start (microseconds, a multiple of the window since the
 -- epoch, so every client agrees where windows begin), c = units admitted in it, w = the window it was
@@ -53,6 +60,7 @@ return {0, remaining, ends_in, reset_after}
 )lua";
 };
 
+/// A counter per fixed window, on Redis.
 template <class KeyPolicy = PrefixKey>
 using FixedWindowLimiter = RedisLimiter<FixedWindow, KeyPolicy>;
 

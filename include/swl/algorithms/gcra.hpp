@@ -1,17 +1,18 @@
 #pragma once
-// GcraLimiter: the generic cell rate algorithm: a token bucket as one time per key.
-//
-//   swl::GcraLimiter<> limiter(connection, swl::Limit{100, std::chrono::seconds(10)});
-//   if (swl::Decision decision = limiter.tryAcquire("user:42"); !decision) reply429(decision.retry_after);
-//
-// What redis-cell and redis_rate run, and what an API gateway means by "token bucket": a full bucket
-// admits a burst of `limit` at once, then units come back one every window/limit, smoothly rather
-// than all at once when a window ends. O(1) memory per key (one short string). Over any window at most
-// the burst plus what came back in it is admitted, so a window's length can see up to twice the limit
-// around a burst (measured in the README). Needs limit * window (in microseconds) below 2^53.
-//
-// The script runs after the prelude in redis_limiter.hpp, which reads the arguments; everything around
-// it is RedisLimiter's.
+/// \file
+/// GcraLimiter: the generic cell rate algorithm: a token bucket as one time per key.
+///
+///   swl::GcraLimiter<> limiter(connection, swl::Limit{100, std::chrono::seconds(10)});
+///   if (swl::Decision decision = limiter.tryAcquire("user:42"); !decision) reply429(decision.retry_after);
+///
+/// What redis-cell and redis_rate run, and what an API gateway means by "token bucket": a full bucket
+/// admits a burst of `limit` at once, then units come back one every window/limit, smoothly rather
+/// than all at once when a window ends. O(1) memory per key (one short string). Over any window at most
+/// the burst plus what came back in it is admitted, so a window's length can see up to twice the limit
+/// around a burst (measured in the README). Needs limit * window (in microseconds) below 2^53.
+///
+/// The script runs after the prelude in redis_limiter.hpp, which reads the arguments; everything around
+/// it is RedisLimiter's.
 
 #include <swl/decision.hpp>
 #include <swl/policies/keys.hpp>
@@ -21,12 +22,18 @@
 
 namespace swl {
 
+/// The generic cell rate algorithm (the contract in algorithm.hpp): one time per key.
 struct Gcra {
+  /// The limiter's name, for messages.
   static constexpr std::string_view kName = "swl::GcraLimiter";
+  /// The script's name, for messages.
   static constexpr std::string_view kScriptName = "gcra";
+  /// No member per request: the key keeps one time.
   static constexpr bool kRecordsMembers = false;
+  /// Throws InvalidArgument when limit x window reaches 2^53 microseconds, past what Lua counts exactly.
   static void check(const Limit& limit) { detail::checkScaledExact(limit, kName); }
 
+  /// Its Lua, run after the prelude (algorithm.hpp).
   static constexpr std::string_view kScript = R"lua(
 -- KEYS[1] is a string "tat frac limit": the theoretical arrival time, tat + frac/limit microseconds. Each
 -- unit admitted moves it window/limit later (the emission interval); a request is admitted while it
@@ -74,6 +81,7 @@ return {0, remaining, ceiling(next_tat, next_frac) - window - now, reset_after}
 )lua";
 };
 
+/// A token bucket as one time per key, on Redis.
 template <class KeyPolicy = PrefixKey>
 using GcraLimiter = RedisLimiter<Gcra, KeyPolicy>;
 

@@ -1,18 +1,19 @@
 #pragma once
-// SlidingCounterLimiter: the approximate sliding window (two weighted fixed buckets).
-//
-//   swl::SlidingCounterLimiter<> limiter(connection, swl::Limit{1'000'000, std::chrono::minutes(1)});
-//   if (swl::Decision decision = limiter.tryAcquire("user:42"); !decision) reply429(decision.retry_after);
-//
-// For limits too large for a log (a million per minute would be a million ZSET entries per key): one
-// small hash per key whatever the limit. The units of the sliding window are estimated from the
-// current bucket and the previous one, weighted by how much of it the window still covers, as if its
-// units had come evenly. Even traffic is judged almost exactly; a burst at the very end of a bucket is
-// undercounted as it slides out, so a window can admit more than the limit (measured in the README).
-// Needs limit * window (in microseconds) below 2^53.
-//
-// The script runs after the prelude in redis_limiter.hpp, which reads the arguments; everything around
-// it is RedisLimiter's.
+/// \file
+/// SlidingCounterLimiter: the approximate sliding window (two weighted fixed buckets).
+///
+///   swl::SlidingCounterLimiter<> limiter(connection, swl::Limit{1'000'000, std::chrono::minutes(1)});
+///   if (swl::Decision decision = limiter.tryAcquire("user:42"); !decision) reply429(decision.retry_after);
+///
+/// For limits too large for a log (a million per minute would be a million ZSET entries per key): one
+/// small hash per key whatever the limit. The units of the sliding window are estimated from the
+/// current bucket and the previous one, weighted by how much of it the window still covers, as if its
+/// units had come evenly. Even traffic is judged almost exactly; a burst at the very end of a bucket is
+/// undercounted as it slides out, so a window can admit more than the limit (measured in the README).
+/// Needs limit * window (in microseconds) below 2^53.
+///
+/// The script runs after the prelude in redis_limiter.hpp, which reads the arguments; everything around
+/// it is RedisLimiter's.
 
 #include <swl/decision.hpp>
 #include <swl/policies/keys.hpp>
@@ -22,12 +23,18 @@
 
 namespace swl {
 
+/// The approximate sliding window (the contract in algorithm.hpp): two weighted fixed buckets.
 struct SlidingCounter {
+  /// The limiter's name, for messages.
   static constexpr std::string_view kName = "swl::SlidingCounterLimiter";
+  /// The script's name, for messages.
   static constexpr std::string_view kScriptName = "sliding_counter";
+  /// No member per request: the buckets keep counts.
   static constexpr bool kRecordsMembers = false;
+  /// Throws InvalidArgument when limit x window reaches 2^53 microseconds, past what Lua counts exactly.
   static void check(const Limit& limit) { detail::checkScaledExact(limit, kName); }
 
+  /// Its Lua, run after the prelude (algorithm.hpp).
   static constexpr std::string_view kScript = R"lua(
 -- KEYS[1] is a hash: s = the current bucket's start (microseconds, a multiple of the window),
 -- c = units admitted in it, p = units admitted in the bucket before, w = the window they were counted
@@ -80,6 +87,7 @@ return {0, remaining, window - elapsed + at, reset_after}
 )lua";
 };
 
+/// The approximate sliding window, on Redis.
 template <class KeyPolicy = PrefixKey>
 using SlidingCounterLimiter = RedisLimiter<SlidingCounter, KeyPolicy>;
 

@@ -1,22 +1,23 @@
 #pragma once
-// SlidingWindowLimiter: an exact sliding window log on one Redis key per limited key.
-//
-//   auto connection = swl::Connection::tcp("127.0.0.1", 6379);
-//   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{100, std::chrono::seconds(10)});
-//   if (swl::Decision decision = limiter.tryAcquire("user:42"); !decision) reply429(decision.retry_after);
-//
-// A request of `cost` is admitted iff the units in (now - window, now] plus `cost` fit in the limit. Each
-// request is one entry, whatever its cost (a request of 4,000 tokens costs what a request of one does),
-// and sums of the entries' units keep every count and every retry_after exact in a bounded number of
-// steps: no call's work grows with the window or with a request's cost. Each tryAcquire is one EVALSHA
-// of the script below, atomic on the server, so any number of processes and threads sharing a Redis
-// agree exactly. Everything around the script is RedisLimiter's, but what only a log can do: reserve()
-// and settle() for costs known only afterwards, and the leases LeasingLimiter is built on (the end of
-// this header, beside their Lua).
-//
-// The script is the heart of swl: read it with the README's "The script" section beside it (or whole:
-// examples/swl_scripts sliding_window). It runs after the prelude in algorithm.hpp, which reads the
-// arguments.
+/// \file
+/// SlidingWindowLimiter: an exact sliding window log on one Redis key per limited key.
+///
+///   auto connection = swl::Connection::tcp("127.0.0.1", 6379);
+///   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{100, std::chrono::seconds(10)});
+///   if (swl::Decision decision = limiter.tryAcquire("user:42"); !decision) reply429(decision.retry_after);
+///
+/// A request of `cost` is admitted iff the units in (now - window, now] plus `cost` fit in the limit. Each
+/// request is one entry, whatever its cost (a request of 4,000 tokens costs what a request of one does),
+/// and sums of the entries' units keep every count and every retry_after exact in a bounded number of
+/// steps: no call's work grows with the window or with a request's cost. Each tryAcquire is one EVALSHA
+/// of the script below, atomic on the server, so any number of processes and threads sharing a Redis
+/// agree exactly. Everything around the script is RedisLimiter's, but what only a log can do: reserve()
+/// and settle() for costs known only afterwards, and the leases LeasingLimiter is built on (the end of
+/// this header, beside their Lua).
+///
+/// The script is the heart of swl: read it with the README's "The script" section beside it (or whole:
+/// examples/swl_scripts sliding_window). It runs after the prelude in algorithm.hpp, which reads the
+/// arguments.
 
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
@@ -37,13 +38,18 @@
 
 namespace swl {
 
+/// The exact sliding window log (the contract in algorithm.hpp): one sorted-set entry per request.
 struct SlidingWindowLog {
+  /// The limiter's name, for messages.
   static constexpr std::string_view kName = "swl::SlidingWindowLimiter";
+  /// The script's name, for messages.
   static constexpr std::string_view kScriptName = "sliding_window";
+  /// A member per request: the log records each admission.
   static constexpr bool kRecordsMembers = true;
+  /// Any limit: the log keeps every limit exactly.
   static void check(const Limit&) {}
 
-  // The log's layout and its numbers, read by every script of the log and by MultiLimiter's.
+  /// The log's layout and its numbers, read by every script of the log and by MultiLimiter's.
   static constexpr std::string_view kLayout = R"lua(
 -- The sliding window log: one sorted set per limited key, one entry per recorded request.
 --   An entry: score = the request's time in microseconds; member = its unique member, as the member
@@ -65,14 +71,14 @@ local UNITS_TRIM = 8                   -- counted by units: at most UNITS_TRIM, 
 local LOW = UNITS_TRIM + 3             -- members read at or below a window's start: marks, then entries
 )lua";
 
-  // The busiest paths, run before kFunctions defines anything (a Lua function costs Redis on every call
-  // that defines it): on Redis's clock, one unit that a set counted by entries has room for, and a
-  // refusal or peek that records nothing. They take the steps of countedByEntries() below, written out.
-  // An admission is recorded before it is known how the set counts: ZADD adds the entry and the mark
-  // '!', and answers how many it added. A set counted by entries has its mark (1 or, for a member
-  // policy that repeats itself, 0: NX never moves a member already there); a set counted by units has
-  // no mark and only marked entries (2), so it takes both back and goes on to kScript to weigh the
-  // entry against its sums; a new set (2) has no '#'.
+  /// The busiest paths, run before kFunctions defines anything (a Lua function costs Redis on every call
+  /// that defines it): on Redis's clock, one unit that a set counted by entries has room for, and a
+  /// refusal or peek that records nothing. They take the steps of countedByEntries() below, written out.
+  /// An admission is recorded before it is known how the set counts: ZADD adds the entry and the mark
+  /// '!', and answers how many it added. A set counted by entries has its mark (1 or, for a member
+  /// policy that repeats itself, 0: NX never moves a member already there); a set counted by units has
+  /// no mark and only marked entries (2), so it takes both back and goes on to kScript to weigh the
+  /// entry against its sums; a new set (2) has no '#'.
   static constexpr std::string_view kFastPath = R"lua(
 local start = text(now - window)
 local live = redis.call('ZCOUNT', key, '(' .. start, TIMES_END)
@@ -119,9 +125,9 @@ if redis_time then
 end
 )lua";
 
-  // The log's steps, shared by its scripts below and MultiLimiter's, which keeps one log per rule.
-  // Numbers go to redis.call as numbers where they can: Redis formats them with 17 significant digits,
-  // exact below 2^53 (unlike Lua's own 14 when concatenating).
+  /// The log's steps, shared by its scripts below and MultiLimiter's, which keeps one log per rule.
+  /// Numbers go to redis.call as numbers where they can: Redis formats them with 17 significant digits,
+  /// exact below 2^53 (unlike Lua's own 14 when concatenating).
   static constexpr std::string_view kFunctions = R"lua(
 -- The set's first LOW members at or below the window's start (`start`, as text): its bookkeeping
 -- ('#...') when counted by units or its mark '!' when counted by entries, then entries that slid out.
@@ -572,8 +578,8 @@ local function countedByUnits()
 end
 )lua";
 
-  // Every other decision: count, record when admitted (or when refusals count), slide, answer. After
-  // kFastPath, which has read `start` and `live`.
+  /// Every other decision: count, record when admitted (or when refusals count), slide, answer. After
+  /// kFastPath, which has read `start` and `live`.
   static constexpr std::string_view kScript = R"lua(
 local ttl = tonumber(ARGV[6]) or math.ceil(window / 1000)
 local low = lowMembers(key, start, live)
@@ -612,26 +618,28 @@ if not allowed then retry_after = units.freedAfter(log, held + cost - limit) end
 return {allowed and 1 or 0, limit - held, retry_after, units.resetAfter(log)}
 )lua";
 
-  // Settles a reservation (RedisLimiter::settle) or gives a lease back (RedisLimiter::giveBack), after
-  // the prelude and kFunctions: ARGV[3] is the units the entry now holds, ARGV[5] its member, ARGV[8]
-  // the units it was recorded with. Returns 1 when it settled the entry now, 0 when there was nothing
-  // to settle.
+  /// Settles a reservation (RedisLimiter::settle) or gives a lease back (RedisLimiter::giveBack), after
+  /// the prelude and kFunctions: ARGV[3] is the units the entry now holds, ARGV[5] its member, ARGV[8]
+  /// the units it was recorded with. Returns 1 when it settled the entry now, 0 when there was nothing
+  /// to settle.
   static constexpr std::string_view kSettleScriptName = "settle";
+  /// The settle script's Lua (kSettleScriptName says what it does).
   static constexpr std::string_view kSettleScript = R"lua(
 return countedByUnits().settle(key, ARGV[5], tonumber(ARGV[8]), cost, window)
 )lua";
 
-  // A lease (LeasingLimiter), after the prelude and kFunctions: `cost` units for the request in hand and,
-  // when they fit, up to ARGV[8] units in all, the rest for the holder to use in its own memory until now
-  // + ARGV[9]. They are recorded as one entry at that end (or after the newest entry), so the entry
-  // counts from now until the lease's end + window: every window that holds a use of the lease holds the
-  // entry too (the README's "Leases" has the proof). A lease takes at most 1/ARGV[10] of the window's
-  // room (at least `cost`), so other holders are not starved.
-  //   ARGV[8] units wanted in all (cost..limit)   ARGV[9] lease duration (us)   ARGV[10] room divisor
-  //   ARGV[11] the holder's previous lease on this key ('' for none), ARGV[12] its units, ARGV[13] the
-  //            units it used: given back first, so the room it leaves can be leased again at once
-  // Returns {allowed, remaining, retry_after_us, reset_after_us, units recorded (0 when refused)}.
+  /// A lease (LeasingLimiter), after the prelude and kFunctions: `cost` units for the request in hand and,
+  /// when they fit, up to ARGV[8] units in all, the rest for the holder to use in its own memory until now
+  /// + ARGV[9]. They are recorded as one entry at that end (or after the newest entry), so the entry
+  /// counts from now until the lease's end + window: every window that holds a use of the lease holds the
+  /// entry too (the README's "Leases" has the proof). A lease takes at most 1/ARGV[10] of the window's
+  /// room (at least `cost`), so other holders are not starved.
+  ///   ARGV[8] units wanted in all (cost..limit)   ARGV[9] lease duration (us)   ARGV[10] room divisor
+  ///   ARGV[11] the holder's previous lease on this key ('' for none), ARGV[12] its units, ARGV[13] the
+  ///            units it used: given back first, so the room it leaves can be leased again at once
+  /// Returns {allowed, remaining, retry_after_us, reset_after_us, units recorded (0 when refused)}.
   static constexpr std::string_view kLeaseScriptName = "lease";
+  /// The lease script's Lua (kLeaseScriptName says what it does).
   static constexpr std::string_view kLeaseScript = R"lua(
 local units = countedByUnits()
 if ARGV[11] ~= '' then units.settle(key, ARGV[11], tonumber(ARGV[12]), tonumber(ARGV[13]), window) end
@@ -781,6 +789,7 @@ class SlidingWindowLimiterCore : public RedisLimiterCore<SlidingWindowLog, KeyPo
 
 }  // namespace detail
 
+/// An exact sliding window log on one Redis key per limited key: swl's main limiter.
 template <class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
 using SlidingWindowLimiter = LimiterFace<detail::SlidingWindowLimiterCore<KeyPolicy, MemberPolicy, TtlPolicy>>;
 

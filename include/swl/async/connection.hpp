@@ -1,23 +1,24 @@
 #pragma once
-// AsyncConnection: one hiredis async context on the caller's libevent loop, for event-loop services.
-// Any number of calls may be in flight on it at once; replies come back through callbacks on the loop.
-//
-//   event_base* loop = event_base_new();
-//   auto redis = swl::AsyncConnection::tcp(loop, "127.0.0.1", 6379);
-//   swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{100, std::chrono::seconds(10)});
-//   limiter.tryAcquire("user:42", 1, [](swl::Outcome outcome) { ... });
-//   event_base_dispatch(loop);
-//
-// The same promises as the blocking Connection: EVALSHA only, NOSCRIPT loads the script and repeats
-// that call once, nothing else is ever sent twice. Every callback runs exactly once, on the loop:
-// with the reply, or with the error that kept it from coming (the connection broke, or no reply came
-// within `command_timeout`: the context is then dropped, its in-flight calls fail with TimeoutError,
-// and the next call connects again). A call made while Redis is unreachable fails on the next turn of
-// the loop, never inside the call that made it.
-//
-// Not thread-safe: use it from the loop's thread. It must outlive its calls' callbacks, which must not
-// throw (they run inside hiredis's C code; an exception escaping one terminates the program).
-// Needs libevent (Debian libevent-dev) and the CMake target swl::async.
+/// \file
+/// AsyncConnection: one hiredis async context on the caller's libevent loop, for event-loop services.
+/// Any number of calls may be in flight on it at once; replies come back through callbacks on the loop.
+///
+///   event_base* loop = event_base_new();
+///   auto redis = swl::AsyncConnection::tcp(loop, "127.0.0.1", 6379);
+///   swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{100, std::chrono::seconds(10)});
+///   limiter.tryAcquire("user:42", 1, [](swl::Outcome outcome) { ... });
+///   event_base_dispatch(loop);
+///
+/// The same promises as the blocking Connection: EVALSHA only, NOSCRIPT loads the script and repeats
+/// that call once, nothing else is ever sent twice. Every callback runs exactly once, on the loop:
+/// with the reply, or with the error that kept it from coming (the connection broke, or no reply came
+/// within `command_timeout`: the context is then dropped, its in-flight calls fail with TimeoutError,
+/// and the next call connects again). A call made while Redis is unreachable fails on the next turn of
+/// the loop, never inside the call that made it.
+///
+/// Not thread-safe: use it from the loop's thread. It must outlive its calls' callbacks, which must not
+/// throw (they run inside hiredis's C code; an exception escaping one terminates the program).
+/// Needs libevent (Debian libevent-dev) and the CMake target swl::async.
 
 #include <swl/connection_options.hpp>
 #include <swl/detail/circuit_breaker.hpp>
@@ -46,24 +47,31 @@
 
 namespace swl {
 
+/// One hiredis async context on the caller's libevent loop (async/connection.hpp says how it
+/// reconnects and times calls out); what AsyncLimiter runs on.
 class AsyncConnection {
  public:
-  // Called once per call: with a non-error reply (valid only during the callback) and no error, or
-  // with a null view and the error (ConnectionError, TimeoutError, ReplyError).
+  /// Called once per call: with a non-error reply (valid only during the callback) and no error, or
+  /// with a null view and the error (ConnectionError, TimeoutError, ReplyError).
   using Callback = std::function<void(ReplyView reply, std::exception_ptr error)>;
 
+  /// A connection to host:port, opened on `loop`'s next turns; calls made before then wait for it.
   static AsyncConnection tcp(event_base* loop, std::string host, int port, ConnectionOptions options = {}) {
     return AsyncConnection(loop, Address{std::move(host), port}, std::move(options));
   }
 
+  /// A connection over the Unix socket at `path`, as tcp() makes one.
   static AsyncConnection unixSocket(event_base* loop, std::string path, ConnectionOptions options = {}) {
     return AsyncConnection(loop, Address::unixSocket(std::move(path)), std::move(options));
   }
 
-  // hiredis and libevent hold pointers to this object: it stays where it was made.
+  /// hiredis and libevent hold pointers to this object: it stays where it was made.
+  ///@{
   AsyncConnection(const AsyncConnection&) = delete;
   AsyncConnection& operator=(const AsyncConnection&) = delete;
+  ///@}
 
+  /// Every call in flight gets its callback, with a ConnectionError, before the connection is gone.
   ~AsyncConnection() {
     closing_ = true;
     // Freeing the context runs every in-flight callback (with a ConnectionError); then the deferred ones.
@@ -71,9 +79,9 @@ class AsyncConnection {
     deliverDeferred();
   }
 
-  // Closes the connection for good: the calls in flight get a ConnectionError on their callbacks, later
-  // calls fail too (on the loop's next turn), and nothing of this connection keeps the loop running, so
-  // event_base_dispatch can return once the rest of the service has stopped.
+  /// Closes the connection for good: the calls in flight get a ConnectionError on their callbacks, later
+  /// calls fail too (on the loop's next turn), and nothing of this connection keeps the loop running, so
+  /// event_base_dispatch can return once the rest of the service has stopped.
   void close() {
     if (closed_) return;
     closed_ = true;
@@ -81,10 +89,10 @@ class AsyncConnection {
     evtimer_del(timeout_timer_.get());
   }
 
-  // The event loop this connection runs on.
+  /// The event loop this connection runs on.
   event_base* loop() const noexcept { return loop_; }
 
-  // Sends one script call. The call's keys and arguments are copied before run() returns.
+  /// Sends one script call. The call's keys and arguments are copied before run() returns.
   void run(const ScriptCall& call, Callback done) {
     Pending pending;
     pending.command = detail::formattedCommand(call.argv(), call.argc());
@@ -93,12 +101,14 @@ class AsyncConnection {
     send(std::move(pending));
   }
 
+  /// Whether the context is connected now (false while it connects or reconnects).
   bool isConnected() const noexcept { return context_ != nullptr && connected_; }
-  // The calls in flight (the connection's own AUTH, PING, SELECT and SCRIPT LOAD not counted).
+  /// The calls in flight (the connection's own AUTH, PING, SELECT and SCRIPT LOAD not counted).
   std::size_t inFlight() const noexcept {
     return static_cast<std::size_t>(std::count_if(in_flight_.begin(), in_flight_.end(),
                                                   [](const Pending& pending) { return pending.script != nullptr; }));
   }
+  /// "host:port" or "unix:/path": how messages name the server.
   const std::string& endpoint() const noexcept { return endpoint_; }
 
  private:

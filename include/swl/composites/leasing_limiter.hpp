@@ -1,33 +1,34 @@
 #pragma once
-// LeasingLimiter: the exact sliding window log, with hot keys decided in this process at memory speed
-// from units leased out of the shared window, never admitting more than the limit in any window.
-//
-//   swl::ConnectionPool pool(swl::Address{"127.0.0.1", 6379}, 8);
-//   swl::LeasingLimiter<> limiter(pool, swl::Limit{100'000, std::chrono::seconds(1)});
-//   if (swl::Decision decision = limiter.tryAcquire("tenant:7"); !decision) reply429(decision.retry_after);
-//
-// A key seen rarely costs what it costs a SlidingWindowLimiter: one EVALSHA of the log. A key in demand
-// is asked of Redis for a lease instead: the request's own units and as many more as the key's recent
-// demand would use in one lease duration, recorded in the shared log as one entry scored at the lease's
-// end. This process then admits the lease's units itself, with no round trip, until they run out or the
-// lease ends; and it repeats a refusal of Redis's here until its retry_after has passed. A lease takes
-// at most 1/room_divisor of what the window still has room for, so other instances get theirs. What a
-// lease did not use is given back: by the next lease call for its key (in the same call), by giveBack(),
-// and by the destructor. A process that dies gives nothing back: its units count until its lease's end
-// plus the window, and then expire with the entry.
-//
-// The guarantee: no interval of one window's length sees more admissions than the limit, counted across
-// every instance and every limiter on the key, leasing or not. The price is under-admission: a leased
-// unit counts from its lease's start until the lease is given back (at the latest its end) plus the
-// window, and units leased but not yet used are kept from others meanwhile. The README's "Leases" has
-// the proof and the bound.
-//
-// It keeps the limiter contract (limiter.hpp). Decision::tier says who decided: lease (this process,
-// from a lease; `remaining` is then what the lease has left), blocked_cache (this process, repeating
-// Redis's refusal), redis, or the failure policy. Thread-safe when its RedisClient is: a key's lease
-// is shared by all threads under a lock held for a few instructions, and while one thread asks Redis
-// for a key's next lease, the others wanting that key wait for its answer instead of asking too.
-// Rejected requests cannot be counted (refusals decided here never reach Redis).
+/// \file
+/// LeasingLimiter: the exact sliding window log, with hot keys decided in this process at memory speed
+/// from units leased out of the shared window, never admitting more than the limit in any window.
+///
+///   swl::ConnectionPool pool(swl::Address{"127.0.0.1", 6379}, 8);
+///   swl::LeasingLimiter<> limiter(pool, swl::Limit{100'000, std::chrono::seconds(1)});
+///   if (swl::Decision decision = limiter.tryAcquire("tenant:7"); !decision) reply429(decision.retry_after);
+///
+/// A key seen rarely costs what it costs a SlidingWindowLimiter: one EVALSHA of the log. A key in demand
+/// is asked of Redis for a lease instead: the request's own units and as many more as the key's recent
+/// demand would use in one lease duration, recorded in the shared log as one entry scored at the lease's
+/// end. This process then admits the lease's units itself, with no round trip, until they run out or the
+/// lease ends; and it repeats a refusal of Redis's here until its retry_after has passed. A lease takes
+/// at most 1/room_divisor of what the window still has room for, so other instances get theirs. What a
+/// lease did not use is given back: by the next lease call for its key (in the same call), by giveBack(),
+/// and by the destructor. A process that dies gives nothing back: its units count until its lease's end
+/// plus the window, and then expire with the entry.
+///
+/// The guarantee: no interval of one window's length sees more admissions than the limit, counted across
+/// every instance and every limiter on the key, leasing or not. The price is under-admission: a leased
+/// unit counts from its lease's start until the lease is given back (at the latest its end) plus the
+/// window, and units leased but not yet used are kept from others meanwhile. The README's "Leases" has
+/// the proof and the bound.
+///
+/// It keeps the limiter contract (limiter.hpp). Decision::tier says who decided: lease (this process,
+/// from a lease; `remaining` is then what the lease has left), blocked_cache (this process, repeating
+/// Redis's refusal), redis, or the failure policy. Thread-safe when its RedisClient is: a key's lease
+/// is shared by all threads under a lock held for a few instructions, and while one thread asks Redis
+/// for a key's next lease, the others wanting that key wait for its answer instead of asking too.
+/// Rejected requests cannot be counted (refusals decided here never reach Redis).
 
 #include <swl/algorithms/sliding_window.hpp>
 #include <swl/decision.hpp>
@@ -55,16 +56,17 @@
 
 namespace swl {
 
+/// How a LeasingLimiter leases: for how long, how large a share, for how many keys.
 struct LeaseOptions {
-  // How long a lease may be used. 0 chooses window / 50, at most one second: a unit used at the start of
-  // a lease that then goes unused counts that much longer than it would have. Below a millisecond a
-  // lease saves too little, and every call goes to Redis.
+  /// How long a lease may be used. 0 chooses window / 50, at most one second: a unit used at the start of
+  /// a lease that then goes unused counts that much longer than it would have. Below a millisecond a
+  /// lease saves too little, and every call goes to Redis.
   std::chrono::microseconds duration{0};
-  // A lease takes at most 1/room_divisor of what the window has room for (never less than the request
-  // in hand): the share left for the other instances. At least 2.
+  /// A lease takes at most 1/room_divisor of what the window has room for (never less than the request
+  /// in hand): the share left for the other instances. At least 2.
   std::int64_t room_divisor = 4;
-  // The most keys whose leases and demand are remembered; past it the least recently used are forgotten,
-  // and their unused units expire by themselves.
+  /// The most keys whose leases and demand are remembered; past it the least recently used are forgotten,
+  /// and their unused units expire by themselves.
   std::size_t max_keys = 100'000;
 };
 
@@ -339,7 +341,7 @@ class LeasingLimiterCore {
 
 }  // namespace detail
 
-// The limiter itself: the contract's face over the core above.
+/// The limiter itself: the contract's face over the core above.
 template <class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
 using LeasingLimiter = LimiterFace<detail::LeasingLimiterCore<KeyPolicy, MemberPolicy, TtlPolicy>>;
 

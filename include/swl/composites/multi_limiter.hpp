@@ -1,26 +1,27 @@
 #pragma once
-// MultiLimiter: several limits in one decision, all or nothing (the seed articles' layered limits).
-//
-//   swl::MultiLimiter<> limiter(connection, {{"user-second", swl::Limit{10, 1s}},
-//                                            {"user-hour", swl::Limit{1000, 1h}},
-//                                            {"endpoint", swl::Limit{5000, 1s}}});
-//   swl::MultiDecision d = limiter.tryAcquire({"user:42", "user:42", "GET /search"});
-//   if (!d) reply429(d.decision.retry_after, "refused by " + d.binding_name);
-//
-// One key per rule, in the rules' order. One EVALSHA decides them all: the request is recorded in
-// every rule's log only if every rule admits it, so a refusal costs no rule anything. Each rule is an
-// exact sliding window log (algorithms/sliding_window.hpp), or a quota per period such as a calendar
-// day in a time zone (periods.hpp, calendar.hpp: {"day", 10'000, CalendarPeriods::days(1, "Europe/Berlin")}),
-// under the Redis key KeyPolicy(prefix:name) makes of its key: "swl:user-second:user:42" with PrefixKey. The observer
-// sees one event per decision, under the binding rule's key and name (DecisionEvent::rule). With an access list
-// (LimiterOptions:: access), a call is refused when any rule's key is denied, and otherwise admitted untouched when any
-// rule's key is allowed; the listed key binds.
-//
-// On Redis Cluster the keys of one decision must share a hash slot: use HashTagKey
-// ("swl:user-second:{user:42}") and keys with the same tag; a decision whose keys lie in different
-// slots is refused with InvalidArgument before anything is sent.
-//
-// Thread safety: as safe as its RedisClient.
+/// \file
+/// MultiLimiter: several limits in one decision, all or nothing (the seed articles' layered limits).
+///
+///   swl::MultiLimiter<> limiter(connection, {{"user-second", swl::Limit{10, 1s}},
+///                                            {"user-hour", swl::Limit{1000, 1h}},
+///                                            {"endpoint", swl::Limit{5000, 1s}}});
+///   swl::MultiDecision d = limiter.tryAcquire({"user:42", "user:42", "GET /search"});
+///   if (!d) reply429(d.decision.retry_after, "refused by " + d.binding_name);
+///
+/// One key per rule, in the rules' order. One EVALSHA decides them all: the request is recorded in
+/// every rule's log only if every rule admits it, so a refusal costs no rule anything. Each rule is an
+/// exact sliding window log (algorithms/sliding_window.hpp), or a quota per period such as a calendar
+/// day in a time zone (periods.hpp, calendar.hpp: {"day", 10'000, CalendarPeriods::days(1, "Europe/Berlin")}),
+/// under the Redis key KeyPolicy(prefix:name) makes of its key: "swl:user-second:user:42" with PrefixKey. The observer
+/// sees one event per decision, under the binding rule's key and name (DecisionEvent::rule). With an access list
+/// (LimiterOptions:: access), a call is refused when any rule's key is denied, and otherwise admitted untouched when
+/// any rule's key is allowed; the listed key binds.
+///
+/// On Redis Cluster the keys of one decision must share a hash slot: use HashTagKey
+/// ("swl:user-second:{user:42}") and keys with the same tag; a decision whose keys lie in different
+/// slots is refused with InvalidArgument before anything is sent.
+///
+/// Thread safety: as safe as its RedisClient.
 
 #include <swl/access_list.hpp>
 #include <swl/algorithm.hpp>
@@ -155,29 +156,36 @@ return result
 
 }  // namespace detail
 
-// One limit of a MultiLimiter; the name goes into its Redis keys and names it in decisions. A rule is a
-// sliding window log, or, given periods (periods.hpp; calendar days in a time zone: calendar.hpp), a
-// quota per period, whose limit is {quota, the periods' usual length}.
+/// One limit of a MultiLimiter; the name goes into its Redis keys and names it in decisions. A rule is a
+/// sliding window log, or, given periods (periods.hpp; calendar days in a time zone: calendar.hpp), a
+/// quota per period, whose limit is {quota, the periods' usual length}.
 struct Rule {
+  /// What names the rule in its Redis keys and in decisions: not empty, no braces.
   std::string name;
+  /// The rule's limit; for a quota per period, {quota, the periods' usual length}.
   Limit limit;
+  /// The periods of a quota per period; none for a sliding window log.
   std::optional<Periods> periods;
 
+  /// A sliding window log of `rule_limit`.
   Rule(std::string rule_name, Limit rule_limit) : name(std::move(rule_name)), limit(rule_limit) {}
+  /// A quota per period: `quota` units in each of `rule_periods`.
   Rule(std::string rule_name, std::int64_t quota, Periods rule_periods)
       : name(std::move(rule_name)), limit{quota, rule_periods.usualLength()}, periods(std::move(rule_periods)) {}
 };
 
+/// A MultiLimiter's answer: the decision to act on, and each rule's own.
 struct MultiDecision {
-  // What to act on: allowed iff every rule admitted; the limit, remaining and times of the binding rule.
+  /// What to act on: allowed iff every rule admitted; the limit, remaining and times of the binding rule.
   Decision decision;
-  // The binding rule: when refused, the refusing rule with the longest retry_after (so waiting that
-  // long satisfies every rule); when admitted, the rule with the least remaining.
+  /// The binding rule: when refused, the refusing rule with the longest retry_after (so waiting that
+  /// long satisfies every rule); when admitted, the rule with the least remaining.
   std::size_t binding = 0;
-  std::string_view binding_name;  // valid while the limiter lives
-  // Each rule's own decision, in the limiter's order.
+  std::string_view binding_name;  ///< valid while the limiter lives
+  /// Each rule's own decision, in the limiter's order.
   std::vector<Decision> rules;
 
+  /// Admitted: by every rule.
   explicit operator bool() const noexcept { return decision.allowed; }
 };
 
@@ -210,6 +218,7 @@ std::vector<Decision> decodeRuleDecisions(ReplyView reply, const std::int64_t* l
 
 }  // namespace detail
 
+/// Several limits in one decision, all or nothing, in one EVALSHA (multi_limiter.hpp says how).
 template <class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
 class MultiLimiter {
   static_assert(isKeyPolicy<KeyPolicy>, "swl::MultiLimiter: KeyPolicy must be a key policy (swl/policies/keys.hpp)");
@@ -218,6 +227,8 @@ class MultiLimiter {
   static_assert(isTtlPolicy<TtlPolicy>, "swl::MultiLimiter: TtlPolicy must be a TTL policy (swl/policies/ttl.hpp)");
 
  public:
+  /// A limiter of `rules` (1 to 9, each name once) over `redis`, which must outlive it; each rule's keys
+  /// start with `prefix`:`name`.
   MultiLimiter(RedisClient& redis, std::vector<Rule> rules, LimiterOptions options = {}, std::string prefix = "swl",
                MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
       : redis_(&redis), options_(std::move(options)), members_(std::move(members)), ttl_(std::move(ttl)) {
@@ -244,14 +255,14 @@ class MultiLimiter {
     }
   }
 
-  // keys[i] is the key rule i limits (the same user key for several rules is fine). One EVALSHA.
+  /// keys[i] is the key rule i limits (the same user key for several rules is fine). One EVALSHA.
   MultiDecision tryAcquire(const std::vector<std::string_view>& keys, std::int64_t cost = 1) {
     return tryAcquire(keys, cost, {});
   }
 
-  // The same with limits chosen for this call (a tenant's plan): limits[i] for rule i, or, when
-  // `limits` is empty, the rules' own. Still one EVALSHA; each log is the same whatever limit it is
-  // judged under (the README's "Limits per tenant").
+  /// The same with limits chosen for this call (a tenant's plan): limits[i] for rule i, or, when
+  /// `limits` is empty, the rules' own. Still one EVALSHA; each log is the same whatever limit it is
+  /// judged under (the README's "Limits per tenant").
   MultiDecision tryAcquire(const std::vector<std::string_view>& keys, std::int64_t cost,
                            const std::vector<Limit>& limits) {
     const detail::Observation observation(options_.observer, Tier::redis);
@@ -274,7 +285,7 @@ class MultiLimiter {
     }
   }
 
-  // The decision without the observer, the failure policy and the access list: throws what Redis failed with.
+  /// The decision without the observer, the failure policy and the access list: throws what Redis failed with.
   MultiDecision decide(const std::vector<std::string_view>& keys, std::int64_t cost,
                        const std::vector<Limit>& limits = {}) {
     validate(keys, cost, limits);
@@ -313,7 +324,7 @@ class MultiLimiter {
                        limits);
   }
 
-  // Throws what tryAcquire would for bad input: a key or a limit per rule, each request one rule could take.
+  /// Throws what tryAcquire would for bad input: a key or a limit per rule, each request one rule could take.
   void validate(const std::vector<std::string_view>& keys, std::int64_t cost,
                 const std::vector<Limit>& limits = {}) const {
     if (keys.size() != rules_.size()) {
@@ -340,10 +351,14 @@ class MultiLimiter {
     }
   }
 
+  /// The rules' names, in the limiter's order (the order of keys and limits in every call).
   const std::vector<std::string>& ruleNames() const noexcept { return names_; }
+  /// Rule `rule`'s own limit.
   const Limit& limit(std::size_t rule) const { return rules_.at(rule).limit; }
+  /// The Redis key rule `rule` keeps `key`'s log in, for operators and tests.
   std::string redisKey(std::size_t rule, std::string_view key) const { return rules_.at(rule).keys.key(key); }
 
+  /// The multi-window script, whole (for swl_scripts and SCRIPT LOAD ahead of time).
   static const Script& script() {
     static const std::string text = detail::scriptText<SlidingWindowLog>(
         std::string(detail::kPeriodFunctions).append(detail::kMultiWindowScript), false, detail::kMultiWindowArguments);

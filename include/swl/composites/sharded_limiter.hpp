@@ -1,20 +1,21 @@
 #pragma once
-// ShardedLimiter: one hot key's limit spread over several Redis keys in different hash slots, so that
-// on Redis Cluster its load spreads over several masters (the seed articles' random-suffix sharding).
-//
-//   swl::ShardedLimiter<> limiter(cluster, swl::Limit{1000, std::chrono::seconds(1)}, {}, swl::Sharding(4));
-//
-// Shard i is a limiter of its own over "prefix:{i:user_key}" (ShardKey) holding its share of the limit:
-// limit / shards, the remainder one each to the first shards, so the shares add up to the limit exactly.
-// Each request goes to one shard drawn at random, so the shards together never admit more than the
-// limit. They may admit less: a request can meet a full shard while another still has room. Under
-// overload every shard fills and the key gets its whole limit; when demand is near the limit, some
-// requests are turned away early (see README "Hot keys"). Decision::remaining is the shard's room times
-// the number of shards, an estimate. Use it only for keys whose traffic one master cannot carry; every
-// other key is exact with a plain limiter.
-//
-// It keeps the limiter contract (limiter.hpp): its shards are asked through decide(), and it applies the
-// observer and the failure policy once. Thread safety: as safe as its RedisClient.
+/// \file
+/// ShardedLimiter: one hot key's limit spread over several Redis keys in different hash slots, so that
+/// on Redis Cluster its load spreads over several masters (the seed articles' random-suffix sharding).
+///
+///   swl::ShardedLimiter<> limiter(cluster, swl::Limit{1000, std::chrono::seconds(1)}, {}, swl::Sharding(4));
+///
+/// Shard i is a limiter of its own over "prefix:{i:user_key}" (ShardKey) holding its share of the limit:
+/// limit / shards, the remainder one each to the first shards, so the shares add up to the limit exactly.
+/// Each request goes to one shard drawn at random, so the shards together never admit more than the
+/// limit. They may admit less: a request can meet a full shard while another still has room. Under
+/// overload every shard fills and the key gets its whole limit; when demand is near the limit, some
+/// requests are turned away early (see README "Hot keys"). Decision::remaining is the shard's room times
+/// the number of shards, an estimate. Use it only for keys whose traffic one master cannot carry; every
+/// other key is exact with a plain limiter.
+///
+/// It keeps the limiter contract (limiter.hpp): its shards are asked through decide(), and it applies the
+/// observer and the failure policy once. Thread safety: as safe as its RedisClient.
 
 #include <swl/algorithms/sliding_window.hpp>
 #include <swl/decision.hpp>
@@ -172,7 +173,7 @@ class ShardedLimiterCore {
 
 }  // namespace detail
 
-// The limiter itself: the contract's face over the core above.
+/// The limiter itself: the contract's face over the core above.
 template <class Algorithm = SlidingWindowLog, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
 using ShardedLimiter = LimiterFace<detail::ShardedLimiterCore<Algorithm, MemberPolicy, TtlPolicy>>;
 

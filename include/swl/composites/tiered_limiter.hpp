@@ -1,28 +1,29 @@
 #pragma once
-// TieredLimiter: a Redis limiter with two local tiers in front of and behind it.
-//
-//   swl::TierOptions tiers;
-//   tiers.instances = 4;  // this service runs 4 instances: each may admit a quarter of the limit alone
-//   swl::TieredLimiter<> limiter(pool, swl::Limit{100, std::chrono::seconds(10)}, {}, tiers);
-//
-// In front, a cache of refusals: once Redis refuses a key with "retry after t", the same or a larger
-// cost for that key is refused here until t, without a round trip. Nothing can shorten that wait on
-// the server (new entries only lengthen it), so the answer is the one Redis would give; a flood from
-// one abuser then costs Redis one call per retry_after instead of one per request. The cache is off
-// when rejected requests are counted, since Redis would record each of them.
-//
-// Behind, insurance: while Redis cannot answer (down, frozen, out of memory), each instance decides
-// alone with an exact in-memory window (LocalLimiter) and its share of the limit, limit / instances,
-// so the service as a whole stays within the limit. Redis is asked again every redis_retry_interval
-// (by one call; the others stay insured meanwhile, so a frozen Redis costs one timeout per interval,
-// not one per request). Once it answers, it decides again. What instances admitted alone is not
-// copied into Redis: in the first window after an outage a key may see up to limit + its insured
-// admissions. Without insurance (instances = 0) the failure policy answers, as for any limiter.
-//
-// Decision::tier says which tier decided: redis, blocked_cache, insurance, fail_open or fail_closed. It
-// keeps the limiter contract (limiter.hpp) and applies the observer and the failure policy itself; the
-// Redis limiter inside is asked through decide(), so nothing is reported twice.
-// Thread-safe when its RedisClient is (a ConnectionPool, a ClusterConnection, a SentinelConnection).
+/// \file
+/// TieredLimiter: a Redis limiter with two local tiers in front of and behind it.
+///
+///   swl::TierOptions tiers;
+///   tiers.instances = 4;  // this service runs 4 instances: each may admit a quarter of the limit alone
+///   swl::TieredLimiter<> limiter(pool, swl::Limit{100, std::chrono::seconds(10)}, {}, tiers);
+///
+/// In front, a cache of refusals: once Redis refuses a key with "retry after t", the same or a larger
+/// cost for that key is refused here until t, without a round trip. Nothing can shorten that wait on
+/// the server (new entries only lengthen it), so the answer is the one Redis would give; a flood from
+/// one abuser then costs Redis one call per retry_after instead of one per request. The cache is off
+/// when rejected requests are counted, since Redis would record each of them.
+///
+/// Behind, insurance: while Redis cannot answer (down, frozen, out of memory), each instance decides
+/// alone with an exact in-memory window (LocalLimiter) and its share of the limit, limit / instances,
+/// so the service as a whole stays within the limit. Redis is asked again every redis_retry_interval
+/// (by one call; the others stay insured meanwhile, so a frozen Redis costs one timeout per interval,
+/// not one per request). Once it answers, it decides again. What instances admitted alone is not
+/// copied into Redis: in the first window after an outage a key may see up to limit + its insured
+/// admissions. Without insurance (instances = 0) the failure policy answers, as for any limiter.
+///
+/// Decision::tier says which tier decided: redis, blocked_cache, insurance, fail_open or fail_closed. It
+/// keeps the limiter contract (limiter.hpp) and applies the observer and the failure policy itself; the
+/// Redis limiter inside is asked through decide(), so nothing is reported twice.
+/// Thread-safe when its RedisClient is (a ConnectionPool, a ClusterConnection, a SentinelConnection).
 
 #include <swl/algorithms/sliding_window.hpp>
 #include <swl/decision.hpp>
@@ -47,15 +48,17 @@
 
 namespace swl {
 
+/// The local tiers of a TieredLimiter: a cache of refusals in front of Redis, insurance behind it.
 struct TierOptions {
-  // The local cache of Redis's refusals, and how many keys it holds at most.
+  /// The local cache of Redis's refusals, and how many keys it holds at most.
   bool cache_refusals = true;
+  /// The most keys that refusal cache holds.
   std::size_t max_cached_refusals = 100'000;
-  // How many instances share the limit during an outage; 0 turns insurance off.
+  /// How many instances share the limit during an outage; 0 turns insurance off.
   int instances = 0;
-  // While insured, how often one call asks Redis whether it is back.
+  /// While insured, how often one call asks Redis whether it is back.
   std::chrono::milliseconds redis_retry_interval{1000};
-  // The most keys the insurance tier holds (see LocalLimiterOptions::max_keys).
+  /// The most keys the insurance tier holds (see LocalLimiterOptions::max_keys).
   std::size_t max_insured_keys = 100'000;
 };
 
@@ -305,7 +308,7 @@ class TieredLimiterCore {
 
 }  // namespace detail
 
-// The limiter itself: the contract's face over the core above.
+/// The limiter itself: the contract's face over the core above.
 template <class RedisTier = SlidingWindowLimiter<>>
 using TieredLimiter = LimiterFace<detail::TieredLimiterCore<RedisTier>>;
 

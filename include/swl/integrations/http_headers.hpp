@@ -1,14 +1,15 @@
 #pragma once
-// HTTP header values for decisions, for any HTTP framework: 429's Retry-After, the IETF RateLimit-Policy
-// and RateLimit structured fields (draft-ietf-httpapi-ratelimit-headers), and the widespread
-// X-RateLimit-Limit/Remaining/Reset.
-//
-//   RateLimit-Policy: "client";q=5;w=10, "route";q=20;w=10     quota q per window w seconds, per policy
-//   RateLimit: "client";r=4;t=10, "route";r=19;t=10            remaining r, reset in t seconds, per policy
-//   Retry-After: 3                                             seconds, on a 429 only
-//
-// Every time is a delay in whole seconds, rounded up (a client that waits that long is not early),
-// never an epoch. Policy names are sf-strings; a name with a character HTTP cannot carry is refused.
+/// \file
+/// HTTP header values for decisions, for any HTTP framework: 429's Retry-After, the IETF RateLimit-Policy
+/// and RateLimit structured fields (draft-ietf-httpapi-ratelimit-headers), and the widespread
+/// X-RateLimit-Limit/Remaining/Reset.
+///
+///   RateLimit-Policy: "client";q=5;w=10, "route";q=20;w=10     quota q per window w seconds, per policy
+///   RateLimit: "client";r=4;t=10, "route";r=19;t=10            remaining r, reset in t seconds, per policy
+///   Retry-After: 3                                             seconds, on a 429 only
+///
+/// Every time is a delay in whole seconds, rounded up (a client that waits that long is not early),
+/// never an epoch. Policy names are sf-strings; a name with a character HTTP cannot carry is refused.
 
 #include <swl/decision.hpp>
 #include <swl/error.hpp>
@@ -21,10 +22,13 @@
 
 namespace swl {
 
-// One policy as a response reports it: its name, its limit and the key's decision under it.
+/// One policy as a response reports it: its name, its limit and the key's decision under it.
 struct PolicyReport {
+  /// The policy's name, sent as an sf-string: printable ASCII only.
   std::string_view name;
+  /// The policy's limit: the quota (q) and window (w) of RateLimit-Policy.
   Limit limit;
+  /// The key's decision under it: the remaining (r) and reset (t) of RateLimit.
   Decision decision;
 };
 
@@ -61,12 +65,13 @@ std::string structuredList(const std::vector<PolicyReport>& policies, Item item)
 
 }  // namespace detail
 
-// Retry-After for a refused decision: at least 1, since 0 would invite an immediate retry.
+/// Retry-After for a refused decision: at least 1, since 0 would invite an immediate retry.
 inline std::string retryAfterValue(const Decision& decision) {
   const std::int64_t seconds = detail::ceilSeconds(decision.retry_after);
   return std::to_string(seconds < 1 ? 1 : seconds);
 }
 
+/// The RateLimit-Policy value: each policy's quota and window in seconds, `"name";q=100;w=10`.
 inline std::string rateLimitPolicyValue(const std::vector<PolicyReport>& policies) {
   return detail::structuredList(policies, [](const PolicyReport& policy) {
     return ";q=" + std::to_string(policy.limit.max_requests) +
@@ -74,6 +79,7 @@ inline std::string rateLimitPolicyValue(const std::vector<PolicyReport>& policie
   });
 }
 
+/// The RateLimit value: each policy's remaining units and seconds until reset, `"name";r=42;t=7`.
 inline std::string rateLimitValue(const std::vector<PolicyReport>& policies) {
   return detail::structuredList(policies, [](const PolicyReport& policy) {
     return ";r=" + std::to_string(policy.decision.remaining) +
@@ -81,11 +87,12 @@ inline std::string rateLimitValue(const std::vector<PolicyReport>& policies) {
   });
 }
 
-// The same for a response under one policy, the common case: rateLimitValue({"api", limit, decision}).
+/// The same for a response under one policy, the common case: rateLimitValue({"api", limit, decision}).
 inline std::string rateLimitPolicyValue(const PolicyReport& policy) {
   return rateLimitPolicyValue(std::vector<PolicyReport>{policy});
 }
 
+/// The same for a response under one policy.
 inline std::string rateLimitValue(const PolicyReport& policy) {
   return rateLimitValue(std::vector<PolicyReport>{policy});
 }

@@ -1,13 +1,14 @@
 #pragma once
-// Member policies: the sorted-set member that records one admitted request. A member must differ from
-// every other member of the same key, or ZADD overwrites the earlier entry and the window under-counts.
-//
-// A MemberPolicy is any type with
-//     std::string next();
-// called once per request from any thread. The log marks its own members with bytes below ',' and '=', so a
-// member must hold none of them (a limiter refuses one that does).
-// An empty string stands for the request's millisecond timestamp,
-// which only the script knows when Redis's clock is in use.
+/// \file
+/// Member policies: the sorted-set member that records one admitted request. A member must differ from
+/// every other member of the same key, or ZADD overwrites the earlier entry and the window under-counts.
+///
+/// A MemberPolicy is any type with
+///     std::string next();
+/// called once per request from any thread. The log marks its own members with bytes below ',' and '=', so a
+/// member must hold none of them (a limiter refuses one that does).
+/// An empty string stands for the request's millisecond timestamp,
+/// which only the script knows when Redis's clock is in use.
 
 #include <swl/detail/thread_random.hpp>
 
@@ -24,20 +25,24 @@
 
 namespace swl {
 
+/// Whether T is a member policy: `std::string next()`.
 template <class T, class = void>
 struct IsMemberPolicy : std::false_type {};
+/// The case where T has next(); its type decides.
 template <class T>
 struct IsMemberPolicy<T, std::void_t<decltype(std::declval<T&>().next())>>
     : std::is_same<decltype(std::declval<T&>().next()), std::string> {};
 
+/// IsMemberPolicy<T>::value: what the limiters' static_asserts ask.
 template <class T>
 inline constexpr bool isMemberPolicy = IsMemberPolicy<T>::value;
 
-// The default: a random 64-bit process identity plus a per-process counter, in base64url text: 12 bytes
-// for the first 64 requests, 15 up to 16 million, against a UUID's 36. Two processes collide only if
-// their 64-bit identities do (odds around n^2 / 2^65 for n processes); a forked child draws a new one.
+/// The default: a random 64-bit process identity plus a per-process counter, in base64url text: 12 bytes
+/// for the first 64 requests, 15 up to 16 million, against a UUID's 36. Two processes collide only if
+/// their 64-bit identities do (odds around n^2 / 2^65 for n processes); a forked child draws a new one.
 class CompactMember {
  public:
+  /// The next member: never one this process or another has made before.
   std::string next() {
     Identity& self = identity();
     std::uint64_t sequence = self.counter.fetch_add(1, std::memory_order_relaxed);
@@ -76,9 +81,10 @@ class CompactMember {
   }
 };
 
-// A random (version 4) UUID per request, as in the seed articles' fix: unique, but 36 bytes each.
+/// A random (version 4) UUID per request, as in the seed articles' fix: unique, but 36 bytes each.
 class UuidMember {
  public:
+  /// The next member: a new UUID.
   std::string next() {
     std::mt19937_64& random = detail::threadRandom();
     std::uint64_t high = random(), low = random();
@@ -100,10 +106,11 @@ class UuidMember {
   }
 };
 
-// The request's millisecond timestamp, as the seed articles' first versions used. Kept to show why it
-// is wrong: two requests in the same millisecond share one member, the second overwrites the first,
-// and the window lets more than the limit through. Do not use it for real limits.
+/// The request's millisecond timestamp, as the seed articles' first versions used. Kept to show why it
+/// is wrong: two requests in the same millisecond share one member, the second overwrites the first,
+/// and the window lets more than the limit through. Do not use it for real limits.
 struct TimestampMember {
+  /// No member: the script then records the request's millisecond timestamp in its place.
   std::string next() { return {}; }
 };
 

@@ -1,15 +1,16 @@
 #pragma once
-// The seam between the limiters and Redis: a Script and the arguments of one call of it (ScriptCall),
-// the Reply that comes back, and RedisClient, what runs the calls. A limiter holds a RedisClient&, so the
-// same limiter type runs over one Connection, a ConnectionPool shared by threads, a ClusterConnection or
-// a SentinelConnection: the user swaps the client, not the code.
-//
-// Every RedisClient keeps the same promises:
-// - a call goes out as EVALSHA (the SHA-1 is known from the script's text); only a NOSCRIPT answer loads
-//   the script (SCRIPT LOAD) and repeats that call, once. A call that timed out or lost its connection
-//   may have run already, so it is never repeated: it fails with ConnectionError (TimeoutError) and the
-//   next call reconnects;
-// - an error reply (WRONGTYPE, OOM, a script error) is a ReplyError naming the script and the server.
+/// \file
+/// The seam between the limiters and Redis: a Script and the arguments of one call of it (ScriptCall),
+/// the Reply that comes back, and RedisClient, what runs the calls. A limiter holds a RedisClient&, so the
+/// same limiter type runs over one Connection, a ConnectionPool shared by threads, a ClusterConnection or
+/// a SentinelConnection: the user swaps the client, not the code.
+///
+/// Every RedisClient keeps the same promises:
+/// - a call goes out as EVALSHA (the SHA-1 is known from the script's text); only a NOSCRIPT answer loads
+///   the script (SCRIPT LOAD) and repeats that call, once. A call that timed out or lost its connection
+///   may have run already, so it is never repeated: it fails with ConnectionError (TimeoutError) and the
+///   next call reconnects;
+/// - an error reply (WRONGTYPE, OOM, a script error) is a ReplyError naming the script and the server.
 
 #include <swl/detail/hiredis.hpp>
 #include <swl/detail/sha1.hpp>
@@ -26,14 +27,18 @@
 
 namespace swl {
 
-// A Lua script swl runs with EVALSHA. Scripts are string literals (or live as long as the program), so
-// the text is viewed, not copied.
+/// A Lua script swl runs with EVALSHA. Scripts are string literals (or live as long as the program), so
+/// the text is viewed, not copied.
 class Script {
  public:
+  /// A script of `text`, which must outlive it, named `name` in messages; its SHA-1 is computed once, here.
   Script(std::string_view name, std::string_view text) : name_(name), text_(text), sha_(detail::sha1Hex(text)) {}
 
+  /// The name messages give it.
   const std::string& name() const noexcept { return name_; }
+  /// The Lua, as Redis receives it.
   std::string_view text() const noexcept { return text_; }
+  /// The SHA-1 of the text, in hex: what EVALSHA names it by.
   std::string_view sha() const noexcept { return sha_; }
 
  private:
@@ -42,17 +47,21 @@ class Script {
   std::string sha_;
 };
 
-// "EVALSHA sha numkeys key... arg..." as views: the keys and arguments must outlive the call. Small and
-// fixed-size, so building one costs no allocation on the hot path.
+/// "EVALSHA sha numkeys key... arg..." as views: the keys and arguments must outlive the call. Small and
+/// fixed-size, so building one costs no allocation on the hot path.
 class ScriptCall {
  public:
+  /// The most keys a call takes (a MultiLimiter's most rules).
   static constexpr std::size_t kMaxKeys = 9;
+  /// The most words a call takes, "EVALSHA", the SHA-1 and the key count included.
   static constexpr std::size_t kMaxArguments = 64;
 
+  /// A call of `script` on `keys` with `args`; more than a call holds is an InvalidArgument.
   ScriptCall(const Script& script, std::initializer_list<std::string_view> keys,
              std::initializer_list<std::string_view> args)
       : ScriptCall(script, keys.begin(), keys.size(), args.begin(), args.size()) {}
 
+  /// The same from arrays, for callers that build their keys and arguments on the stack.
   ScriptCall(const Script& script, const std::string_view* keys, std::size_t key_count, const std::string_view* args,
              std::size_t arg_count)
       : script_(&script), key_count_(key_count) {
@@ -68,11 +77,15 @@ class ScriptCall {
     for (std::size_t i = 0; i < arg_count; ++i) argv_[argc_++] = args[i];
   }
 
+  /// The script it calls.
   const Script& script() const noexcept { return *script_; }
+  /// The whole command, word by word, as hiredis takes it.
   const std::string_view* argv() const noexcept { return argv_.data(); }
+  /// How many words argv() holds.
   std::size_t argc() const noexcept { return argc_; }
+  /// How many keys the call names.
   std::size_t keyCount() const noexcept { return key_count_; }
-  // A cluster routes the call by its first key.
+  /// A cluster routes the call by its first key.
   std::string_view key(std::size_t index) const noexcept { return argv_[3 + index]; }
 
  private:
@@ -82,14 +95,19 @@ class ScriptCall {
   std::size_t key_count_;
 };
 
-// One reply, or one element of one, as Redis sent it. Nothing about its shape is assumed: a view of the
-// wrong kind answers false, empty or 0, and an element that is not there is a null view, so readers
-// check what they need and say so in their own words. Valid while the Reply it came from lives.
+/// One reply, or one element of one, as Redis sent it. Nothing about its shape is assumed: a view of the
+/// wrong kind answers false, empty or 0, and an element that is not there is a null view, so readers
+/// check what they need and say so in their own words. Valid while the Reply it came from lives.
 class ReplyView {
  public:
+  /// A null view.
   ReplyView() = default;
+  /// A view of `reply`, which must outlive it; null gives a null view.
   explicit ReplyView(const redisReply* reply) noexcept : reply_(reply) {}
 
+  /// Whether the view is of that kind: null (no reply at all), nil, an error, an integer, a string, a status
+  /// or an array. A null view is only null.
+  ///@{
   bool isNull() const noexcept { return reply_ == nullptr; }
   bool isNil() const noexcept { return is(REDIS_REPLY_NIL); }
   bool isError() const noexcept { return is(REDIS_REPLY_ERROR); }
@@ -97,22 +115,25 @@ class ReplyView {
   bool isString() const noexcept { return is(REDIS_REPLY_STRING); }
   bool isStatus() const noexcept { return is(REDIS_REPLY_STATUS); }
   bool isArray() const noexcept { return is(REDIS_REPLY_ARRAY); }
+  ///@}
 
-  // An error reply whose code is `code`: "NOSCRIPT", "MOVED", ... (the text up to its first space).
+  /// An error reply whose code is `code`: "NOSCRIPT", "MOVED", ... (the text up to its first space).
   bool isError(std::string_view code) const noexcept {
     const std::string_view error = isError() ? text() : std::string_view();
     return error.substr(0, code.size()) == code && (error.size() == code.size() || error[code.size()] == ' ');
   }
 
-  // The bytes of a string, status or error reply; empty for any other.
+  /// The bytes of a string, status or error reply; empty for any other.
   std::string_view text() const noexcept {
     if (reply_ == nullptr || reply_->str == nullptr) return {};
     return {reply_->str, reply_->len};
   }
+  /// The value of an integer reply; 0 for any other.
   long long integer() const noexcept { return isInteger() ? reply_->integer : 0; }
 
-  // The elements of an array reply; 0 for any other.
+  /// The elements of an array reply; 0 for any other.
   std::size_t size() const noexcept { return isArray() && reply_->element != nullptr ? reply_->elements : 0; }
+  /// Element `index` of an array reply; a null view when there is none.
   ReplyView operator[](std::size_t index) const noexcept {
     return index < size() ? ReplyView(reply_->element[index]) : ReplyView();
   }
@@ -123,20 +144,27 @@ class ReplyView {
   const redisReply* reply_ = nullptr;
 };
 
-// A reply owned: what a RedisClient hands back. Read it through ReplyView (`reply->integer()`).
+/// A reply owned: what a RedisClient hands back. Read it through ReplyView (`reply->integer()`).
 class Reply {
  public:
+  /// An empty reply.
   Reply() = default;
+  /// Takes ownership of `owned`, as hiredis handed it over.
   explicit Reply(redisReply* owned) noexcept : owned_(owned), view_(owned) {}
+  /// Takes over `other`'s reply; `other` is then empty.
   Reply(Reply&& other) noexcept : owned_(std::move(other.owned_)), view_(std::exchange(other.view_, ReplyView())) {}
+  /// Frees this reply and takes over `other`'s.
   Reply& operator=(Reply&& other) noexcept {
     owned_ = std::move(other.owned_);
     view_ = std::exchange(other.view_, ReplyView());
     return *this;
   }
 
+  /// Whether it holds a reply.
   explicit operator bool() const noexcept { return !view_.isNull(); }
+  /// The reply, read through its view.
   const ReplyView& operator*() const noexcept { return view_; }
+  /// The reply's view, for `reply->integer()`.
   const ReplyView* operator->() const noexcept { return &view_; }
 
  private:
@@ -144,34 +172,43 @@ class Reply {
   ReplyView view_;
 };
 
-// One call's answer in a batch: its reply, or why there is none (the other calls are unaffected).
+/// One call's answer in a batch: its reply, or why there is none (the other calls are unaffected).
 struct ScriptReply {
+  /// The reply; empty when there is an error.
   Reply reply;
+  /// Why there is no reply (ConnectionError, ReplyError); null when there is one.
   std::exception_ptr error;
 };
 
+/// What runs the limiters' script calls: one Connection, a pool, a cluster or a Sentinel master, all
+/// keeping the promises above.
 class RedisClient {
  public:
+  /// Virtual, so that a client owned through a RedisClient pointer is destroyed whole.
   virtual ~RedisClient() = default;
 
-  // Runs one call and returns its (non-error) reply. Throws ConnectionError or ReplyError.
+  /// Runs one call and returns its (non-error) reply. Throws ConnectionError or ReplyError.
   virtual Reply run(const ScriptCall& call) = 0;
 
-  // Runs many calls pipelined, in as few round trips as the client can, and answers each in input
-  // order. Calls that were answered keep their replies even when later ones fail.
+  /// Runs many calls pipelined, in as few round trips as the client can, and answers each in input
+  /// order. Calls that were answered keep their replies even when later ones fail.
   virtual std::vector<ScriptReply> runMany(const std::vector<ScriptCall>& calls) = 0;
 
+  /// Runs `script` on `keys` with `args`, as run(ScriptCall(script, keys, args)).
   Reply run(const Script& script, std::initializer_list<std::string_view> keys,
             std::initializer_list<std::string_view> args) {
     return run(ScriptCall(script, keys, args));
   }
 
  protected:
+  /// Only a derived client makes, copies or moves one, so a RedisClient is never sliced.
+  ///@{
   RedisClient() = default;
   RedisClient(const RedisClient&) = default;
   RedisClient& operator=(const RedisClient&) = default;
   RedisClient(RedisClient&&) = default;
   RedisClient& operator=(RedisClient&&) = default;
+  ///@}
 };
 
 namespace detail {

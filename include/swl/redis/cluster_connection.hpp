@@ -1,35 +1,36 @@
 #pragma once
-// ClusterConnection: Redis Cluster behind the RedisClient interface, so the limiters run on a cluster
-// unchanged: the user swaps the connection, not the code.
-//
-//   auto cluster = swl::ClusterConnection::tcp({{"10.0.0.1", 7000}, {"10.0.0.2", 7000}});
-//   swl::SlidingWindowLimiter<> limiter(cluster, swl::Limit{100, std::chrono::seconds(10)});
-//
-// Each call goes straight to the master that serves its key's hash slot (see hash_slot.hpp), read
-// from CLUSTER SLOTS of any node the seeds lead to. Every master gets its own ConnectionPool, so a
-// ClusterConnection may be shared by any number of threads, and each node loads the script the first
-// time it answers NOSCRIPT, as a single Redis does.
-//
-// The cluster changes under the client, and the client follows:
-// - MOVED (the slot has a new owner: resharding, failover): the call goes to the new owner, the slot
-//   map is corrected at once and read again from the cluster (at most every `refresh_interval`);
-// - ASK (the slot is being migrated and this key has left already): the call goes to the target,
-//   preceded by ASKING; the map is not touched, the slot still belongs to the source;
-// - TRYAGAIN, CLUSTERDOWN (keys half moved; no quorum while a failed master is replaced): the call is
-//   asked again after a short pause, for as long as the command timeout allows.
-// All of these are answered before the script runs, so repeating the call cannot count it twice.
-// The first redirection of a call is followed at once. A second one means the cluster is changing
-// its mind mid-reshard (the source already names the target, the target does not know yet and sends
-// the call back), so later ones wait like TRYAGAIN. Redirections are bounded (`max_redirects` and the
-// command timeout); a call that still finds no home fails with ReplyError.
-// A call whose connection breaks may have run, so it is never repeated: it fails with ConnectionError
-// (the limiter's failure policy answers) and the slot map is read again, so once the cluster has
-// promoted a replica the next calls reach it.
-//
-// Every call finishes within its command timeout, plus at most a quarter of it to read the slot map
-// again after a failure, whatever the cluster does: that read asks the node that just failed last,
-// skips nodes whose circuit is open (each node has its own breaker, see ConnectionOptions), waits only
-// briefly for a read another thread has under way, and gives each node only the time that is left.
+/// \file
+/// ClusterConnection: Redis Cluster behind the RedisClient interface, so the limiters run on a cluster
+/// unchanged: the user swaps the connection, not the code.
+///
+///   auto cluster = swl::ClusterConnection::tcp({{"10.0.0.1", 7000}, {"10.0.0.2", 7000}});
+///   swl::SlidingWindowLimiter<> limiter(cluster, swl::Limit{100, std::chrono::seconds(10)});
+///
+/// Each call goes straight to the master that serves its key's hash slot (see hash_slot.hpp), read
+/// from CLUSTER SLOTS of any node the seeds lead to. Every master gets its own ConnectionPool, so a
+/// ClusterConnection may be shared by any number of threads, and each node loads the script the first
+/// time it answers NOSCRIPT, as a single Redis does.
+///
+/// The cluster changes under the client, and the client follows:
+/// - MOVED (the slot has a new owner: resharding, failover): the call goes to the new owner, the slot
+///   map is corrected at once and read again from the cluster (at most every `refresh_interval`);
+/// - ASK (the slot is being migrated and this key has left already): the call goes to the target,
+///   preceded by ASKING; the map is not touched, the slot still belongs to the source;
+/// - TRYAGAIN, CLUSTERDOWN (keys half moved; no quorum while a failed master is replaced): the call is
+///   asked again after a short pause, for as long as the command timeout allows.
+/// All of these are answered before the script runs, so repeating the call cannot count it twice.
+/// The first redirection of a call is followed at once. A second one means the cluster is changing
+/// its mind mid-reshard (the source already names the target, the target does not know yet and sends
+/// the call back), so later ones wait like TRYAGAIN. Redirections are bounded (`max_redirects` and the
+/// command timeout); a call that still finds no home fails with ReplyError.
+/// A call whose connection breaks may have run, so it is never repeated: it fails with ConnectionError
+/// (the limiter's failure policy answers) and the slot map is read again, so once the cluster has
+/// promoted a replica the next calls reach it.
+///
+/// Every call finishes within its command timeout, plus at most a quarter of it to read the slot map
+/// again after a failure, whatever the cluster does: that read asks the node that just failed last,
+/// skips nodes whose circuit is open (each node has its own breaker, see ConnectionOptions), waits only
+/// briefly for a read another thread has under way, and gives each node only the time that is left.
 
 #include <swl/connection_options.hpp>
 #include <swl/error.hpp>
@@ -56,22 +57,27 @@
 
 namespace swl {
 
+/// How a ClusterConnection reaches the nodes and follows the cluster's redirects.
 struct ClusterOptions {
-  ConnectionOptions connection;                         // for every node; AUTH must hold on all of them; db must stay 0
-  PoolOptions pool{4, std::chrono::milliseconds(100)};  // per master
-  int max_redirects = 16;                               // MOVED + ASK followed for one call
-  // The slot map is read again after MOVED or a broken connection, but not more often than this.
+  ConnectionOptions connection;  ///< for every node; AUTH must hold on all of them; db must stay 0
+  PoolOptions pool{4, std::chrono::milliseconds(100)};  ///< per master
+  int max_redirects = 16;                               ///< MOVED + ASK followed for one call
+  /// The slot map is read again after MOVED or a broken connection, but not more often than this.
   std::chrono::milliseconds refresh_interval{100};
 };
 
+/// Redis Cluster as one RedisClient: each call goes to the master that serves its key's hash slot;
+/// cluster_connection.hpp says how slots are learnt and redirects followed.
 class ClusterConnection : public RedisClient {
  public:
-  // Nothing is dialled here: the first call reads the slot map, so a service may start while the
-  // cluster is down and let its failure policy answer until it is back.
+  /// Nothing is dialled here: the first call reads the slot map, so a service may start while the
+  /// cluster is down and let its failure policy answer until it is back.
   static ClusterConnection tcp(std::vector<Address> seeds, ClusterOptions options = {}) {
     return ClusterConnection(std::move(seeds), std::move(options));
   }
 
+  /// As tcp(seeds, options): nothing is dialled here. No seeds, or options no cluster takes (a db
+  /// other than 0), are an InvalidArgument.
   explicit ClusterConnection(std::vector<Address> seeds, ClusterOptions options = {})
       : options_(std::move(options)), slots_(std::make_unique<SlotTable>()), description_("cluster seeds") {
     if (seeds.empty()) throw InvalidArgument("swl::ClusterConnection::tcp: no seed node given");
@@ -89,8 +95,11 @@ class ClusterConnection : public RedisClient {
     }
   }
 
+  /// Neither copied nor moved: limiters refer to it.
+  ///@{
   ClusterConnection(const ClusterConnection&) = delete;
   ClusterConnection& operator=(const ClusterConnection&) = delete;
+  ///@}
 
   using RedisClient::run;
   Reply run(const ScriptCall& call) override {
@@ -98,9 +107,9 @@ class ClusterConnection : public RedisClient {
     return follow(call, ownerOf(slotOf(call), deadline), deadline);
   }
 
-  // Every master involved gets its share of the calls pipelined, all of them at once, so the batch
-  // costs about one round trip however many masters it spans; calls redirected on the way then
-  // finish one by one.
+  /// Every master involved gets its share of the calls pipelined, all of them at once, so the batch
+  /// costs about one round trip however many masters it spans; calls redirected on the way then
+  /// finish one by one.
   std::vector<ScriptReply> runMany(const std::vector<ScriptCall>& calls) override {
     const Clock::time_point deadline = deadlineOfCall();
     std::vector<ScriptReply> results(calls.size());
@@ -148,16 +157,16 @@ class ClusterConnection : public RedisClient {
     return results;
   }
 
-  // Reads the slot map now. Throws ConnectionError when no known node answers CLUSTER SLOTS.
+  /// Reads the slot map now. Throws ConnectionError when no known node answers CLUSTER SLOTS.
   void refresh() {
     std::lock_guard<std::mutex> lock(refresh_mutex_);
     refreshLocked(nullptr, deadlineOfCall());
   }
 
-  // "host:port" of the master that serves `redis_key` (reading the slot map first if need be).
+  /// "host:port" of the master that serves `redis_key` (reading the slot map first if need be).
   std::string masterOf(std::string_view redis_key) { return ownerOf(hashSlot(redis_key), deadlineOfCall()).endpoint; }
 
-  // The masters the slot map names, each once, in slot order.
+  /// The masters the slot map names, each once, in slot order.
   std::vector<std::string> masters() const {
     std::vector<std::string> endpoints;
     for (const auto& owner : *slots_) {

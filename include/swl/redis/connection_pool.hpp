@@ -1,16 +1,17 @@
 #pragma once
-// ConnectionPool: a bounded set of Connections that any number of threads share. A limiter built on a
-// pool may be called from every thread at once; each call borrows one connection for its round trip.
-//
-//   auto pool = swl::ConnectionPool::tcp("127.0.0.1", 6379, swl::PoolOptions{8});
-//   swl::SlidingWindowLimiter<> limiter(pool, swl::Limit{100, std::chrono::seconds(10)});
-//
-// Connections open lazily, on first use, and the most recently returned one is lent first, so a pool
-// holds only as many open connections as calls were ever in flight at once. A connection whose context
-// broke (error, timeout, closed by the server) never sends on it again: its next use opens a new one.
-// When every connection is lent, borrowing waits up to `borrow_timeout`, then throws TimeoutError,
-// which a limiter hands to its failure policy like any other "Redis could not answer". All connections
-// share one circuit breaker: once one times out, calls on every connection fail at once for the cool-down.
+/// \file
+/// ConnectionPool: a bounded set of Connections that any number of threads share. A limiter built on a
+/// pool may be called from every thread at once; each call borrows one connection for its round trip.
+///
+///   auto pool = swl::ConnectionPool::tcp("127.0.0.1", 6379, swl::PoolOptions{8});
+///   swl::SlidingWindowLimiter<> limiter(pool, swl::Limit{100, std::chrono::seconds(10)});
+///
+/// Connections open lazily, on first use, and the most recently returned one is lent first, so a pool
+/// holds only as many open connections as calls were ever in flight at once. A connection whose context
+/// broke (error, timeout, closed by the server) never sends on it again: its next use opens a new one.
+/// When every connection is lent, borrowing waits up to `borrow_timeout`, then throws TimeoutError,
+/// which a limiter hands to its failure policy like any other "Redis could not answer". All connections
+/// share one circuit breaker: once one times out, calls on every connection fail at once for the cool-down.
 
 #include <swl/detail/circuit_breaker.hpp>
 #include <swl/error.hpp>
@@ -30,8 +31,11 @@
 
 namespace swl {
 
+/// How many connections a ConnectionPool keeps, and how long a call waits for a free one.
 struct PoolOptions {
+  /// Connections in the pool, made up front (at least 1).
   std::size_t size = 8;
+  /// How long a call waits for a free connection before a TimeoutError.
   std::chrono::milliseconds borrow_timeout{100};
 };
 
@@ -41,20 +45,28 @@ namespace detail {
 inline const std::shared_ptr<CircuitBreaker>& breakerOf(ConnectionPool& pool) noexcept;
 }  // namespace detail
 
+/// A bounded set of Connections that any number of threads share (connection_pool.hpp says how).
 class ConnectionPool : public RedisClient {
  public:
-  // A connection lent to one thread; it goes back to the pool when this is destroyed.
+  /// A connection lent to one thread; it goes back to the pool when this is destroyed.
   class BorrowedConnection {
    public:
+    /// Takes over `other`'s loan; `other` then returns nothing to the pool.
     BorrowedConnection(BorrowedConnection&& other) noexcept
         : pool_(std::exchange(other.pool_, nullptr)), index_(other.index_) {}
+    /// Only moved into place: one loan, one holder.
+    ///@{
     BorrowedConnection& operator=(BorrowedConnection&&) = delete;
     BorrowedConnection(const BorrowedConnection&) = delete;
+    ///@}
+    /// Gives the connection back to the pool.
     ~BorrowedConnection() {
       if (pool_ != nullptr) pool_->putBack(index_);
     }
 
+    /// The connection lent.
     Connection& operator*() const noexcept { return pool_->connections_[index_]; }
+    /// The connection lent, for `borrowed->command(...)`.
     Connection* operator->() const noexcept { return &**this; }
 
    private:
@@ -65,8 +77,8 @@ class ConnectionPool : public RedisClient {
     std::size_t index_;
   };
 
-  // `make_connection` is called `options.size` times, up front; Connections connect lazily, so this
-  // costs no round trip and a pool can be built while Redis is down.
+  /// `make_connection` is called `options.size` times, up front; Connections connect lazily, so this
+  /// costs no round trip and a pool can be built while Redis is down.
   ConnectionPool(const std::function<Connection()>& make_connection, PoolOptions options = {}) : options_(options) {
     if (options_.size == 0) throw InvalidArgument("swl::PoolOptions: size is 0; a pool needs a connection");
     if (options_.borrow_timeout.count() < 0) throw InvalidArgument("swl::PoolOptions: borrow_timeout is negative");
@@ -80,21 +92,26 @@ class ConnectionPool : public RedisClient {
     }
   }
 
+  /// A pool of connections to host:port, none dialled yet.
   static ConnectionPool tcp(std::string host, int port, PoolOptions pool_options = {}, ConnectionOptions options = {}) {
     return ConnectionPool([&] { return Connection::tcp(host, port, options); }, pool_options);
   }
 
+  /// A pool of connections over the unix socket at `path`, none dialled yet.
   static ConnectionPool unixSocket(std::string path, PoolOptions pool_options = {}, ConnectionOptions options = {}) {
     return ConnectionPool([&] { return Connection::unixSocket(path, options); }, pool_options);
   }
 
+  /// Neither copied nor moved: limiters and lent connections refer to it.
+  ///@{
   ConnectionPool(const ConnectionPool&) = delete;
   ConnectionPool& operator=(const ConnectionPool&) = delete;
+  ///@}
 
-  // Waits up to borrow_timeout for a free connection.
+  /// Waits up to borrow_timeout for a free connection.
   BorrowedConnection borrow() { return borrow(options_.borrow_timeout); }
 
-  // Waits up to `within`, or borrow_timeout if that is shorter: for a caller whose own time is running out.
+  /// Waits up to `within`, or borrow_timeout if that is shorter: for a caller whose own time is running out.
   BorrowedConnection borrow(std::chrono::milliseconds within) {
     std::unique_lock<std::mutex> lock(mutex_);
     if (!returned_.wait_for(lock, std::min(within, options_.borrow_timeout), [&] { return !idle_.empty(); })) {
@@ -114,9 +131,10 @@ class ConnectionPool : public RedisClient {
     return borrowUnlessOpen()->runMany(calls);
   }
 
+  /// How many connections the pool holds, lent or not.
   std::size_t size() const noexcept { return connections_.size(); }
 
-  // Connections not lent right now.
+  /// Connections not lent right now.
   std::size_t idle() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return idle_.size();

@@ -1,11 +1,12 @@
 #pragma once
-// hashSlot: which of Redis Cluster's 16384 slots holds a key, computed as the cluster specification
-// says (CRC16-CCITT/XMODEM of the key, modulo 16384), so a client can send each command straight to
-// the master that serves it.
-//
-// A key holding a non-empty "{hash tag}" is hashed by the tag alone: the bytes between its first '{'
-// and the first '}' after that. "swl:{user:42}" and "quota:{user:42}" share a slot; "swl:{}x" and
-// "swl:x{" have no tag and are hashed whole.
+/// \file
+/// hashSlot: which of Redis Cluster's 16384 slots holds a key, computed as the cluster specification
+/// says (CRC16-CCITT/XMODEM of the key, modulo 16384), so a client can send each command straight to
+/// the master that serves it.
+///
+/// A key holding a non-empty "{hash tag}" is hashed by the tag alone: the bytes between its first '{'
+/// and the first '}' after that. "swl:{user:42}" and "quota:{user:42}" share a slot; "swl:{}x" and
+/// "swl:x{" have no tag and are hashed whole.
 
 #include <array>
 #include <cstddef>
@@ -14,6 +15,7 @@
 
 namespace swl {
 
+/// How many hash slots Redis Cluster divides its keys into.
 inline constexpr std::size_t kClusterSlots = 16384;
 
 namespace detail {
@@ -50,6 +52,7 @@ constexpr std::string_view hashedPart(std::string_view key) noexcept {
 
 }  // namespace detail
 
+/// The slot of `key` (0..16383), its hash tag alone hashed when it has one.
 constexpr std::uint16_t hashSlot(std::string_view key) noexcept {
   return static_cast<std::uint16_t>(detail::crc16(detail::hashedPart(key)) % kClusterSlots);
 }

@@ -1,35 +1,36 @@
 #pragma once
-// SentinelConnection: a master that Redis Sentinel watches, behind the RedisClient interface, so the
-// limiters follow its failovers unchanged: the user swaps the connection, not the code.
-//
-//   swl::SentinelOptions options;
-//   options.master.password = master_password;
-//   swl::SentinelConnection redis({{"10.0.0.1", 26379}, {"10.0.0.2", 26379}}, "mymaster", options);
-//   swl::SlidingWindowLimiter<> limiter(redis, swl::Limit{100, std::chrono::seconds(10)});
-//
-// Calls travel on a pool of connections to the master (see ConnectionPool), so any number of threads may
-// share one SentinelConnection. A connection asks the sentinels where the master is whenever it
-// (re)connects (SENTINEL get-master-addr-by-name), one sentinel after another until one answers; the
-// sentinel that answered is asked first next time. Nothing is dialled before the first call, so a service
-// may start while Redis is down and let its failure policy answer.
-//
-// How a failover reaches the calls:
-// - Announcements (SentinelOptions::follow_announcements, on by default). A thread subscribes to every
-//   sentinel's failover channels. The leader announces the replica it will promote (+selected-slave)
-//   before it promotes it; from that moment no call goes to the old master, which Redis leaves writable
-//   for about ten seconds after a planned switch (SENTINEL FAILOVER), and whose entries would be lost
-//   when it resyncs. Calls go to the chosen replica instead, which answers READONLY until it is
-//   promoted, moments later: a replica refuses a write before recording anything, so the call is simply
-//   asked again, within its command timeout. +promoted-slave and +switch-master confirm the new master,
-//   and a -failover-abort-* sends the calls back to the old one. Every open connection to the old master
-//   is dropped before its next command. What can still be lost is what the old master took and had not
-//   yet replicated when the replica was promoted: milliseconds of writes. ConnectionOptions::replica_acks
-//   (WAIT) loses none of what it acknowledged, at the price of a replication round trip per call.
-// - The master died: the calls in flight fail with ConnectionError and are not repeated (they may have
-//   run); later calls reach the promoted replica as soon as it is announced (or, without
-//   announcements, as soon as the sentinels name it), and meet the failure policy until then.
-// - A connection still open to a demoted master answers READONLY: the connection is dropped, the
-//   sentinels are asked again, and the call goes again, within its command timeout.
+/// \file
+/// SentinelConnection: a master that Redis Sentinel watches, behind the RedisClient interface, so the
+/// limiters follow its failovers unchanged: the user swaps the connection, not the code.
+///
+///   swl::SentinelOptions options;
+///   options.master.password = master_password;
+///   swl::SentinelConnection redis({{"10.0.0.1", 26379}, {"10.0.0.2", 26379}}, "mymaster", options);
+///   swl::SlidingWindowLimiter<> limiter(redis, swl::Limit{100, std::chrono::seconds(10)});
+///
+/// Calls travel on a pool of connections to the master (see ConnectionPool), so any number of threads may
+/// share one SentinelConnection. A connection asks the sentinels where the master is whenever it
+/// (re)connects (SENTINEL get-master-addr-by-name), one sentinel after another until one answers; the
+/// sentinel that answered is asked first next time. Nothing is dialled before the first call, so a service
+/// may start while Redis is down and let its failure policy answer.
+///
+/// How a failover reaches the calls:
+/// - Announcements (SentinelOptions::follow_announcements, on by default). A thread subscribes to every
+///   sentinel's failover channels. The leader announces the replica it will promote (+selected-slave)
+///   before it promotes it; from that moment no call goes to the old master, which Redis leaves writable
+///   for about ten seconds after a planned switch (SENTINEL FAILOVER), and whose entries would be lost
+///   when it resyncs. Calls go to the chosen replica instead, which answers READONLY until it is
+///   promoted, moments later: a replica refuses a write before recording anything, so the call is simply
+///   asked again, within its command timeout. +promoted-slave and +switch-master confirm the new master,
+///   and a -failover-abort-* sends the calls back to the old one. Every open connection to the old master
+///   is dropped before its next command. What can still be lost is what the old master took and had not
+///   yet replicated when the replica was promoted: milliseconds of writes. ConnectionOptions::replica_acks
+///   (WAIT) loses none of what it acknowledged, at the price of a replication round trip per call.
+/// - The master died: the calls in flight fail with ConnectionError and are not repeated (they may have
+///   run); later calls reach the promoted replica as soon as it is announced (or, without
+///   announcements, as soon as the sentinels name it), and meet the failure policy until then.
+/// - A connection still open to a demoted master answers READONLY: the connection is dropped, the
+///   sentinels are asked again, and the call goes again, within its command timeout.
 
 #include <swl/connection_options.hpp>
 #include <swl/detail/dial.hpp>
@@ -56,12 +57,13 @@
 
 namespace swl {
 
+/// How a SentinelConnection reaches the sentinels and the master they name.
 struct SentinelOptions {
-  ConnectionOptions sentinel;  // for the sentinels: timeouts, their requirepass; db must stay 0
-  ConnectionOptions master;    // for the master: timeouts, user/password, db, replica_acks
-  PoolOptions pool;            // connections to the master
-  // Subscribe to the sentinels' failover announcements (one thread), so that no call goes to a master
-  // the sentinels are replacing. Off: the master is found only by asking, on (re)connects and READONLY.
+  ConnectionOptions sentinel;  ///< for the sentinels: timeouts, their requirepass; db must stay 0
+  ConnectionOptions master;    ///< for the master: timeouts, user/password, db, replica_acks
+  PoolOptions pool;            ///< connections to the master
+  /// Subscribe to the sentinels' failover announcements (one thread), so that no call goes to a master
+  /// the sentinels are replacing. Off: the master is found only by asking, on (re)connects and READONLY.
   bool follow_announcements = true;
 };
 
@@ -279,8 +281,11 @@ class FailoverListener {
 
 }  // namespace detail
 
+/// A master that Redis Sentinel watches, as one RedisClient that follows its failovers
+/// (sentinel_connection.hpp says how).
 class SentinelConnection : public RedisClient {
  public:
+  /// The master the `sentinels` know as `master_name`; it is asked for on the first call, not here.
   SentinelConnection(const std::vector<Address>& sentinels, std::string master_name, SentinelOptions options = {})
       : state_(std::make_shared<detail::SentinelState>(sentinels, std::move(master_name), options.sentinel)),
         pool_(
@@ -298,8 +303,11 @@ class SentinelConnection : public RedisClient {
     if (options.follow_announcements) listener_ = std::make_unique<detail::FailoverListener>(state_, options.sentinel);
   }
 
+  /// Neither copied nor moved: limiters refer to it.
+  ///@{
   SentinelConnection(const SentinelConnection&) = delete;
   SentinelConnection& operator=(const SentinelConnection&) = delete;
+  ///@}
 
   using RedisClient::run;
   Reply run(const ScriptCall& call) override {
@@ -335,7 +343,7 @@ class SentinelConnection : public RedisClient {
     return detail::errorRepliesAsErrors(std::move(results), master.endpoint(), calls);
   }
 
-  // "host:port" of the master, asked of the sentinels now. Throws like a call that could not connect.
+  /// "host:port" of the master, asked of the sentinels now. Throws like a call that could not connect.
   std::string masterAddress() { return state_->askForMaster().endpoint(); }
 
  private:
