@@ -9,5 +9,5 @@ source scripts/lib.sh
 install_missing doxygen
 # a fresh tree: no page of a renamed class lingers; doxygen makes only the last folder of its output path
 rm -rf build-docs/api && mkdir -p build-docs/api
-doxygen docs/Doxyfile
+doxygen docs/api/Doxyfile
 echo "API reference: $PWD/build-docs/api/html/index.html"
