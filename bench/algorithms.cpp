@@ -1,4 +1,4 @@
-// The four algorithms side by side, on one private redis-server in one run: the README's table.
+// The four algorithms side by side, on one private redis-server in one run: the table in docs/algorithms.md.
 //
 //   build/bench/algorithms [decisions=50000]
 //

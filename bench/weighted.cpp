@@ -1,5 +1,5 @@
 // Weighted requests, in one run on one private redis-server: what a window costs Redis per decision and
-// per admitted request when requests weigh thousands of units (README "Token budgets and other weighted
+// per admitted request when requests weigh thousands of units (docs/weighted.md, "Token budgets and other weighted
 // limits"), for three ways to keep it:
 //   unit-per-entry  swl's log before 0.2, one sorted-set member per unit (kept here as the baseline);
 //   per-request     SlidingWindowLimiter: one member per request whatever its cost, and a running sum;

@@ -97,8 +97,8 @@ TEMPLATE_TEST_CASE("every algorithm runs on Redis's clock by default", "", swl::
 }
 
 TEST_CASE(
-    "the edge burst: the log and the bucketed window never exceed the limit, the others do, by as much as the "
-    "README says") {
+    "the edge burst: the log and the bucketed window never exceed the limit, the others do, by as much as "
+    "docs/algorithms.md says") {
   ManualTime time;
   const swl::Limit limit{100, 1s};
   swl::SlidingWindowLimiter<> log(time.connection, limit, time.options, swl::PrefixKey("log"));

@@ -165,7 +165,7 @@ TEST_CASE("a batch may take longer in all than command_timeout while Redis keeps
 TEST_CASE("an ACL user allowed only the script's commands on the limiter's prefix can run every limiter") {
   RedisServer server;
   auto admin = server.connect();
-  // The rule the README documents, word for word.
+  // The rule docs/threads-and-async.md documents, word for word.
   const std::string rule =
       "ACL SETUSER limiter on >limiter-pass resetkeys ~swl:* resetchannels -@all +evalsha +script|load +time "
       "+zcount +zscore +zrank +zrange +zrangebyscore +zrevrangebyscore +zadd +zrem +zremrangebyscore "

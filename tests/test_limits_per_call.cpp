@@ -1,5 +1,5 @@
 // Limits chosen per call (a tenant's plan): every limiter decides under the limit a call brings, still
-// in one EVALSHA, and what each algorithm makes of a key whose limit changes is what the README's
+// in one EVALSHA, and what each algorithm makes of a key whose limit changes is what docs/limits.md's
 // "Limits per tenant" says: the log, the fixed window, the sliding counter and the bucketed window
 // judge the units they hold by the new limit from the next decision on; GCRA carries a key's past as
 // time owed at the rate it was admitted at; a changed window keeps what the log still holds and starts

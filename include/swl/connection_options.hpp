@@ -35,7 +35,7 @@ struct Address {
 };
 
 /// TLS to Redis, as managed Redis requires (ElastiCache, Azure Cache for Redis, Upstash, Memorystore: see
-/// the README's "Connecting to managed Redis"). Needs swl built against hiredis >= 1.0 with hiredis_ssl
+/// docs/tls.md, "Connecting to managed Redis"). Needs swl built against hiredis >= 1.0 with hiredis_ssl
 /// (the swl::tls CMake target); without it, enabling TLS is an InvalidArgument that says so. Every
 /// connection of a client shares one OpenSSL context, loaded from these files when the client is made.
 struct TlsOptions {

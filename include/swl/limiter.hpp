@@ -16,7 +16,7 @@
 ///   Decision tryAcquire(std::string_view key, std::int64_t cost, const Limit& limit);
 ///       The same under a limit chosen for this call (a tenant's plan) instead of the limiter's own; a
 ///       limit no limiter could hold throws InvalidArgument. The key's state is one whatever limit a call
-///       brings: the README's "Limits per tenant" says what a key's changed limit does.
+///       brings: docs/limits.md ("Limits per tenant") says what a key's changed limit does.
 ///   std::vector<Outcome> tryAcquireMany(const std::vector<AcquireRequest>& requests);
 ///       Each request decided as tryAcquire would, one after another in input order, in as few round
 ///       trips as the limiter can; a failure spoils only its own Outcome.

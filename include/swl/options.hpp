@@ -84,7 +84,7 @@ struct LimiterOptions {
   std::shared_ptr<const AccessList> access;
   /// A refusal blocks its key this long, in Redis, so every process refuses it (Decision::tier ==
   /// Tier::blocked) until the block ends, counting nothing meanwhile. 0, the default, blocks nothing;
-  /// otherwise 1 ms or more. The README's "Blocking a key that passed its limit" says where it applies.
+  /// otherwise 1 ms or more. docs/limits.md ("Blocking a key that passed its limit") says where it applies.
   std::chrono::microseconds block_for{0};
 };
 

@@ -61,7 +61,7 @@ class RedisLimiterCore {
       : redis_(&redis), calls_(limit, std::move(options), std::move(keys), std::move(members), std::move(ttl)) {}
 
   // One EVALSHA, under the limiter's own limit or one chosen for this call (a tenant's plan): the key's
-  // state is the same whatever limit a call brings; the README's "Limits per tenant" says what each
+  // state is the same whatever limit a call brings; docs/limits.md ("Limits per tenant") says what each
   // algorithm makes of a limit that changes.
   Decision decide(std::string_view key, std::int64_t cost, const Limit& limit) {
     const auto request = calls_.prepare(key, cost, limit);

@@ -3,7 +3,7 @@
 /// Every Lua script swl sends to Redis, each whole and exactly as Redis receives it (loaded once with
 /// SCRIPT LOAD, then called by its SHA-1 with EVALSHA), for whoever audits what runs inside their Redis.
 /// examples/swl_scripts prints them; tests/test_scripts.cpp loads each into a real Redis, and checks that
-/// the README's "The script" shows the log's as it is.
+/// docs/scripts.md shows the log's as it is.
 
 #include <swl/algorithms/bucketed_window.hpp>
 #include <swl/algorithms/fixed_window.hpp>

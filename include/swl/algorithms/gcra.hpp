@@ -9,7 +9,7 @@
 /// admits a burst of `limit` at once, then units come back one every window/limit, smoothly rather
 /// than all at once when a window ends. O(1) memory per key (one short string). Over any window at most
 /// the burst plus what came back in it is admitted, so a window's length can see up to twice the limit
-/// around a burst (measured in the README). Needs limit * window (in microseconds) below 2^53.
+/// around a burst (measured in docs/algorithms.md). Needs limit * window (in microseconds) below 2^53.
 ///
 /// The script runs after the prelude in redis_limiter.hpp, which reads the arguments; everything around
 /// it is RedisLimiter's.

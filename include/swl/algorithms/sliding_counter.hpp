@@ -9,7 +9,7 @@
 /// small hash per key whatever the limit. The units of the sliding window are estimated from the
 /// current bucket and the previous one, weighted by how much of it the window still covers, as if its
 /// units had come evenly. Even traffic is judged almost exactly; a burst at the very end of a bucket is
-/// undercounted as it slides out, so a window can admit more than the limit (measured in the README).
+/// undercounted as it slides out, so a window can admit more than the limit (measured in docs/algorithms.md).
 /// Needs limit * window (in microseconds) below 2^53.
 ///
 /// The script runs after the prelude in redis_limiter.hpp, which reads the arguments; everything around

@@ -15,7 +15,7 @@
 /// and settle() for costs known only afterwards, and the leases LeasingLimiter is built on (the end of
 /// this header, beside their Lua).
 ///
-/// The script is the heart of swl: read it with the README's "The script" section beside it (or whole:
+/// The script is the heart of swl: read it with docs/scripts.md beside it (or whole:
 /// examples/swl_scripts sliding_window). It runs after the prelude in algorithm.hpp, which reads the
 /// arguments.
 
@@ -632,7 +632,7 @@ return countedByUnits().settle(key, ARGV[5], tonumber(ARGV[8]), cost, window)
   /// when they fit, up to ARGV[8] units in all, the rest for the holder to use in its own memory until now
   /// + ARGV[9]. They are recorded as one entry at that end (or after the newest entry), so the entry
   /// counts from now until the lease's end + window: every window that holds a use of the lease holds the
-  /// entry too (the README's "Leases" has the proof). A lease takes at most 1/ARGV[10] of the window's
+  /// entry too (docs/leases.md has the proof). A lease takes at most 1/ARGV[10] of the window's
   /// room (at least `cost`), so other holders are not starved.
   ///   ARGV[8] units wanted in all (cost..limit)   ARGV[9] lease duration (us)   ARGV[10] room divisor
   ///   ARGV[11] the holder's previous lease on this key ('' for none), ARGV[12] its units, ARGV[13] the

@@ -20,7 +20,7 @@
 /// The guarantee: no interval of one window's length sees more admissions than the limit, counted across
 /// every instance and every limiter on the key, leasing or not. The price is under-admission: a leased
 /// unit counts from its lease's start until the lease is given back (at the latest its end) plus the
-/// window, and units leased but not yet used are kept from others meanwhile. The README's "Leases" has
+/// window, and units leased but not yet used are kept from others meanwhile. The guide docs/leases.md has
 /// the proof and the bound.
 ///
 /// It keeps the limiter contract (limiter.hpp). Decision::tier says who decided: lease (this process,

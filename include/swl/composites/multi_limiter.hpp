@@ -262,7 +262,7 @@ class MultiLimiter {
 
   /// The same with limits chosen for this call (a tenant's plan): limits[i] for rule i, or, when
   /// `limits` is empty, the rules' own. Still one EVALSHA; each log is the same whatever limit it is
-  /// judged under (the README's "Limits per tenant").
+  /// judged under (docs/limits.md, "Limits per tenant").
   MultiDecision tryAcquire(const std::vector<std::string_view>& keys, std::int64_t cost,
                            const std::vector<Limit>& limits) {
     const detail::Observation observation(options_.observer, Tier::redis);

@@ -10,9 +10,9 @@
 /// Each request goes to one shard drawn at random, so the shards together never admit more than the
 /// limit. They may admit less: a request can meet a full shard while another still has room. Under
 /// overload every shard fills and the key gets its whole limit; when demand is near the limit, some
-/// requests are turned away early (see README "Hot keys"). Decision::remaining is the shard's room times
-/// the number of shards, an estimate. Use it only for keys whose traffic one master cannot carry; every
-/// other key is exact with a plain limiter.
+/// requests are turned away early (see docs/cluster-and-sentinel.md, "Hot keys"). Decision::remaining is
+/// the shard's room times the number of shards, an estimate. Use it only for keys whose traffic one master
+/// cannot carry; every other key is exact with a plain limiter.
 ///
 /// It keeps the limiter contract (limiter.hpp): its shards are asked through decide(), and it applies the
 /// observer and the failure policy once. Thread safety: as safe as its RedisClient.
