@@ -200,7 +200,8 @@ class LocalLimiterCore {
 
 }  // namespace detail
 
-/// The limiter itself: the contract's face over the core above.
+/// The sliding window log in this process's memory. Constructed as
+/// `LocalLimiter(Limit limit, LocalLimiterOptions options = {})`. Its calls are the contract's (limiter.hpp).
 using LocalLimiter = LimiterFace<detail::LocalLimiterCore>;
 
 static_assert(keepsLimiterContract<LocalLimiter>());

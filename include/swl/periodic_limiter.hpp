@@ -218,7 +218,9 @@ class PeriodicLimiterCore {
 
 }  // namespace detail
 
-/// A quota per period, where periods are any cut of time (periods.hpp): calendar days, for one.
+/// A quota per period, where periods are any cut of time (periods.hpp): calendar days, for one. Constructed
+/// as `PeriodicLimiter<>(RedisClient& redis, std::int64_t quota, Periods periods, LimiterOptions options = {},
+/// KeyPolicy keys = {})`; the client must outlive it. Its calls are the contract's (limiter.hpp).
 template <class KeyPolicy = PrefixKey>
 using PeriodicLimiter = LimiterFace<detail::PeriodicLimiterCore<KeyPolicy>>;
 

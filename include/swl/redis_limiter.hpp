@@ -136,7 +136,10 @@ class RedisLimiterCore {
 
 }  // namespace detail
 
-/// The limiter itself: the contract's face over the core above.
+/// A limiter deciding with `Algorithm`'s script on Redis, one EVALSHA per decision. Constructed as
+/// `RedisLimiter<Algorithm>(RedisClient& redis, Limit limit, LimiterOptions options = {}, KeyPolicy keys = {},
+/// MemberPolicy members = {}, TtlPolicy ttl = {})`; the client must outlive it. Its calls are the contract's
+/// (limiter.hpp).
 template <class Algorithm, class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
 using RedisLimiter = LimiterFace<detail::RedisLimiterCore<Algorithm, KeyPolicy, MemberPolicy, TtlPolicy>>;
 

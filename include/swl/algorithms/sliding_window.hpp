@@ -789,7 +789,10 @@ class SlidingWindowLimiterCore : public RedisLimiterCore<SlidingWindowLog, KeyPo
 
 }  // namespace detail
 
-/// An exact sliding window log on one Redis key per limited key: swl's main limiter.
+/// An exact sliding window log on one Redis key per limited key: swl's main limiter. Constructed as
+/// `SlidingWindowLimiter<>(RedisClient& redis, Limit limit, LimiterOptions options = {}, KeyPolicy keys = {},
+/// MemberPolicy members = {}, TtlPolicy ttl = {})`; the client must outlive it. Beside the contract's calls
+/// (limiter.hpp) it has reserve(), settle(), lease() and giveBack().
 template <class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
 using SlidingWindowLimiter = LimiterFace<detail::SlidingWindowLimiterCore<KeyPolicy, MemberPolicy, TtlPolicy>>;
 

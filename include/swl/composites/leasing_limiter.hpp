@@ -341,7 +341,10 @@ class LeasingLimiterCore {
 
 }  // namespace detail
 
-/// The limiter itself: the contract's face over the core above.
+/// Hot keys decided in memory from leased units, never over the limit. Constructed as
+/// `LeasingLimiter<>(RedisClient& redis, Limit limit, LimiterOptions options = {}, LeaseOptions leases = {},
+/// KeyPolicy keys = {}, MemberPolicy members = {}, TtlPolicy ttl = {})`; the client must outlive it. Its calls
+/// are the contract's (limiter.hpp).
 template <class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
 using LeasingLimiter = LimiterFace<detail::LeasingLimiterCore<KeyPolicy, MemberPolicy, TtlPolicy>>;
 

@@ -173,7 +173,10 @@ class ShardedLimiterCore {
 
 }  // namespace detail
 
-/// The limiter itself: the contract's face over the core above.
+/// One key's limit split over shards, for a key one master cannot carry. Constructed as
+/// `ShardedLimiter<>(RedisClient& redis, Limit limit, LimiterOptions options, Sharding sharding,
+/// MemberPolicy members = {}, TtlPolicy ttl = {})`; the client must outlive it. Its calls are the contract's
+/// (limiter.hpp).
 template <class Algorithm = SlidingWindowLog, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
 using ShardedLimiter = LimiterFace<detail::ShardedLimiterCore<Algorithm, MemberPolicy, TtlPolicy>>;
 

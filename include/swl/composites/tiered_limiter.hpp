@@ -308,7 +308,10 @@ class TieredLimiterCore {
 
 }  // namespace detail
 
-/// The limiter itself: the contract's face over the core above.
+/// A Redis limiter with local tiers: a refusal cache in front, insurance behind. Constructed as
+/// `TieredLimiter<>(RedisClient& redis, Limit limit, LimiterOptions options = {}, TierOptions tiers = {},
+/// policies...)`, the policies those of `RedisTier`; the client must outlive it. Its calls are the contract's
+/// (limiter.hpp).
 template <class RedisTier = SlidingWindowLimiter<>>
 using TieredLimiter = LimiterFace<detail::TieredLimiterCore<RedisTier>>;
 
