@@ -63,7 +63,15 @@ constexpr bool isEveryValueInOrder(const std::array<Enum, N>& values) {
 class PrometheusMetrics {
  public:
   /// Why a call went wrong, from the type of the swl::Error it met: the `error` label's values.
-  enum class ErrorKind { invalid_argument, timeout, auth, connection, protocol, reply, other };
+  enum class ErrorKind {
+    invalid_argument,  ///< swl::InvalidArgument: bad input or configuration, nothing sent
+    timeout,           ///< swl::TimeoutError: a connect or a reply took longer than its timeout
+    auth,              ///< swl::AuthError: a wrong or missing password or user
+    connection,        ///< any other swl::ConnectionError: refused, reset, closed, a circuit open
+    protocol,          ///< swl::ProtocolError: a reply of a shape swl does not expect
+    reply,             ///< any other swl::ReplyError: Redis answered with an error (OOM, NOPERM, ...)
+    other,             ///< any other swl::Error
+  };
 
   /// Every Verdict, in order: the `verdict` label's values, each series made up front.
   static constexpr std::array<Verdict, 4> kVerdicts{Verdict::allowed, Verdict::rejected, Verdict::shadow_rejected,
