@@ -173,10 +173,10 @@ PartitionResult runPartition(const Partitioned& deployment) {
   }
 
   std::this_thread::sleep_for(kWindow + 1s);  // every window full by now
-  const auto cut_at = Clock::now();
   deployment.network.cut(deployment.cut_site);
+  const auto cut_at = Clock::now();  // once the link is down: `ip` takes a while on a loaded machine
   std::this_thread::sleep_for(kCut);
-  const auto healed_at = Clock::now();
+  const auto healed_at = Clock::now();  // before the link is up again
   deployment.network.heal(deployment.cut_site);
   PartitionedSentinel::waitUntil("the cut-off master rejoins as a replica", 30s, deployment.rejoined);
   std::this_thread::sleep_for(1s);
