@@ -29,11 +29,12 @@
 // grpc::experimental::ServerInterceptorFactoryInterface, ServerBuilder::experimental().SetInterceptorCreators),
 // experimental in gRPC 1.51 (Debian 12) and still so upstream: it may change in a later gRPC. The interceptor
 // decides at POST_RECV_INITIAL_METADATA, before gRPC calls the handler, and at PRE_SEND_STATUS writes the
-// refusal's status (ModifySendStatus) and the trailers (GetSendTrailingMetadata). A server interceptor
+// refusal's status (ModifySendStatus) and the trailers (GetSendTrailingMetadata); at PRE_SEND_MESSAGE it
+// empties what a refused call's handler sends (GetSerializedSendMessage). A server interceptor
 // cannot end a call itself in 1.51 (Hijack() is for client interceptors only; it asserts on a server), so
 // gRPC still calls the handler of a refused call: its first line asks refusal(context) and returns it,
 // doing no work. A handler that does not ask still has its call refused on the wire (the interceptor
-// overwrites whatever status it returns, and its unary reply is never delivered), but it does its work.
+// overwrites whatever status it returns, and empties every message it sends), but it does its work.
 // (grpc::AuthMetadataProcessor could end a call before the handler, but only on a secure server, and
 // without trailers or status details.)
 //
@@ -46,8 +47,10 @@
 #include <swl/limiter.hpp>
 
 #include <grpcpp/server_context.h>
+#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/interceptor.h>
 #include <grpcpp/support/server_interceptor.h>
+#include <grpcpp/support/slice.h>
 #include <grpcpp/support/status.h>
 
 #include <chrono>
@@ -265,6 +268,12 @@ class CallGate {
         const ::grpc::ServerContextBase& context = *call_.server_context();
         verdict_ = gate_.decide(method ? method : "", gate_.callerOf(*methods->GetRecvInitialMetadata(), context));
         if (!verdict_.admitted()) gate_.remember(context, *verdict_.refusal);
+      }
+      if (!verdict_.admitted() && methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_MESSAGE)) {
+        // A handler that did not ask: its reply is replaced by an empty message (the interceptor cannot
+        // withhold it), so a refused caller never gets the work's result.
+        ::grpc::Slice nothing;
+        *methods->GetSerializedSendMessage() = ::grpc::ByteBuffer(&nothing, 1);
       }
       if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
         if (!verdict_.admitted()) methods->ModifySendStatus(*verdict_.refusal);
