@@ -150,7 +150,7 @@ inline std::string spokenDuration(std::chrono::microseconds duration) {
 struct CallVerdict {
   std::optional<::grpc::Status> refusal;
   std::vector<std::pair<std::string, std::string>> trailers;
-  Decision decision;  // what the limiter answered (a blind refusal when it threw)
+  Decision decision;  // what the limiter answered (a default, refusing Decision when it threw)
 
   bool admitted() const noexcept { return !refusal; }
 };
@@ -186,7 +186,8 @@ class CallGate {
   CallGate& operator=(const CallGate&) = delete;
 
   // For ServerBuilder::experimental().SetInterceptorCreators: the factory of the interceptor that decides
-  // each call. Add it first (or alone) so that no other interceptor works for a call this refuses.
+  // each call, alone in its vector; append the server's other factories to it. Those interceptors still see
+  // a refused call (a server interceptor cannot stop the others either).
   std::vector<std::unique_ptr<::grpc::experimental::ServerInterceptorFactoryInterface>> interceptorFactories() {
     std::vector<std::unique_ptr<::grpc::experimental::ServerInterceptorFactoryInterface>> factories;
     factories.push_back(std::make_unique<Factory>(*this));
