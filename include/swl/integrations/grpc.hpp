@@ -243,16 +243,6 @@ class CallGate {
     return verdict;
   }
 
-  // Who a call is from: its key_metadata entry, else its peer's address.
-  std::string callerOf(const std::multimap<::grpc::string_ref, ::grpc::string_ref>& metadata,
-                       const ::grpc::ServerContextBase& context) const {
-    if (!key_metadata_.empty()) {
-      const auto entry = metadata.find(::grpc::string_ref(key_metadata_));
-      if (entry != metadata.end() && !entry->second.empty()) return {entry->second.data(), entry->second.size()};
-    }
-    return std::string(detail::peerAddress(context.peer()));
-  }
-
  private:
   // One per call, made by gRPC through Factory and deleted by gRPC when the call's context goes.
   class Interceptor : public ::grpc::experimental::Interceptor {
@@ -301,6 +291,16 @@ class CallGate {
    private:
     CallGate& gate_;
   };
+
+  // Who a call is from: its key_metadata entry, else its peer's address.
+  std::string callerOf(const std::multimap<::grpc::string_ref, ::grpc::string_ref>& metadata,
+                       const ::grpc::ServerContextBase& context) const {
+    if (!key_metadata_.empty()) {
+      const auto entry = metadata.find(::grpc::string_ref(key_metadata_));
+      if (entry != metadata.end() && !entry->second.empty()) return {entry->second.data(), entry->second.size()};
+    }
+    return std::string(detail::peerAddress(context.peer()));
+  }
 
   void remember(const ::grpc::ServerContextBase& context, const ::grpc::Status& refusal) {
     const std::lock_guard<std::mutex> lock(mutex_);
