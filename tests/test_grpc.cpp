@@ -281,9 +281,9 @@ TEST_CASE("a call is keyed by its x-api-key entry when it carries one, else by i
 
 TEST_CASE("a paused Redis: fail open admits calls without RateLimit trailers, fail closed refuses UNAVAILABLE") {
   RedisServer redis;
-  swl::ConnectionOptions impatient = swl::test::patient();
-  impatient.command_timeout = 200ms;
-  auto pool = swl::ConnectionPool::tcp("127.0.0.1", redis.port(), swl::PoolOptions{4, 5s}, impatient);
+  swl::ConnectionOptions bounded = swl::test::patient();
+  bounded.command_timeout = 1s;  // what a paused Redis costs a call; patient with a loaded machine
+  auto pool = swl::ConnectionPool::tcp("127.0.0.1", redis.port(), swl::PoolOptions{4, 5s}, bounded);
   Seen seen_open, seen_closed;
   swl::LimiterOptions fail_open;
   fail_open.on_failure = swl::FailurePolicy::allow;
@@ -364,7 +364,9 @@ TEST_CASE("examples/grpc_service answers a real client with exact statuses, deta
   const int port = RedisServer::freeLoopbackPort();
   swl::test::ChildProcess service;
   service.start({path, "--redis-port", std::to_string(redis.port()), "--port", std::to_string(port), "--hello-limit",
-                 "2", "--search-limit", "1", "--window-s", "10"});
+                 "2", "--search-limit", "1", "--window-s", "10",
+                 // patient with a loaded machine: a slow answer would fail open and spoil the exact sequence
+                 "--command-timeout-ms", "1000"});
   Client client(port);
   const auto give_up_at = std::chrono::steady_clock::now() + 30s;
   while (!client.connected(1s)) {

@@ -4,7 +4,7 @@
 // and the retry-after, ratelimit-policy and ratelimit trailers.
 //
 //   grpc_service --redis-port 6379 --port 50051 [--hello-limit 5] [--search-limit 2] [--window-s 10]
-//                [--fail-closed]
+//                [--fail-closed] [--command-timeout-ms 50]   (swl's default; a loaded machine may want more)
 //
 // Redis down: calls are admitted, unlimited (fail open), unless --fail-closed refuses them (UNAVAILABLE).
 // It prints "listening on 127.0.0.1:PORT" once it serves, and runs until SIGINT or SIGTERM.
@@ -33,6 +33,7 @@ struct Settings {
   long search_limit = 2;
   long window_seconds = 10;
   bool fail_closed = false;
+  swl::ConnectionOptions redis;  // swl's defaults unless the flags say otherwise
 };
 
 Settings parse(int argc, char** argv) {
@@ -55,6 +56,8 @@ Settings parse(int argc, char** argv) {
       settings.search_limit = value;
     else if (flag == "--window-s")
       settings.window_seconds = value;
+    else if (flag == "--command-timeout-ms")
+      settings.redis.command_timeout = std::chrono::milliseconds(value);
     else
       throw swl::InvalidArgument("grpc_service: unknown flag " + std::string(flag));
   }
@@ -98,7 +101,7 @@ int main(int argc, char** argv) try {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   // gRPC serves from a thread pool: a ConnectionPool lets those threads share the limiter.
-  auto redis = swl::ConnectionPool::tcp("127.0.0.1", settings.redis_port);
+  auto redis = swl::ConnectionPool::tcp("127.0.0.1", settings.redis_port, swl::PoolOptions{}, settings.redis);
   swl::LimiterOptions options;
   options.on_failure = settings.fail_closed ? swl::FailurePolicy::deny : swl::FailurePolicy::allow;
   const std::chrono::seconds window(settings.window_seconds);
