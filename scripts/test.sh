@@ -105,7 +105,8 @@ case "$config" in
   hiredis1) compiler=g++ packages=(g++) settings=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
   *) echo "usage: $0 [default|asan|tsan|hiredis1|servers]" >&2; exit 2 ;;
 esac
-install_missing "${packages[@]}" make cmake pkg-config libhiredis-dev libevent-dev libcpp-httplib-dev prometheus-cpp-dev libhowardhinnant-date-dev catch2 redis-server redis-tools iproute2
+install_missing "${packages[@]}" make cmake pkg-config libhiredis-dev libevent-dev libcpp-httplib-dev prometheus-cpp-dev libhowardhinnant-date-dev catch2 redis-server redis-tools \
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc iproute2
 
 build=build-$config
 [ "$config" = hiredis1 ] && build=build-hiredis1/build

@@ -31,3 +31,7 @@ endif()
 if(EXISTS ${WORK_DIR}/consumer/calendar_consumer)
   check_consumer(calendar_consumer "calendar consumer ok: a day of 23 hours" "compute Berlin's short day")
 endif()
+if(EXISTS ${WORK_DIR}/consumer/grpc_consumer)
+  check_consumer(grpc_consumer "grpc consumer ok: swl: the gRPC method 'Checkout' is not a full method name"
+                 "report the method name gRPC cannot route")
+endif()

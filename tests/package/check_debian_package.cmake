@@ -24,7 +24,7 @@ run(dpkg-deb --field ${packages} Package Version Architecture Depends Suggests S
 expect("${last_output}" "Package: libswl-dev\n" "is not named libswl-dev")
 expect("${last_output}" "Architecture: all\n" "is not architecture-independent")
 expect("${last_output}" "Depends: libhiredis-dev \\(>= 0.14\\)\n" "does not depend on hiredis's headers")
-expect("${last_output}" "Suggests: [^\n]*libevent-dev[^\n]*libssl-dev[^\n]*libhowardhinnant-date-dev"
+expect("${last_output}" "Suggests: [^\n]*libevent-dev[^\n]*libssl-dev[^\n]*libhowardhinnant-date-dev[^\n]*libgrpc\\+\\+-dev"
        "does not suggest what the optional components use")
 message(STATUS "${last_output}")
 run(dpkg-deb --contents ${packages})
