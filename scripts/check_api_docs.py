@@ -45,8 +45,10 @@ def undocumented(directory):
             if kind not in ("class", "struct", "union", "namespace", "file"):
                 continue
             name = compound.findtext("compoundname", "")
-            if internal(name) or name == "std" or compound.get("prot", "public") != "public":
-                continue  # std: doxygen's own, for the standard names the headers use
+            if internal(name) or compound.get("prot", "public") != "public":
+                continue
+            if location(compound).startswith("[generated]"):
+                continue  # doxygen's own, for names the headers use from elsewhere (std, ::grpc)
             if kind == "file" and not location(compound).startswith("swl/"):
                 continue  # the main page, not a header
             if not described(compound):

@@ -1,45 +1,48 @@
 #pragma once
-// Rate limits for a gRPC C++ server's calls (CMake component swl::grpc, where gRPC++ is found): each call is
-// decided before its handler runs, keyed by its method and its caller, under a limit per method.
-//
-//   swl::grpc::CallGate gate(limiter, {{"/shop.Cart/Checkout", swl::Limit{5, 10s}}}, "x-api-key");
-//   builder.experimental().SetInterceptorCreators(gate.interceptorFactories());
-//   ...
-//   ::grpc::Status Checkout(::grpc::ServerContext* context, const Order* order, Receipt* receipt) override {
-//     if (auto refused = gate.refusal(*context)) return *refused;   // the handler's first line
-//
-// The caller is the value of the metadata entry named at construction ("x-api-key"), or, when the call
-// carries none (or no name was given), the peer's address without its port; the key is
-// "<method>:<caller>", e.g. "/shop.Cart/Checkout:ipv4:10.0.0.7". A method without a limit of its own is
-// decided under the limiter's limit.
-//
-// A refused call ends with
-//   status   RESOURCE_EXHAUSTED, its message naming the method's limit, and as its details
-//            (grpc-status-details-bin) a google.rpc.Status holding one google.rpc.RetryInfo whose
-//            retry_delay is Decision::retry_after, exactly
-//   trailers retry-after, ratelimit-policy and ratelimit (swl/integrations/http_headers.hpp's fields, with
-//            the method as the policy's name), the last two when Redis decided
-// and an admitted call's trailers carry ratelimit-policy and ratelimit (when Redis decided).
-// When Redis cannot answer, the limiter's FailurePolicy answers, as everywhere: allow admits (without
-// RateLimit fields: nothing counted the call), deny refuses with UNAVAILABLE, and throw_error, or any error
-// of the limiter, refuses with UNAVAILABLE too; the message never says more than that the limiter could not
-// decide. Tier and error reach the limiter's observer.
-//
-// Which gRPC API it relies on: the server interceptors of gRPC C++ (grpcpp/support/server_interceptor.h,
-// grpc::experimental::ServerInterceptorFactoryInterface, ServerBuilder::experimental().SetInterceptorCreators),
-// experimental in gRPC 1.51 (Debian 12) and still so upstream: it may change in a later gRPC. The interceptor
-// decides at POST_RECV_INITIAL_METADATA, before gRPC calls the handler, and at PRE_SEND_STATUS writes the
-// refusal's status (ModifySendStatus) and the trailers (GetSendTrailingMetadata); at PRE_SEND_MESSAGE it
-// empties what a refused call's handler sends (GetSerializedSendMessage). A server interceptor
-// cannot end a call itself in 1.51 (Hijack() is for client interceptors only; it asserts on a server), so
-// gRPC still calls the handler of a refused call: its first line asks refusal(context) and returns it,
-// doing no work. A handler that does not ask still has its call refused on the wire (the interceptor
-// overwrites whatever status it returns, and empties every message it sends), but it does its work.
-// (grpc::AuthMetadataProcessor could end a call before the handler, but only on a secure server, and
-// without trailers or status details.)
-//
-// The decision is one Redis round trip on the thread that runs the interceptor: a sync server's worker, or,
-// with the callback API, a gRPC thread, which it blocks that long.
+/// \file
+/// Rate limits for a gRPC C++ server's calls (CMake component swl::grpc, where gRPC++ is found): each call is
+/// decided before its handler runs, keyed by its method and its caller, under a limit per method.
+///
+/// \code{.cpp}
+///   swl::grpc::CallGate gate(limiter, {{"/shop.Cart/Checkout", swl::Limit{5, 10s}}}, "x-api-key");
+///   builder.experimental().SetInterceptorCreators(gate.interceptorFactories());
+///   ...
+///   ::grpc::Status Checkout(::grpc::ServerContext* context, const Order* order, Receipt* receipt) override {
+///     if (auto refused = gate.refusal(*context)) return *refused;   // the handler's first line
+/// \endcode
+///
+/// The caller is the value of the metadata entry named at construction ("x-api-key"), or, when the call
+/// carries none (or no name was given), the peer's address without its port; the key is
+/// "<method>:<caller>", e.g. "/shop.Cart/Checkout:ipv4:10.0.0.7". A method without a limit of its own is
+/// decided under the limiter's limit.
+///
+/// A refused call ends with
+///   status   RESOURCE_EXHAUSTED, its message naming the method's limit, and as its details
+///            (grpc-status-details-bin) a google.rpc.Status holding one google.rpc.RetryInfo whose
+///            retry_delay is Decision::retry_after, exactly
+///   trailers retry-after, ratelimit-policy and ratelimit (swl/integrations/http_headers.hpp's fields, with
+///            the method as the policy's name), the last two when Redis decided
+/// and an admitted call's trailers carry ratelimit-policy and ratelimit (when Redis decided).
+/// When Redis cannot answer, the limiter's FailurePolicy answers, as everywhere: allow admits (without
+/// RateLimit fields: nothing counted the call), deny refuses with UNAVAILABLE, and throw_error, or any error
+/// of the limiter, refuses with UNAVAILABLE too; the message never says more than that the limiter could not
+/// decide. Tier and error reach the limiter's observer.
+///
+/// Which gRPC API it relies on: the server interceptors of gRPC C++ (grpcpp/support/server_interceptor.h,
+/// grpc::experimental::ServerInterceptorFactoryInterface, ServerBuilder::experimental().SetInterceptorCreators),
+/// experimental in gRPC 1.51 (Debian 12) and still so upstream: it may change in a later gRPC. The interceptor
+/// decides at POST_RECV_INITIAL_METADATA, before gRPC calls the handler, and at PRE_SEND_STATUS writes the
+/// refusal's status (ModifySendStatus) and the trailers (GetSendTrailingMetadata); at PRE_SEND_MESSAGE it
+/// empties what a refused call's handler sends (GetSerializedSendMessage). A server interceptor
+/// cannot end a call itself in 1.51 (Hijack() is for client interceptors only; it asserts on a server), so
+/// gRPC still calls the handler of a refused call: its first line asks refusal(context) and returns it,
+/// doing no work. A handler that does not ask still has its call refused on the wire (the interceptor
+/// overwrites whatever status it returns, and empties every message it sends), but it does its work.
+/// (grpc::AuthMetadataProcessor could end a call before the handler, but only on a secure server, and
+/// without trailers or status details.)
+///
+/// The decision is one Redis round trip on the thread that runs the interceptor: a sync server's worker, or,
+/// with the callback API, a gRPC thread, which it blocks that long.
 
 #include <swl/decision.hpp>
 #include <swl/error.hpp>
@@ -67,6 +70,7 @@
 #include <utility>
 #include <vector>
 
+/// The gRPC integration: CallGate limits a gRPC server's calls.
 namespace swl::grpc {
 
 namespace detail {
@@ -146,26 +150,27 @@ inline std::string spokenDuration(std::chrono::microseconds duration) {
 
 }  // namespace detail
 
-// How one call was decided: its refusal (nullopt when admitted) and the trailers it ends with.
+/// How one call was decided: its refusal (nullopt when admitted) and the trailers it ends with.
 struct CallVerdict {
-  std::optional<::grpc::Status> refusal;
-  std::vector<std::pair<std::string, std::string>> trailers;
-  Decision decision;  // what the limiter answered (a default, refusing Decision when it threw)
+  std::optional<::grpc::Status> refusal;                      ///< the status a refused call ends with
+  std::vector<std::pair<std::string, std::string>> trailers;  ///< the RateLimit fields, and retry-after
+  Decision decision;  ///< what the limiter answered (a default, refusing Decision when it threw)
 
+  /// Whether the call may run.
   bool admitted() const noexcept { return !refusal; }
 };
 
-// Decides a server's calls through `Limiter` (any type that keeps swl/limiter.hpp's contract), which it
-// borrows: the limiter and the gate outlive the server. Thread-safe as the limiter is.
+/// Decides a server's calls through `Limiter` (any type that keeps swl/limiter.hpp's contract), which it
+/// borrows: the limiter and the gate outlive the server. Thread-safe as the limiter is.
 template <class Limiter>
 class CallGate {
   static_assert(keepsLimiterContract<Limiter>());
 
  public:
-  // `method_limits`: "/package.Service/Method" -> its limit; the rest get limiter.limit(). `key_metadata`:
-  // the metadata entry that names the caller ("x-api-key"), or empty to key every call by its peer.
-  // Throws InvalidArgument for a method name that is not "/service/method", a metadata name gRPC would not
-  // carry, or a limit the limiter cannot hold.
+  /// `method_limits`: "/package.Service/Method" -> its limit; the rest get limiter.limit(). `key_metadata`:
+  /// the metadata entry that names the caller ("x-api-key"), or empty to key every call by its peer.
+  /// Throws InvalidArgument for a method name that is not "/service/method", a metadata name gRPC would not
+  /// carry, or a limit the limiter cannot hold.
   explicit CallGate(Limiter& limiter, std::map<std::string, Limit, std::less<>> method_limits = {},
                     std::string key_metadata = {})
       : limiter_(limiter), method_limits_(std::move(method_limits)), key_metadata_(std::move(key_metadata)) {
@@ -182,20 +187,23 @@ class CallGate {
     }
   }
 
+  ///@{
+  /// Not copyable: the interceptors it made point to it.
   CallGate(const CallGate&) = delete;
   CallGate& operator=(const CallGate&) = delete;
+  ///@}
 
-  // For ServerBuilder::experimental().SetInterceptorCreators: the factory of the interceptor that decides
-  // each call, alone in its vector; append the server's other factories to it. Those interceptors still see
-  // a refused call (a server interceptor cannot stop the others either).
+  /// For ServerBuilder::experimental().SetInterceptorCreators: the factory of the interceptor that decides
+  /// each call, alone in its vector; append the server's other factories to it. Those interceptors still see
+  /// a refused call (a server interceptor cannot stop the others either).
   std::vector<std::unique_ptr<::grpc::experimental::ServerInterceptorFactoryInterface>> interceptorFactories() {
     std::vector<std::unique_ptr<::grpc::experimental::ServerInterceptorFactoryInterface>> factories;
     factories.push_back(std::make_unique<Factory>(*this));
     return factories;
   }
 
-  // The status a refused call must end with, for its handler to return at once; nullopt when the call was
-  // admitted (or the gate's interceptor is not installed on this server).
+  /// The status a refused call must end with, for its handler to return at once; nullopt when the call was
+  /// admitted (or the gate's interceptor is not installed on this server).
   std::optional<::grpc::Status> refusal(const ::grpc::ServerContextBase& context) const {
     const std::lock_guard<std::mutex> lock(mutex_);
     const auto refused = refused_.find(&context);
@@ -203,12 +211,13 @@ class CallGate {
     return refused->second;
   }
 
+  /// The limit calls of `method` are decided under: its own, else the limiter's.
   const Limit& limitOf(std::string_view method) const {
     const auto own = method_limits_.find(method);
     return own == method_limits_.end() ? limiter_.limit() : own->second;
   }
 
-  // One call of `method` by `caller` decided, as the interceptor does it; never throws.
+  /// One call of `method` by `caller` decided, as the interceptor does it; never throws.
   CallVerdict decide(std::string_view method, std::string_view caller) {
     const Limit& limit = limitOf(method);
     CallVerdict verdict;
