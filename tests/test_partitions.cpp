@@ -13,6 +13,7 @@
 #include "support/network_partition.hpp"
 #include "support/partitioned_cluster.hpp"
 #include "support/partitioned_sentinel.hpp"
+#include "support/partitioned_servers.hpp"
 #include "support/planned_failover.hpp"
 #include "support/replies.hpp"
 
@@ -178,7 +179,7 @@ PartitionResult runPartition(const Partitioned& deployment) {
   std::this_thread::sleep_for(kCut);
   const auto healed_at = Clock::now();  // before the link is up again
   deployment.network.heal(deployment.cut_site);
-  PartitionedSentinel::waitUntil("the cut-off master rejoins as a replica", 30s, deployment.rejoined);
+  swl::test::PartitionedServers::waitUntil("the cut-off master rejoins as a replica", 30s, deployment.rejoined);
   std::this_thread::sleep_for(1s);
   stop = true;
   for (std::thread& thread : threads) thread.join();
@@ -224,9 +225,9 @@ swl::ConnectionOptions clientConnection(int replica_acks) {
   return options;
 }
 
-PartitionResult sentinelPartition(std::vector<std::string> server_arguments, int replica_acks) {
+PartitionResult sentinelPartition(const std::vector<std::string>& server_arguments, int replica_acks) {
   PartitionNetwork network(PartitionedSentinel::kSites);
-  PartitionedSentinel sentinel(network, std::move(server_arguments));
+  PartitionedSentinel sentinel(network, server_arguments);
   swl::SentinelOptions options;
   options.sentinel = clientConnection(0);
   options.master = clientConnection(replica_acks);
@@ -240,9 +241,9 @@ PartitionResult sentinelPartition(std::vector<std::string> server_arguments, int
   return runPartition(deployment);
 }
 
-PartitionResult clusterPartition(std::vector<std::string> server_arguments, int replica_acks) {
+PartitionResult clusterPartition(const std::vector<std::string>& server_arguments, int replica_acks) {
   PartitionNetwork network(PartitionedCluster::kSites);
-  PartitionedCluster cluster(network, std::move(server_arguments));
+  PartitionedCluster cluster(network, server_arguments);
   const int master = cluster.masterOf(kKey, 0);
   REQUIRE(master >= 0);
   int replica = -1;
@@ -261,6 +262,27 @@ PartitionResult clusterPartition(std::vector<std::string> server_arguments, int 
   return runPartition(deployment);
 }
 
+// Without the setting: both sides admitted during the cut, together at most twice the limit in a window,
+// and nothing the minority admitted then reached the majority, so it is lost at the heal, when the cut-off
+// master takes the promoted replica's data.
+void checkBothSidesDecidedAndTheMinorityLost(const PartitionResult& result) {
+  CHECK(result.admitted_in_cut[majority] > 0);
+  CHECK(result.admitted_in_cut[minority] > 0);
+  CHECK(result.most_in_a_window <= 2 * kLimit);
+  CHECK(result.lost[minority] >= result.admitted_in_cut[minority]);
+  CHECK(result.lost[majority] <= kInFlightAtTheCut);
+}
+
+// With it: no window over the limit, nothing acknowledged lost, and nothing admitted on the cut-off side.
+void checkNothingOverAndNothingLost(const PartitionResult& result) {
+  CHECK(result.most_in_a_window <= kLimit);
+  CHECK(result.lost[majority] + result.lost[minority] == 0);
+  CHECK(result.admitted_in_cut[minority] == 0);
+}
+
+// The servers' side of the setting: a master whose replicas are gone stops taking writes.
+const std::vector<std::string> kWritesNeedAReplica{"--min-replicas-to-write", "1", "--min-replicas-max-lag", "2"};
+
 // The tests skip, saying why, where network namespaces cannot be made.
 bool partitionsUnavailable() {
   const std::string why = PartitionNetwork::whyUnavailable();
@@ -276,27 +298,20 @@ TEST_CASE(
   if (partitionsUnavailable()) return;
   const PartitionResult result = sentinelPartition({}, 0);
   WARN("Sentinel partition, defaults: " << describe(result));
-  // Both sides decided while the cut lasted: the majority on the replica it promoted, the minority on the
-  // master cut off beside it, each up to the limit per window, so together up to twice the limit.
-  CHECK(result.admitted_in_cut[majority] > 0);
-  CHECK(result.admitted_in_cut[minority] > 0);
-  CHECK(result.most_in_a_window <= 2 * kLimit);
-  // Nothing the minority admitted during the cut reached the majority: it is lost at the heal, when the
-  // cut-off master takes the promoted replica's data.
-  CHECK(result.lost[minority] >= result.admitted_in_cut[minority]);
-  CHECK(result.lost[majority] <= kInFlightAtTheCut);
+  // The majority decided on the replica it promoted, the minority on the master cut off beside it, all the
+  // while the cut lasted, each up to the limit per window.
+  checkBothSidesDecidedAndTheMinorityLost(result);
 }
 
 TEST_CASE(
     "with replica_acks = 1 and min-replicas-to-write 1, a Sentinel master cut off with some clients admits "
     "nothing: no window over the limit, nothing acknowledged lost") {
   if (partitionsUnavailable()) return;
-  const PartitionResult result = sentinelPartition({"--min-replicas-to-write", "1", "--min-replicas-max-lag", "2"}, 1);
+  const PartitionResult result = sentinelPartition(kWritesNeedAReplica, 1);
   WARN("Sentinel partition, replica_acks 1, min-replicas-to-write 1: " << describe(result));
+  checkNothingOverAndNothingLost(result);
+  // The promoted replica has the other one to acknowledge it: the majority's side goes on admitting.
   CHECK(result.admitted_in_cut[majority] > 0);
-  CHECK(result.admitted_in_cut[minority] == 0);
-  CHECK(result.most_in_a_window <= kLimit);
-  CHECK(result.lost[majority] + result.lost[minority] == 0);
 }
 
 TEST_CASE(
@@ -305,24 +320,18 @@ TEST_CASE(
   if (partitionsUnavailable()) return;
   const PartitionResult result = clusterPartition({}, 0);
   WARN("Cluster partition, defaults: " << describe(result));
-  CHECK(result.admitted_in_cut[majority] > 0);
-  CHECK(result.admitted_in_cut[minority] > 0);
   // The cut-off master stops taking writes at the node timeout, and its replica is promoted only after it:
   // the two sides never decide at once, but a window longer than the gap holds both sides' admissions.
-  CHECK(result.most_in_a_window <= 2 * kLimit);
-  CHECK(result.lost[minority] >= result.admitted_in_cut[minority]);
-  CHECK(result.lost[majority] <= kInFlightAtTheCut);
+  checkBothSidesDecidedAndTheMinorityLost(result);
 }
 
 TEST_CASE(
     "with replica_acks = 1 and min-replicas-to-write 1, a Cluster master cut off with some clients: no window "
     "over the limit and nothing acknowledged lost, and the key's slots admit nothing while the cut lasts") {
   if (partitionsUnavailable()) return;
-  const PartitionResult result = clusterPartition({"--min-replicas-to-write", "1", "--min-replicas-max-lag", "2"}, 1);
+  const PartitionResult result = clusterPartition(kWritesNeedAReplica, 1);
   WARN("Cluster partition, replica_acks 1, min-replicas-to-write 1: " << describe(result));
-  CHECK(result.most_in_a_window <= kLimit);
-  CHECK(result.lost[majority] + result.lost[minority] == 0);
-  CHECK(result.admitted_in_cut[minority] == 0);
+  checkNothingOverAndNothingLost(result);
   // The price: the promoted replica has no replica of its own to acknowledge, so it admits nothing either
   // until the cut-off master rejoins as its replica.
   CHECK(result.admitted_in_cut[majority] == 0);
