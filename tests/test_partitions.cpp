@@ -305,7 +305,7 @@ TEST_CASE(
 
 TEST_CASE(
     "with replica_acks = 1 and min-replicas-to-write 1, a Sentinel master cut off with some clients admits "
-    "nothing: no window over the limit, nothing acknowledged lost") {
+    "nothing, no window is over the limit and nothing acknowledged is lost") {
   if (partitionsUnavailable()) return;
   const PartitionResult result = sentinelPartition(kWritesNeedAReplica, 1);
   WARN("Sentinel partition, replica_acks 1, min-replicas-to-write 1: " << describe(result));
@@ -326,8 +326,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "with replica_acks = 1 and min-replicas-to-write 1, a Cluster master cut off with some clients: no window "
-    "over the limit and nothing acknowledged lost, and the key's slots admit nothing while the cut lasts") {
+    "with replica_acks = 1 and min-replicas-to-write 1, a Cluster master cut off with some clients leaves the "
+    "key's slots admitting nothing while the cut lasts, on either side, so no window is over the limit and "
+    "nothing acknowledged is lost") {
   if (partitionsUnavailable()) return;
   const PartitionResult result = clusterPartition(kWritesNeedAReplica, 1);
   WARN("Cluster partition, replica_acks 1, min-replicas-to-write 1: " << describe(result));
