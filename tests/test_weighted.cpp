@@ -371,19 +371,37 @@ TEST_CASE_METHOD(ManualTime,
     }
     return std::chrono::microseconds(-1);
   };
+  // The bookkeeping member (rank 0) renamed, at its score.
+  const auto renameBookkeeping = [&](const std::string& from, const std::string& to) {
+    const std::string score = swl::test::textReply(connection, {"ZSCORE", "swl:k", from});
+    REQUIRE(swl::test::integerReply(connection, {"ZREM", "swl:k", from}) == 1);
+    REQUIRE(swl::test::integerReply(connection, {"ZADD", "swl:k", score, to}) == 1);
+  };
   for (const std::int64_t slid : {0, 1, 9, 1'000, 35'000, 65'537, 69'990}) {
     const std::int64_t now = start + window + slid - 1;  // entries 0..slid-1 have left
     clock.set(std::chrono::microseconds(now));
     INFO(slid << " entries slid out");
     const std::int64_t used = held(now);
-    CHECK(limiter.peek("k").used == used);
-    for (const std::int64_t cost : {std::int64_t{1}, used / 2, used}) {
-      INFO("cost " << cost);
-      const swl::Decision refused = limiter.tryAcquire("k", cost, swl::Limit{used, 60s});
-      CHECK_FALSE(refused.allowed);
-      CHECK(refused.retry_after == leaves(now, cost));
-    }
-    CHECK(swl::test::logLayoutProblem(connection, "swl:k") == "");
+    const auto decide = [&] {
+      CHECK(limiter.peek("k").used == used);
+      for (const std::int64_t cost : {std::int64_t{1}, std::int64_t{2}, used / 2, used - 1, used}) {
+        INFO("cost " << cost);
+        const swl::Decision refused = limiter.tryAcquire("k", cost, swl::Limit{used, 60s});
+        CHECK_FALSE(refused.allowed);
+        CHECK(refused.retry_after == leaves(now, cost));
+      }
+      CHECK(swl::test::logLayoutProblem(connection, "swl:k") == "");
+    };
+    decide();
+    // The same set with its bookkeeping as swl 0.3 wrote it, without N (its last double): the entries
+    // that slid out are counted instead. A refusal writes nothing, so it stays so until it is put back.
+    const swl::Reply lowest = connection.command({"ZRANGE", "swl:k", "0", "0"});
+    const std::string book((*lowest)[0].text());
+    REQUIRE(book.size() == 1 + 14 * 8);
+    renameBookkeeping(book, book.substr(0, 1 + 13 * 8));
+    INFO("bookkeeping of 0.3");
+    decide();
+    renameBookkeeping(book.substr(0, 1 + 13 * 8), book);
   }
 }
 

@@ -71,9 +71,10 @@ inline std::string logLayoutProblem(swl::Connection& connection, const std::stri
         return "node " + std::to_string(level) + ":" + std::to_string(index) + " at the wrong score";
       }
       nodes[std::to_string(level) + ":" + std::to_string(index)] = doubleAt(member.name, 1);
-    } else if (member.name.size() == 105 && member.name[0] == '#' && member.score < 0) {
+    } else if ((member.name.size() == 113 || member.name.size() == 105) && member.name[0] == '#' && member.score < 0) {
+      // 14 doubles; 13 as 0.3 wrote it, without N
       if (!book.empty()) return "two bookkeeping members";
-      for (std::size_t at = 1; at < 105; at += 8) book.push_back(doubleAt(member.name, at));
+      for (std::size_t at = 1; at < member.name.size(); at += 8) book.push_back(doubleAt(member.name, at));
       if (member.score != static_cast<double>(-1 - book[4])) return "the bookkeeping member is not at -1 - G";
       book.erase(book.begin() + 4);  // G
     } else {
@@ -96,6 +97,9 @@ inline std::string logLayoutProblem(swl::Connection& connection, const std::stri
   if (entries.empty()) return "bookkeeping in a set without entries";
   const std::int64_t extra = book[0], oldest = book[1], newest = book[2], kept = book[3];
   const std::int64_t next = oldest + static_cast<std::int64_t>(entries.size());
+  if (book.size() == 13 && book[12] != next) {
+    return "N says the next entry is " + std::to_string(book[12]) + ", the entries end before " + std::to_string(next);
+  }
   if (newest != static_cast<std::int64_t>(entries.back().score))
     return "the bookkeeping's newest time is not the newest";
   if (kept % sizes[kLevels - 1] != 0) return "T is not a multiple of 65536";

@@ -209,10 +209,12 @@ local function countedByUnits()
   -- n has the rank n - O + 1. Beside them the set holds, outside the range of times:
   --   one bookkeeping member, scored -1 - G, G the number of its writes (so that each successor sorts
   --     below the member it replaces, which then goes by rank with the entries that slid out): '#' and
-  --     thirteen big-endian doubles, E, O, newest, T, G, q1..q4, p1..p4, where
+  --     fourteen big-endian doubles, E, O, newest, T, G, q1..q4, p1..p4, N, where
   --     E is the extra units (units - 1) of the entries in the set, newest the newest entry's time, T the
-  --     number from which nodes are kept, qk the extra units of the newest entry's node of level k, and
-  --     pk those of the entries of the oldest node of level k that have already left the set;
+  --     number from which nodes are kept, qk the extra units of the newest entry's node of level k,
+  --     pk those of the entries of the oldest node of level k that have already left the set, and N the
+  --     number of the next entry, so that how many slid out is known without counting them (0.3 wrote no
+  --     N: its sets count them once, until their next write);
   --   nodes of levels k = 1..4, each over SIZE[k] consecutive numbers from T on, kept once an entry past
   --     them is recorded (the newest node of a level lives in qk): '#' and two big-endian doubles, x and
   --     j, score BAND[k] + 2 j, x = the extra units of entries j SIZE[k] .. (j + 1) SIZE[k] - 1 as
@@ -238,15 +240,18 @@ local function countedByUnits()
   local function nodeName(value, index) return '#' .. struct.pack('>dd', value, index) end
 
   local function readBook(log, name)
-    local e, o, newest, kept, writes, q1, q2, q3, q4, p1, p2, p3, p4 = struct.unpack('>ddddddddddddd', name, 2)
+    local with_next = #name > 105  -- 0.3's had 13 doubles; struct.unpack then returns a position last
+    local e, o, newest, kept, writes, q1, q2, q3, q4, p1, p2, p3, p4, next =
+      struct.unpack(with_next and '>dddddddddddddd' or '>ddddddddddddd', name, 2)
     log.book, log.extra, log.oldest, log.newest, log.kept, log.writes = name, e, o, newest, kept, writes
     log.q, log.p = {q1, q2, q3, q4}, {p1, p2, p3, p4}
+    if with_next then log.next = next end
   end
 
   local function bookName(log)
     local q, p = log.q, log.p
-    return '#' .. struct.pack('>ddddddddddddd', log.extra, log.oldest, log.newest, log.kept, log.writes, q[1], q[2], q[3],
-                              q[4], p[1], p[2], p[3], p[4])
+    return '#' .. struct.pack('>dddddddddddddd', log.extra, log.oldest, log.newest, log.kept, log.writes, q[1], q[2],
+                              q[3], q[4], p[1], p[2], p[3], p[4], log.next)
   end
 
   -- Adds up the units of the present entries of the nodes `from`..`to` of `level`, oldest first, to
@@ -315,8 +320,21 @@ local function countedByUnits()
     return units
   end
 
-  -- The time of the entry holding the `target`-th unit of the set, counted from its oldest entry.
-  local function timeOfUnit(log, target)
+  -- The first of `members` whose units, added in turn to `before`, bring the sum to `target` (nil when
+  -- none does).
+  local function memberReaching(members, target, before)
+    local byte, unpack = string.byte, struct.unpack
+    for _, member in ipairs(members) do
+      local mark = byte(member)
+      if mark == 42 or mark == 43 then before = before + unpack('>d', member, 2) else before = before + unitsOf(member) end
+      if before >= target then return member end
+    end
+    return nil
+  end
+
+  -- The entry holding the `target`-th unit of the set, counted from its oldest entry: a descent through
+  -- the sums, then one read of at most FANOUT entries.
+  local function entryOfUnit(log, target)
     local level, from, to = topLevel(log)
     local before = 0
     for k = level, 1, -1 do
@@ -326,16 +344,8 @@ local function countedByUnits()
       from = math.max(chosen * FANOUT, fl(log.oldest / below))
       to = math.min(chosen * FANOUT + FANOUT - 1, fl((log.next - 1) / below))
     end
-    local byte, unpack = string.byte, struct.unpack
-    for i, member in ipairs(redis.call('ZRANGE', log.key, from - log.oldest + 1, to - log.oldest + 1)) do
-      local mark = byte(member)
-      if mark == 42 or mark == 43 then before = before + unpack('>d', member, 2) else before = before + unitsOf(member) end
-      if before >= target then
-        local rank = from - log.oldest + i
-        return tonumber(redis.call('ZRANGE', log.key, rank, rank, 'WITHSCORES')[2])
-      end
-    end
-    return error('swl: the log ' .. log.key .. ' holds fewer units than its sums say')
+    local entry = memberReaching(redis.call('ZRANGE', log.key, from - log.oldest + 1, to - log.oldest + 1), target, before)
+    return entry or error('swl: the log ' .. log.key .. ' holds fewer units than its sums say')
   end
 
   -- Numbers the entries of a set written by swl 0.2 ('#' held minus its extra units, and no numbers), and
@@ -355,6 +365,7 @@ local function countedByUnits()
       end
       log.extra, log.newest = log.extra + x, tonumber(entries[i + 1])
     end
+    log.next = #entries / 2
     writes[#writes + 1], writes[#writes + 2] = -1, bookName(log)
     redis.call('ZREM', key, '#')
     for from = 1, #writes, 4000 do
@@ -395,7 +406,9 @@ local function countedByUnits()
   local function slidCount(log)
     if log.slid_count == nil then
       log.slid_count = #log.slid
-      if #log.slid > UNITS_TRIM then log.slid_count = redis.call('ZCOUNT', log.key, '(0', log.start) end
+      if #log.slid > UNITS_TRIM then
+        log.slid_count = log.next and log.next - log.oldest - log.live or redis.call('ZCOUNT', log.key, '(0', log.start)
+      end
     end
     return log.slid_count
   end
@@ -503,9 +516,26 @@ local function countedByUnits()
   end
 
   -- The time until `needed` more units have left the window, after commit: its oldest units leave first,
-  -- each at its entry's time + window. Units of entries that slid out but are still in the set come first.
+  -- each at its entry's time + window. The entry holding the last of them is looked for where it costs
+  -- least: among the window's first NEAR entries when few units must leave (a refusal of a small cost
+  -- by a full window), among the set's newest NEAR when few may stay (a cost near the limit), and
+  -- otherwise through the sums. Its time is then read by its name, which costs less than by its rank.
   local function freedAfter(log, needed)
-    return timeOfUnit(log, log.slid_left + log.slid_extra + needed) + log.window - now
+    local NEAR = 16
+    local entry
+    if needed <= NEAR then
+      local first = log.slid_left + 1  -- the rank of the window's oldest entry
+      entry = memberReaching(redis.call('ZRANGE', log.key, first, math.min(first + NEAR - 1, log.next - log.oldest)), needed, 0)
+    end
+    -- Units of the set, entries that slid out but are still there first.
+    local target = log.slid_left + log.slid_extra + needed
+    local staying = log.next - log.oldest + log.extra - target
+    if not entry and staying < NEAR then
+      local newest = redis.call('ZREVRANGEBYSCORE', log.key, TIMES_END, '(0', 'LIMIT', 0, math.min(NEAR, log.next - log.oldest))
+      entry = memberReaching(newest, staying + 1, 0)
+    end
+    entry = entry or entryOfUnit(log, target)
+    return tonumber(redis.call('ZSCORE', log.key, entry)) + log.window - now
   end
 
   -- Settles the entry `member` recorded with `recorded` units: it now holds `actual` (0 keeps it as an
@@ -557,7 +587,7 @@ local function countedByUnits()
           writes[#writes + 1], writes[#writes + 2] = BAND[k] + 2 * index, nodeName(value + delta, index)
         end
       end
-      log.extra = log.extra + delta
+      log.extra, log.next = log.extra + delta, log.oldest + entries
       log.writes = log.writes + 1
       writes[#writes + 1], writes[#writes + 2] = -1 - log.writes, bookName(log)
     end
