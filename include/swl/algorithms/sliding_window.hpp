@@ -344,8 +344,8 @@ local function countedByUnits()
       from = math.max(chosen * FANOUT, fl(log.oldest / below))
       to = math.min(chosen * FANOUT + FANOUT - 1, fl((log.next - 1) / below))
     end
-    local entry = memberReaching(redis.call('ZRANGE', log.key, from - log.oldest + 1, to - log.oldest + 1), target, before)
-    return entry or error('swl: the log ' .. log.key .. ' holds fewer units than its sums say')
+    local entries = redis.call('ZRANGE', log.key, from - log.oldest + 1, to - log.oldest + 1)
+    return memberReaching(entries, target, before) or error('swl: the log ' .. log.key .. ' holds fewer units than its sums say')
   end
 
   -- Numbers the entries of a set written by swl 0.2 ('#' held minus its extra units, and no numbers), and
@@ -522,16 +522,18 @@ local function countedByUnits()
   -- otherwise through the sums. Its time is then read by its name, which costs less than by its rank.
   local function freedAfter(log, needed)
     local NEAR = 16
+    local entries = log.next - log.oldest  -- in the set; the newest has this rank
     local entry
     if needed <= NEAR then
       local first = log.slid_left + 1  -- the rank of the window's oldest entry
-      entry = memberReaching(redis.call('ZRANGE', log.key, first, math.min(first + NEAR - 1, log.next - log.oldest)), needed, 0)
+      entry = memberReaching(redis.call('ZRANGE', log.key, first, math.min(first + NEAR - 1, entries)), needed, 0)
     end
-    -- Units of the set, entries that slid out but are still there first.
+    -- The wait's unit counted over the whole set from its oldest entry (those that slid out but are still
+    -- there first), and how many of the set's units are newer than it.
     local target = log.slid_left + log.slid_extra + needed
-    local staying = log.next - log.oldest + log.extra - target
+    local staying = entries + log.extra - target
     if not entry and staying < NEAR then
-      local newest = redis.call('ZREVRANGEBYSCORE', log.key, TIMES_END, '(0', 'LIMIT', 0, math.min(NEAR, log.next - log.oldest))
+      local newest = redis.call('ZREVRANGEBYSCORE', log.key, TIMES_END, '(0', 'LIMIT', 0, math.min(NEAR, entries))
       entry = memberReaching(newest, staying + 1, 0)
     end
     entry = entry or entryOfUnit(log, target)
