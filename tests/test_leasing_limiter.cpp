@@ -189,6 +189,22 @@ TEST_CASE("A refusal from Redis is repeated here until its retry_after, without 
   CHECK(admitted.tier == swl::Tier::redis);
 }
 
+TEST_CASE("A lease refused by a window of one-unit entries answers when to come back") {
+  // Counted by entries (no lease recorded yet), the set has no sums: the wait is its oldest entry's.
+  ManualTime time;
+  swl::SlidingWindowLimiter<> plain(time.connection, swl::Limit{100, 1s}, time.options);
+  Leasing limiter(time.connection, swl::Limit{100, 1s}, time.options, leaseFor(20ms));
+  for (int i = 0; i < 99; ++i) REQUIRE(plain.tryAcquire("k").allowed);
+  time.clock.advance(300ms);
+  REQUIRE(limiter.tryAcquire("k").allowed);
+  time.clock.advance(100us);
+  const swl::Decision refused = limiter.tryAcquire("k");  // in demand: it asks for a lease
+  CHECK_FALSE(refused.allowed);
+  CHECK(refused.tier == swl::Tier::redis);
+  CHECK(refused.remaining == 0);
+  CHECK(refused.retry_after == 700ms - 100us);  // the oldest entry, recorded at the start, leaves
+}
+
 TEST_CASE("The log outlives its newest lease's end plus the window, whatever writes to it later") {
   ManualTime time;
   swl::SlidingWindowLimiter<> plain(time.connection, swl::Limit{1000, 1s}, time.options);

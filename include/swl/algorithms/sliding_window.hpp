@@ -521,6 +521,8 @@ local function countedByUnits()
   -- by a full window), among the set's newest NEAR when few may stay (a cost near the limit), and
   -- otherwise through the sums. Its time is then read by its name, which costs less than by its rank.
   local function freedAfter(log, needed)
+    -- Still counted by entries (a lease refused before any entry of other units was recorded): no sums.
+    if log.extra == nil then return countedByEntries().freedAfter(log.key, log.live, needed, log.window) end
     local NEAR = 16
     local entries = log.next - log.oldest  -- in the set; the newest has this rank
     local entry
