@@ -62,6 +62,13 @@ swl::Decision warmUp(Leasing& limiter, ManualTime& time, const std::string& key)
   return limiter.tryAcquire(key);
 }
 
+// `count` one-unit requests for "k" through a plain limiter, at the clock's present reading: a window
+// counted by entries, as plain requests leave it.
+void fillWithPlainRequests(ManualTime& time, const swl::Limit& limit, int count) {
+  swl::SlidingWindowLimiter<> plain(time.connection, limit, time.options);
+  for (int i = 0; i < count; ++i) REQUIRE(plain.tryAcquire("k").allowed);
+}
+
 }  // namespace
 
 TEST_CASE("A key seen once costs one entry at its own time, as with a SlidingWindowLimiter") {
@@ -167,9 +174,8 @@ TEST_CASE("giveBack() frees the units other instances are refused for, and the n
 
 TEST_CASE("A refusal from Redis is repeated here until its retry_after, without a call") {
   ManualTime time;
-  swl::SlidingWindowLimiter<> plain(time.connection, swl::Limit{10, 1s}, time.options);
   Leasing limiter(time.connection, swl::Limit{10, 1s}, time.options, leaseFor(20ms));
-  for (int i = 0; i < 10; ++i) REQUIRE(plain.tryAcquire("k").allowed);
+  fillWithPlainRequests(time, swl::Limit{10, 1s}, 10);
   time.clock.advance(300ms);
   const swl::Decision refused = limiter.tryAcquire("k");
   CHECK_FALSE(refused.allowed);
@@ -192,9 +198,8 @@ TEST_CASE("A refusal from Redis is repeated here until its retry_after, without 
 TEST_CASE("A lease refused by a window of one-unit entries answers when to come back") {
   // Counted by entries (no lease recorded yet), the set has no sums: the wait is its oldest entry's.
   ManualTime time;
-  swl::SlidingWindowLimiter<> plain(time.connection, swl::Limit{100, 1s}, time.options);
   Leasing limiter(time.connection, swl::Limit{100, 1s}, time.options, leaseFor(20ms));
-  for (int i = 0; i < 99; ++i) REQUIRE(plain.tryAcquire("k").allowed);
+  fillWithPlainRequests(time, swl::Limit{100, 1s}, 99);
   time.clock.advance(300ms);
   REQUIRE(limiter.tryAcquire("k").allowed);
   time.clock.advance(100us);
