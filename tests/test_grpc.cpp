@@ -187,96 +187,95 @@ swl::LimiterOptions onManualClock(const swl::testing::ManualClock& clock, Seen& 
   return options;
 }
 
+// A CountingGreeter behind a gate, its limiter on a manual clock over a private redis-server, and a client
+// connected to it: where most tests start.
+struct GatedGreeter {
+  explicit GatedGreeter(swl::Limit limit, std::map<std::string, swl::Limit, std::less<>> method_limits = {},
+                        std::string key_metadata = {}, bool handlers_ask_gate = true)
+      : limiter(connection, limit, onManualClock(clock, seen)),
+        gate(limiter, std::move(method_limits), std::move(key_metadata)),
+        server(gate, handlers_ask_gate),
+        client(server.client()) {}
+
+  RedisServer redis;
+  swl::Connection connection = redis.connect();
+  swl::testing::ManualClock clock;
+  Seen seen;
+  swl::SlidingWindowLimiter<> limiter;
+  Gate gate;
+  GreeterServer server;
+  Client client;
+};
+
 }  // namespace
 
 TEST_CASE("calls past their method's limit end RESOURCE_EXHAUSTED with the exact wait as RetryInfo and trailers") {
-  RedisServer redis;
-  auto connection = redis.connect();
-  swl::testing::ManualClock clock;
-  Seen seen;
-  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{3, 10s}, onManualClock(clock, seen));
-  Gate gate(limiter);
-  GreeterServer server(gate);
-  Client client = server.client();
+  GatedGreeter greeter(swl::Limit{3, 10s});
 
   const std::vector<std::string> remaining{R"("/swl.example.Greeter/Hello";r=2;t=10)",
                                            R"("/swl.example.Greeter/Hello";r=1;t=10)",
                                            R"("/swl.example.Greeter/Hello";r=0;t=10)"};
   for (const std::string& rate_limit : remaining) {
-    const Answer admitted = client.call(kHello);
+    const Answer admitted = greeter.client.call(kHello);
     CHECK(admitted.status.error_code() == ::grpc::StatusCode::OK);
     CHECK(admitted.text == "hello swl");
     CHECK(admitted.trailer("ratelimit-policy") == R"("/swl.example.Greeter/Hello";q=3;w=10)");
     CHECK(admitted.trailer("ratelimit") == rate_limit);
     CHECK(admitted.trailers.count("retry-after") == 0);
-    clock.advance(1250ms);
+    greeter.clock.advance(1250ms);
   }
   // Now 3.75 s after the first call, which leaves the window in 6.25 s; the last leaves it in 8.75 s.
-  const Answer refused = client.call(kHello);
+  const Answer refused = greeter.client.call(kHello);
   CHECK(refused.status.error_code() == ::grpc::StatusCode::RESOURCE_EXHAUSTED);
   CHECK(refused.status.error_message() ==
         "swl: /swl.example.Greeter/Hello allows 3 calls per 10s per caller; retry in 7s");
   CHECK(refused.text.empty());
-  CHECK(server.served() == 3);  // the refused call's handler returned at its first line
-  REQUIRE(seen.decision);
-  CHECK_FALSE(seen.decision->allowed);
-  CHECK(seen.decision->retry_after == 6250ms);
-  CHECK(retryDelayOf(refused.status) == seen.decision->retry_after);
+  CHECK(greeter.server.served() == 3);  // the refused call's handler returned at its first line
+  REQUIRE(greeter.seen.decision);
+  CHECK_FALSE(greeter.seen.decision->allowed);
+  CHECK(greeter.seen.decision->retry_after == 6250ms);
+  CHECK(retryDelayOf(refused.status) == greeter.seen.decision->retry_after);
   CHECK(refused.trailer("retry-after") == "7");
   CHECK(refused.trailer("ratelimit-policy") == R"("/swl.example.Greeter/Hello";q=3;w=10)");
   CHECK(refused.trailer("ratelimit") == R"("/swl.example.Greeter/Hello";r=0;t=9)");
 
   // Once the wait has passed, the next call is admitted.
-  clock.advance(6250ms);
-  CHECK(client.call(kHello).status.error_code() == ::grpc::StatusCode::OK);
+  greeter.clock.advance(6250ms);
+  CHECK(greeter.client.call(kHello).status.error_code() == ::grpc::StatusCode::OK);
 }
 
 TEST_CASE("each method is decided under its own limit, and one method's calls leave another's untouched") {
-  RedisServer redis;
-  auto connection = redis.connect();
-  swl::testing::ManualClock clock;
-  Seen seen;
-  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{3, 10s}, onManualClock(clock, seen));
-  Gate gate(limiter, {{kSearch, swl::Limit{1, 2s}}});
-  GreeterServer server(gate);
-  Client client = server.client();
+  GatedGreeter greeter(swl::Limit{3, 10s}, {{kSearch, swl::Limit{1, 2s}}});
 
-  CHECK(gate.limitOf(kSearch) == swl::Limit{1, 2s});
-  CHECK(gate.limitOf(kHello) == swl::Limit{3, 10s});
-  const Answer searched = client.call(kSearch);
+  CHECK(greeter.gate.limitOf(kSearch) == swl::Limit{1, 2s});
+  CHECK(greeter.gate.limitOf(kHello) == swl::Limit{3, 10s});
+  const Answer searched = greeter.client.call(kSearch);
   CHECK(searched.status.error_code() == ::grpc::StatusCode::OK);
   CHECK(searched.trailer("ratelimit-policy") == R"("/swl.example.Greeter/Search";q=1;w=2)");
-  const Answer refused = client.call(kSearch);
+  const Answer refused = greeter.client.call(kSearch);
   CHECK(refused.status.error_code() == ::grpc::StatusCode::RESOURCE_EXHAUSTED);
   CHECK(refused.status.error_message() ==
         "swl: /swl.example.Greeter/Search allows 1 calls per 2s per caller; retry in 2s");
   CHECK(retryDelayOf(refused.status) == 2s);
-  for (int call = 0; call < 3; ++call) CHECK(client.call(kHello).status.error_code() == ::grpc::StatusCode::OK);
-  CHECK(client.call(kHello).status.error_code() == ::grpc::StatusCode::RESOURCE_EXHAUSTED);
-  CHECK(server.served() == 4);
+  for (int call = 0; call < 3; ++call) CHECK(greeter.client.call(kHello).status.error_code() == ::grpc::StatusCode::OK);
+  CHECK(greeter.client.call(kHello).status.error_code() == ::grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK(greeter.server.served() == 4);
 }
 
 TEST_CASE("a call is keyed by its x-api-key entry when it carries one, else by its peer's address") {
-  RedisServer redis;
-  auto connection = redis.connect();
-  swl::testing::ManualClock clock;
-  Seen seen;
-  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{1, 10s}, onManualClock(clock, seen));
-  Gate gate(limiter, {}, "x-api-key");
-  GreeterServer server(gate);
-  Client client = server.client();
+  GatedGreeter greeter(swl::Limit{1, 10s}, {}, "x-api-key");
 
-  CHECK(client.call(kHello, "alice").status.error_code() == ::grpc::StatusCode::OK);
-  CHECK(client.call(kHello, "alice").status.error_code() == ::grpc::StatusCode::RESOURCE_EXHAUSTED);
-  CHECK(client.call(kHello, "bob").status.error_code() == ::grpc::StatusCode::OK);
-  CHECK(client.call(kHello).status.error_code() == ::grpc::StatusCode::OK);
-  CHECK(client.call(kHello, "").status.error_code() == ::grpc::StatusCode::RESOURCE_EXHAUSTED);  // an empty key
+  CHECK(greeter.client.call(kHello, "alice").status.error_code() == ::grpc::StatusCode::OK);
+  CHECK(greeter.client.call(kHello, "alice").status.error_code() == ::grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK(greeter.client.call(kHello, "bob").status.error_code() == ::grpc::StatusCode::OK);
+  CHECK(greeter.client.call(kHello).status.error_code() == ::grpc::StatusCode::OK);
+  CHECK(greeter.client.call(kHello, "").status.error_code() == ::grpc::StatusCode::RESOURCE_EXHAUSTED);  // an empty key
   // Another connection comes from another port of the same address: the same caller.
-  Client other = server.client();
+  Client other = greeter.server.client();
   CHECK(other.call(kHello).status.error_code() == ::grpc::StatusCode::RESOURCE_EXHAUSTED);
-  CHECK(limiter.peek("/swl.example.Greeter/Hello:alice").used == 1);
-  CHECK(limiter.peek("/swl.example.Greeter/Hello:bob").used == 1);
-  CHECK(limiter.peek("/swl.example.Greeter/Hello:ipv4:127.0.0.1").used == 1);
+  CHECK(greeter.limiter.peek("/swl.example.Greeter/Hello:alice").used == 1);
+  CHECK(greeter.limiter.peek("/swl.example.Greeter/Hello:bob").used == 1);
+  CHECK(greeter.limiter.peek("/swl.example.Greeter/Hello:ipv4:127.0.0.1").used == 1);
 }
 
 TEST_CASE("a paused Redis: fail open admits calls without RateLimit trailers, fail closed refuses UNAVAILABLE") {
@@ -327,22 +326,15 @@ TEST_CASE("a paused Redis: fail open admits calls without RateLimit trailers, fa
 
 TEST_CASE(
     "a handler that does not ask the gate does its work, but its call is refused on the wire, its reply emptied") {
-  RedisServer redis;
-  auto connection = redis.connect();
-  swl::testing::ManualClock clock;
-  Seen seen;
-  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{1, 10s}, onManualClock(clock, seen));
-  Gate gate(limiter);
-  GreeterServer server(gate, /*handlers_ask_gate=*/false);
-  Client client = server.client();
+  GatedGreeter greeter(swl::Limit{1, 10s}, {}, {}, /*handlers_ask_gate=*/false);
 
-  CHECK(client.call(kHello).status.error_code() == ::grpc::StatusCode::OK);
-  const Answer refused = client.call(kHello);
+  CHECK(greeter.client.call(kHello).status.error_code() == ::grpc::StatusCode::OK);
+  const Answer refused = greeter.client.call(kHello);
   CHECK(refused.status.error_code() == ::grpc::StatusCode::RESOURCE_EXHAUSTED);
   CHECK(refused.text.empty());  // the reply travels, emptied
   CHECK(retryDelayOf(refused.status) == 10s);
   CHECK(refused.trailer("retry-after") == "10");
-  CHECK(server.served() == 2);
+  CHECK(greeter.server.served() == 2);
 }
 
 TEST_CASE("a gate refuses configuration gRPC or the limiter cannot serve") {
