@@ -19,6 +19,7 @@
 #include <swl/algorithm.hpp>
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
+#include <swl/detail/period_count.hpp>
 #include <swl/error.hpp>
 #include <swl/limiter.hpp>
 #include <swl/limiter_calls.hpp>
@@ -42,32 +43,22 @@ namespace swl {
 
 namespace detail {
 
-// PeriodicLimiter's script, after kScriptPrelude and kPeriodFunctions. ARGV[1] is the periods' usual
-// length (unused), ARGV[5] and ARGV[6] are unused (no members; the key expires when its period ends).
+// PeriodicLimiter's script, after kScriptPrelude, kPeriodFunctions and kPeriodCount. ARGV[1] is the
+// periods' usual length (unused), ARGV[5] and ARGV[6] are unused (no members; the key expires when its
+// period ends).
 inline constexpr std::string_view kPeriodicScript = R"lua(
 -- ARGV[8]  the bounds of the periods around the client's now, 'b0 b1 ...' (kPeriodFunctions)
 local periods = countedByPeriods()
 local start, finish = periods.of(ARGV[8])
 if not start then return periods.missed(ARGV[8]) end
-local count = periods.units(key, start, finish)
-
-local allowed = count + cost <= limit
-if record and (allowed or count_rejected) then
-  count = count + cost
-  periods.record(key, start, finish, count)
-end
-
-local remaining = limit - count  -- below 0 when counted refusals filled the period past the limit
-local ends_in = finish - now
-local reset_after = 0
-if count > 0 then reset_after = ends_in end
-if allowed then return {1, remaining, 0, reset_after} end
--- Any cost up to the limit fits in the next period.
-return {0, remaining, ends_in, reset_after}
+return decideByCount(periods.units(key, start, finish), finish - now, function(counted)
+  periods.record(key, start, finish, counted)
+end)
 )lua";
 
 inline const Script& periodicScript() {
-  static const std::string text = std::string(kScriptPrelude).append(kPeriodFunctions).append(kPeriodicScript);
+  static const std::string text =
+      std::string(kScriptPrelude).append(kPeriodFunctions).append(kPeriodCount).append(kPeriodicScript);
   static const Script script("periodic_window", text);
   return script;
 }

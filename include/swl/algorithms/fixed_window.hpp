@@ -15,6 +15,7 @@
 /// the arguments; everything around it is RedisLimiter's.
 
 #include <swl/decision.hpp>
+#include <swl/detail/period_count.hpp>
 #include <swl/policies/keys.hpp>
 #include <swl/redis_limiter.hpp>
 
@@ -33,7 +34,9 @@ struct FixedWindow {
   /// Any limit: a count keeps every limit exactly.
   static void check(const Limit&) {}
 
-  /// Its Lua, run after the prelude (algorithm.hpp).
+  /// The decision every count per period makes, run before kScript.
+  static constexpr std::string_view kFunctions = detail::kPeriodCount;
+  /// Its Lua, run after the prelude and kFunctions (algorithm.hpp).
   static constexpr std::string_view kScript = R"lua(
 -- KEYS[1] is a hash: s = the current window's start (microseconds, a multiple of the window since the
 -- epoch, so every client agrees where windows begin), c = units admitted in it, w = the window it was
@@ -43,20 +46,10 @@ local state = redis.call('HMGET', key, 's', 'c', 'w')
 local count = 0
 if tonumber(state[1]) == start and (not state[3] or tonumber(state[3]) == window) then count = tonumber(state[2]) end
 
-local allowed = count + cost <= limit
-if record and (allowed or count_rejected) then
-  count = count + cost
-  redis.call('HSET', key, 's', text(start), 'c', text(count), 'w', text(window))
+return decideByCount(count, start + window - now, function(counted)
+  redis.call('HSET', key, 's', text(start), 'c', text(counted), 'w', text(window))
   redis.call('PEXPIRE', key, math.ceil(window / 1000))
-end
-
-local remaining = limit - count  -- below 0 when counted refusals filled the window past the limit
-local ends_in = start + window - now
-local reset_after = 0
-if count > 0 then reset_after = ends_in end
-if allowed then return {1, remaining, 0, reset_after} end
--- Any cost up to the limit fits in the next window.
-return {0, remaining, ends_in, reset_after}
+end)
 )lua";
 };
 
