@@ -51,9 +51,9 @@ inline constexpr std::string_view kPeriodicScript = R"lua(
 local periods = countedByPeriods()
 local start, finish = periods.of(ARGV[8])
 if not start then return periods.missed(ARGV[8]) end
-return decideByCount(periods.units(key, start, finish), finish - now, function(counted)
-  periods.record(key, start, finish, counted)
-end)
+local answer, counted = decideByCount(periods.units(key, start, finish), finish - now)
+if counted then periods.record(key, start, finish, counted) end
+return answer
 )lua";
 
 inline const Script& periodicScript() {

@@ -46,10 +46,12 @@ local state = redis.call('HMGET', key, 's', 'c', 'w')
 local count = 0
 if tonumber(state[1]) == start and (not state[3] or tonumber(state[3]) == window) then count = tonumber(state[2]) end
 
-return decideByCount(count, start + window - now, function(counted)
+local answer, counted = decideByCount(count, start + window - now)
+if counted then
   redis.call('HSET', key, 's', text(start), 'c', text(counted), 'w', text(window))
   redis.call('PEXPIRE', key, math.ceil(window / 1000))
-end)
+end
+return answer
 )lua";
 };
 

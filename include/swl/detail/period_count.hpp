@@ -10,19 +10,20 @@ namespace swl::detail {
 // Defines decideByCount, after a prelude that defines `cost`, `limit`, `record` and `count_rejected`.
 inline constexpr std::string_view kPeriodCount = R"lua(
 -- A request is admitted iff the `count` units admitted in the current period, which ends `ends_in` from
--- now, plus its cost fit the limit; `save` records the new count when the request counts. A refusal
--- waits until the period ends: any cost up to the limit fits in the next one.
-local function decideByCount(count, ends_in, save)
+-- now, plus its cost fit the limit. Returns the answer, and the count to save when the request counts
+-- (nil otherwise). A refusal waits until the period ends: any cost up to the limit fits in the next one.
+local function decideByCount(count, ends_in)
   local allowed = count + cost <= limit
+  local counted = nil
   if record and (allowed or count_rejected) then
     count = count + cost
-    save(count)
+    counted = count
   end
   local remaining = limit - count  -- below 0 when counted refusals filled the period past the limit
   local reset_after = 0
   if count > 0 then reset_after = ends_in end
-  if allowed then return {1, remaining, 0, reset_after} end
-  return {0, remaining, ends_in, reset_after}
+  if allowed then return {1, remaining, 0, reset_after}, counted end
+  return {0, remaining, ends_in, reset_after}, counted
 end
 )lua";
 
