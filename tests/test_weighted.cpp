@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -140,9 +141,12 @@ class Oracle {
     return units;
   }
 
+  // When the window holds nothing: the last entry that holds a unit has left.
   Micros resetAfter(const std::vector<Entry>& live, std::int64_t now) const {
     std::int64_t last = now;
-    for (const Entry& entry : live) last = std::max(last, leaves_at_(entry.at));
+    for (const Entry& entry : live) {
+      if (entry.units > 0) last = std::max(last, leaves_at_(entry.at));
+    }
     return Micros(last - now);
   }
 
@@ -393,15 +397,14 @@ TEST_CASE_METHOD(ManualTime,
       CHECK(swl::test::logLayoutProblem(connection, "swl:k") == "");
     };
     decide();
-    // The same set with its bookkeeping as swl 0.3 wrote it, without N (its last double): the entries
-    // that slid out are counted instead. A refusal writes nothing, so it stays so until it is put back.
+    // The same set with a bookkeeping member of another layout (0.3 wrote 13 doubles, and nodes named
+    // without their level): the first call numbers its entries afresh, and decides as before.
     const swl::Reply lowest = connection.command({"ZRANGE", "swl:k", "0", "0"});
     const std::string book((*lowest)[0].text());
-    REQUIRE(book.size() == 1 + 14 * 8);
+    REQUIRE(book.size() == 1 + 15 * 8);
     renameBookkeeping(book, book.substr(0, 1 + 13 * 8));
     INFO("bookkeeping of 0.3");
     decide();
-    renameBookkeeping(book.substr(0, 1 + 13 * 8), book);
   }
 }
 
@@ -492,6 +495,66 @@ TEST_CASE_METHOD(ManualTime, "random traces: a MultiLimiter agrees with an exact
   }
 }
 
+TEST_CASE_METHOD(ManualTime, "one request of 5,000 and then requests of one unit are counted exactly at every level") {
+  // Issue 36: the sums drifted one unit high per 256 one-unit entries, and calls failed past 4,096.
+  const swl::Limit limit{1'000'000, 60s};
+  swl::SlidingWindowLimiter<> limiter(connection, limit, options);
+  const std::vector<std::int64_t> checkpoints{255,   256,   257,    300,    1'000,  4'096,
+                                              4'097, 5'000, 20'000, 65'536, 65'537, 70'000};
+  const auto expectCounted = [&](std::int64_t requests) {
+    INFO(requests << " requests of one unit");
+    const swl::Usage usage = limiter.peek("k");
+    CHECK(usage.used == 5'000 + requests);
+    CHECK(usage.remaining == limit.max_requests - 5'000 - requests);
+    CHECK_FALSE(limiter.tryAcquire("k", limit.max_requests - 5'000 - requests + 1).allowed);
+  };
+  REQUIRE(limiter.tryAcquire("k", 5'000).allowed);
+  SECTION("one at a time, one microsecond apart, then in batches") {
+    std::int64_t requests = 0;
+    for (const std::int64_t checkpoint : checkpoints) {
+      while (requests < checkpoint && requests < 1'000) {
+        clock.advance(1us);
+        REQUIRE(limiter.tryAcquire("k").allowed);
+        ++requests;
+      }
+      if (requests < checkpoint) {
+        const std::vector<swl::AcquireRequest> batch(static_cast<std::size_t>(checkpoint - requests), {"k", 1});
+        for (const swl::Outcome& outcome : limiter.tryAcquireMany(batch)) REQUIRE(outcome.decision.allowed);
+        requests = checkpoint;
+      }
+      expectCounted(requests);
+    }
+  }
+  SECTION("all at one instant, in batches") {
+    std::int64_t requests = 0;
+    for (const std::int64_t checkpoint : checkpoints) {
+      const std::vector<swl::AcquireRequest> batch(static_cast<std::size_t>(checkpoint - requests), {"k", 1});
+      for (const swl::Outcome& outcome : limiter.tryAcquireMany(batch)) REQUIRE(outcome.decision.allowed);
+      requests = checkpoint;
+      expectCounted(requests);
+    }
+  }
+  const swl::LogCheck check = limiter.checkLog("k");
+  CHECK(check.counted_by_units);
+  CHECK(check.nodes == std::array<std::int64_t, 4>{1, 1, 1, 1});  // only the nodes holding the 5,000 sum to more
+}
+
+TEST_CASE_METHOD(ManualTime, "a MultiLimiter whose rules see one request of 5,000 first counts each rule exactly") {
+  swl::MultiLimiter<> limiter(connection,
+                              {{"second", swl::Limit{1'000'000, 1s}}, {"minute", swl::Limit{2'000'000, 60s}}}, options);
+  REQUIRE(limiter.tryAcquire({"k", "k"}, 5'000).decision.allowed);
+  for (std::int64_t requests = 1; requests <= 4'200; ++requests) {
+    clock.advance(1us);
+    const swl::MultiDecision decision = limiter.tryAcquire({"k", "k"}, 1);
+    REQUIRE(decision.decision.allowed);
+    if (requests % 256 == 0 || requests % 256 == 1 || requests == 4'200) {
+      INFO(requests << " requests of one unit");
+      CHECK(decision.rules[0].remaining == 1'000'000 - 5'000 - requests);
+      CHECK(decision.rules[1].remaining == 2'000'000 - 5'000 - requests);
+    }
+  }
+}
+
 TEST_CASE_METHOD(ManualTime,
                  "settle refunds, charges past the limit, settles once, and leaves a slid-out reservation") {
   const auto start = clock.now();
@@ -529,12 +592,23 @@ TEST_CASE_METHOD(ManualTime,
     CHECK_FALSE(limiter.settle(reservation.receipt, 3'000));
     CHECK(limiter.peek("k").used == 1'000);
   }
-  SECTION("a reservation settled at 0 is taken back whole, and keeps its place as an entry of no units") {
+  SECTION("a reservation settled at 0 is taken back whole, keeps its place, and leaves nothing to wait for") {
+    const swl::Reservation older = limiter.reserve("k", 1'000);
+    clock.advance(5s);
     const swl::Reservation reservation = limiter.reserve("k", 4'000);
     CHECK(limiter.settle(reservation.receipt, 0));
-    CHECK(limiter.peek("k").used == 0);
-    CHECK(logEntries(connection, "swl:k") == 1);
-    CHECK(limiter.tryAcquire("k", 10'000).allowed);
+    // The window empties when the older reservation leaves, in 55 s; the one of no units holds nothing.
+    CHECK(limiter.peek("k").reset_after == 55s);
+    CHECK(limiter.settle(older.receipt, 0));
+    const swl::Usage usage = limiter.peek("k");
+    CHECK(usage.used == 0);
+    CHECK(usage.remaining == 10'000);
+    CHECK(usage.reset_after == 0us);
+    CHECK(logEntries(connection, "swl:k") == 2);
+    clock.advance(1s);
+    const swl::Decision whole = limiter.tryAcquire("k", 10'000);
+    CHECK(whole.allowed);
+    CHECK(whole.reset_after == 60s);
   }
   SECTION("a reservation that left the window is left alone; one never settled ages out") {
     const swl::Reservation settled_late = limiter.reserve("k", 4'000);

@@ -11,6 +11,8 @@
 ///     static constexpr std::string_view kLayout;      // Lua run first: the numbers all its scripts share
 ///     static constexpr std::string_view kFastPath;    // Lua run before kFunctions by kScript alone: its
 ///                                                     // busiest path, answered before anything is defined
+///     static constexpr std::string_view kParts;       // Lua without I/O run before kFunctions, tested alone
+///                                                     // (the log's sums)
 ///     static constexpr std::string_view kFunctions;   // Lua run before kScript, shared with other scripts
 ///     static constexpr std::string_view kArgument;    // its own parameter, sent as ARGV[8] (bucketed: buckets)
 ///     static constexpr std::string_view kSettleScriptName, kSettleScript;  // it can settle reservations
@@ -117,6 +119,8 @@ using LayoutPart = decltype(T::kLayout);
 template <class T>
 using FastPathPart = decltype(T::kFastPath);
 template <class T>
+using PartsPart = decltype(T::kParts);
+template <class T>
 using FunctionsPart = decltype(T::kFunctions);
 template <class T>
 using ArgumentPart = decltype(T::kArgument);
@@ -126,12 +130,14 @@ inline constexpr bool hasLayout = Provides<LayoutPart, T>::value;
 template <class T>
 inline constexpr bool hasFastPath = Provides<FastPathPart, T>::value;
 template <class T>
+inline constexpr bool hasParts = Provides<PartsPart, T>::value;
+template <class T>
 inline constexpr bool hasFunctions = Provides<FunctionsPart, T>::value;
 template <class T>
 inline constexpr bool hasArgument = Provides<ArgumentPart, T>::value;
 
-// The prelude, the algorithm's layout, its fast path (for its decisions alone), its functions and then
-// `part`: how every script is put together. (MultiLimiter's brings a prelude of its own, since it takes
+// The prelude, the algorithm's layout, its fast path (for its decisions alone), its parts, its functions
+// and then `part`: how every script is put together. (MultiLimiter's brings a prelude of its own, since it takes
 // a key and a limit per rule.)
 template <class Algorithm>
 std::string scriptText(std::string_view part, bool with_fast_path = false, std::string_view prelude = kScriptPrelude) {
@@ -140,6 +146,7 @@ std::string scriptText(std::string_view part, bool with_fast_path = false, std::
   if constexpr (hasFastPath<Algorithm>) {
     if (with_fast_path) whole.append(Algorithm::kFastPath);
   }
+  if constexpr (hasParts<Algorithm>) whole.append(Algorithm::kParts);
   if constexpr (hasFunctions<Algorithm>) whole.append(Algorithm::kFunctions);
   return whole.append(part);
 }

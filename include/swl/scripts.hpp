@@ -20,7 +20,7 @@
 
 namespace swl {
 
-/// Each script once: the log's decision, settle and lease, MultiLimiter's, the other algorithms' (the
+/// Each script once: the log's decision, settle, lease and check, MultiLimiter's, the other algorithms' (the
 /// bucketed window's is one for any number of buckets: it takes them as an argument), the periodic
 /// quota's (calendar days and months), each decision's blocking variant (LimiterOptions::block_for), the concurrency
 /// slots', and the one that forgets a key (reset).
@@ -29,6 +29,7 @@ inline std::vector<const Script*> everyScript() {
   return {&detail::scriptOf<SlidingWindowLog>(),
           &detail::settleScriptOf<SlidingWindowLog>(),
           &detail::leaseScriptOf<SlidingWindowLog>(),
+          &detail::logCheckScript(),
           &MultiLimiter<>::script(),
           &detail::scriptOf<FixedWindow>(),
           &detail::scriptOf<SlidingCounter>(),

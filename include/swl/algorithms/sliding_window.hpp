@@ -30,6 +30,7 @@
 #include <swl/redis_limiter.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -60,596 +61,720 @@ struct SlidingWindowLog {
 --   client's clock behind another's, or stepped back; the end of a lease) is recorded 1 us after it.
 --   On Redis's own clock, which moves on between two scripts, that is each request's own time.
 -- While every entry holds one unit, the set is "counted by entries": its window's units are its
--- entries (one ZCOUNT), and it holds the mark '!' (score 0) beside them. Once an entry of other units
--- is recorded, it is "counted by units" until it empties: its new entries all carry their units (one
--- too), and it holds its bookkeeping ('#...') instead of '!', with sums that keep every count and search
--- bounded: countedByUnits() below says how.
--- Entries that slid out are removed a few at a time: no call's work grows with the window.
+-- entries (one ZCOUNT), and it holds its mark beside them (score 0): '!' and the window, in
+-- microseconds, of the calls that recorded its entries. Once an entry of other units is recorded, or
+-- a call brings a window that must remember more than the mark can, it is "counted by units" until it
+-- empties: its new entries all carry their units (one too), and it holds its bookkeeping ('#...')
+-- instead of the mark, with sums that keep every count and search bounded (logSums below).
+-- The horizon: an entry at or before the start of the window of a call that recorded an entry has
+-- left for good, whatever window a later call brings (a widened window does not bring back what a
+-- shorter one let go). The bookkeeping stores it; a set counted by entries reads it off its newest
+-- entry's time less the window in its mark, or, once an entry was recorded ahead of its call's clock,
+-- off the mark itself ('@' and the horizon after the window).
+-- Entries that slid out are removed a few at a time, by calls that record: no call's work grows with
+-- the window, and a refusal or a peek writes nothing.
 local TIMES_END = '(9007199254740992'  -- every entry's time lies below 2^53; sums lie outside
 local TRIM, TRIM_EVERY = 16, 8         -- counted by entries: at most TRIM, on one call in TRIM_EVERY
-local UNITS_TRIM = 8                   -- counted by units: at most UNITS_TRIM, on every call
+local UNITS_TRIM = 8                   -- counted by units: at most UNITS_TRIM, on every call that records
 local LOW = UNITS_TRIM + 3             -- members read at or below a window's start: marks, then entries
 )lua";
 
-  /// The busiest paths, run before kFunctions defines anything (a Lua function costs Redis on every call
-  /// that defines it): on Redis's clock, one unit that a set counted by entries has room for, and a
-  /// refusal or peek that records nothing. They take the steps of countedByEntries() below, written out.
-  /// An admission is recorded before it is known how the set counts: ZADD adds the entry and the mark
-  /// '!', and answers how many it added. A set counted by entries has its mark (1 or, for a member
-  /// policy that repeats itself, 0: NX never moves a member already there); a set counted by units has
-  /// no mark and only marked entries (2), so it takes both back and goes on to kScript to weigh the
-  /// entry against its sums; a new set (2) has no '#'.
+  /// The busiest paths, run before kParts and kFunctions define anything (a Lua function costs Redis on
+  /// every call that defines it): on Redis's clock, one unit that a set counted by entries under this
+  /// window has room for, and a refusal or peek of such a set, which records nothing. They take the steps
+  /// of kFunctions' window, written out. An admission is recorded before it is known how the set counts:
+  /// ZADD adds the entry and the mark for this window, and answers how many it added. A set counted by
+  /// entries under this window has its mark (1, or 0 for a member policy that repeats itself); a new set
+  /// holds nothing else at or below 0. Any other set (counted by units, or marked for another window)
+  /// takes both back and goes on to kScript.
   static constexpr std::string_view kFastPath = R"lua(
 local start = text(now - window)
 local live = redis.call('ZCOUNT', key, '(' .. start, TIMES_END)
-local by_units = nil  -- whether the set is counted by units, once known
 if redis_time then
-  local answer, marked = nil, false
+  local mark = '!' .. ARGV[1]
   if cost == 1 and record and live < limit then
     local member = ARGV[5]
     if member == nil or member == '' then member = text(math.floor(now / 1000)) end
-    local added = redis.call('ZADD', key, 'NX', now_text, member, 0, '!')
-    by_units = added == 2 and redis.call('ZCOUNT', key, '-inf', '(0') > 0
-    if by_units then
-      redis.call('ZREM', key, '!', member)
+    local added = redis.call('ZADD', key, 'NX', now_text, member, 0, mark)
+    if added == 2 and redis.call('ZCOUNT', key, '-inf', 0) > 1 then
+      redis.call('ZREM', key, mark, member)
     else
       redis.call('PEXPIRE', key, ARGV[6] or math.ceil(window / 1000))
-      answer, marked = {1, limit - live - math.min(added, 1), 0, window}, true
-    end
-  elseif cost == 0 or (live + cost > limit and not count_rejected) then
-    by_units = redis.call('ZCOUNT', key, '-inf', '(0') > 0
-    if not by_units then
-      local newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2] or 0)
-      answer = {1, limit - live, 0, math.max(0, newest + window - now)}
-      if cost > 0 then
-        -- The same cost fits once the (live + cost - limit)-th oldest entry in the window has left:
-        -- the (limit - cost + 1)-th newest.
-        local rank = cost - limit - 1
-        answer[1], answer[3] = 0, tonumber(redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')[2]) + window - now
+      if now % TRIM_EVERY == 0 then
+        -- Up to TRIM entries that slid out go, the oldest first (after the mark).
+        local slid = redis.call('ZCOUNT', key, '(0', start)
+        if slid > TRIM then
+          redis.call('ZREMRANGEBYRANK', key, 1, TRIM)
+        elseif slid > 0 then
+          redis.call('ZREMRANGEBYSCORE', key, '(0', start)
+        end
       end
+      return {1, limit - live - math.min(added, 1), 0, window}
     end
-  end
-  if answer then
-    if now % TRIM_EVERY == 0 then
-      -- Up to TRIM entries that slid out go, the oldest first (after the mark).
-      local slid = redis.call('ZCOUNT', key, '(0', start)
-      if slid > TRIM then
-        local first = (marked or redis.call('ZSCORE', key, '!')) and 1 or 0
-        redis.call('ZREMRANGEBYRANK', key, first, first + TRIM - 1)
-      elseif slid > 0 then
-        redis.call('ZREMRANGEBYSCORE', key, '(0', start)
-      end
+  elseif (cost == 0 or (live + cost > limit and not count_rejected)) and redis.call('ZSCORE', key, mark) then
+    local answer = {1, limit - live, 0, 0}
+    if live > 0 then answer[4] = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) + window - now end
+    if cost > 0 then
+      -- The same cost fits once the (live + cost - limit)-th oldest entry in the window has left:
+      -- the (limit - cost + 1)-th newest.
+      local rank = cost - limit - 1
+      answer[1], answer[3] = 0, tonumber(redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')[2]) + window - now
     end
     return answer
   end
 end
 )lua";
 
-  /// The log's steps, shared by its scripts below and MultiLimiter's, which keeps one log per rule.
-  /// Numbers go to redis.call as numbers where they can: Redis formats them with 17 significant digits,
-  /// exact below 2^53 (unlike Lua's own 14 when concatenating).
-  static constexpr std::string_view kFunctions = R"lua(
--- The set's first LOW members at or below the window's start (`start`, as text): its bookkeeping
--- ('#...') when counted by units or its mark '!' when counted by entries, then entries that slid out.
--- A window that holds nothing (`live` 0) while LOW members lie there goes at once, so a key hit again
--- after a quiet window starts afresh instead of trimming a few entries per call for as long as they
--- last: UNLINK frees a large set in Redis's background thread, so this call's work does not grow with
--- what slid out.
-local function lowMembers(key, start, live)
-  local low = redis.call('ZRANGEBYSCORE', key, '-inf', start, 'LIMIT', 0, LOW)
-  if live > 0 or #low < LOW then return low end
-  redis.call('UNLINK', key)
-  return {}
-end
+  /// The log's parts without I/O, run before kFunctions: the sums a set counted by units keeps, and the
+  /// searches over them. Their reads and writes come in as methods of an `io` object, so they are tested
+  /// alone in plain Lua 5.1 (tests/lua/test_log_sums.lua).
+  static constexpr std::string_view kParts = R"lua(
+-- The log's sums: what keeps every count and every search over a set counted by units bounded. A part
+-- without I/O: it reads and writes the set only through `io`, so it is tested alone, in plain Lua 5.1,
+-- against a brute-force model (tests/lua/test_log_sums.lua); the log's functions wire `io` to redis.call.
+--
+-- Entries are numbered in time order from 0; the set holds those numbered `oldest` .. `next` - 1 (the
+-- older ones left it). An entry's extra units are its units less one, so that a run of one-unit
+-- entries sums to nothing and needs no node. A node of level k (1..LEVELS) sums the extra units of the
+-- SIZE[k] entries numbered j SIZE[k] .. (j + 1) SIZE[k] - 1, those that left the set included. Each
+-- level's newest node, the one holding entry next - 1, is still open and lives in the bookkeeping
+-- (`tail`); an older node is stored once complete, only when it is not 0, and dropped once every entry
+-- of it has left. So a count or a search reads at most one run of FANOUT nodes per level and FANOUT
+-- entries (more at the top level only past 16 x 65,536 entries), and a write changes at most one node
+-- per level: nothing grows with the window or with a request's cost.
+--
+-- The bookkeeping (`book`), one member of the set: '#' and fifteen big-endian doubles, in this order:
+--   extra      the extra units of the entries in the set
+--   oldest     the number of the oldest entry in the set
+--   next       the number the next entry recorded gets
+--   newest     the newest entry's time (us)
+--   last_unit  the time of the newest entry that holds a unit; -1 while unknown (after a settle took
+--              that entry's units): the window empties once it has left
+--   horizon    the latest window start of a call that recorded an entry: entries at or before it have
+--              left for good, whatever window a later call brings
+--   writes     how many times the bookkeeping was written (it is scored -1 - writes)
+--   tail[1..LEVELS]  the sum of each level's open node
+--   gone[1..LEVELS]  the extra units of the entries of each level's oldest node that left the set
+-- (newest, last_unit, horizon and writes are the log's: the sums carry them and never read them.)
+--
+-- `io` gives the set's reads and writes, each in entry numbers:
+--   io:nodes(level, first, last)           {[index] = sum} of the stored nodes first..last of `level`
+--   io:entries(first, last)                the units of the entries first..last, oldest first
+--   io:writeNode(level, index, sum, was)   stores a node (sum 0: removes it); `was` its stored sum or nil
+--   io:dropNodes(level, first, last)       removes the stored nodes first..last of `level`
+-- `pack` and `unpack` are struct.pack and struct.unpack (Redis's Lua has them).
+local function logSums(pack, unpack)
+  local LEVELS = 4
+  local SIZE = {16, 256, 4096, 65536}  -- 16 ^ level: quotients of entry numbers below 2^52 are exact
+  local FIELDS = '>ddddddddddddddd'   -- 7 + 2 LEVELS doubles
+  local floor = math.floor
 
--- A set counted by entries -------------------------------------------------------------------------
--- Built only off the busiest path (kFastPath): a Lua function costs Redis on every call that defines it.
-local function countedByEntries()
-  local function memberOf(given)
-    if given == nil or given == '' then return text(math.floor(now / 1000)) end
-    return given
+  -- A set of `count` entries of one unit each, numbered 0 .. count - 1: one-unit entries need no node.
+  local function fresh(count)
+    return {extra = 0, oldest = 0, next = count, newest = 0, last_unit = 0, horizon = 0, writes = 0,
+            tail = {0, 0, 0, 0}, gone = {0, 0, 0, 0}}
   end
 
-  -- The time to record an entry at (from `at`, a number), as text and number: 1 us after the newest entry
-  -- when that is not earlier. Redis's clock is trusted to have moved on since the last script.
-  local function entryTime(key, at)
-    if redis_time and at == now then return now_text, now end
-    local newest = tonumber(redis.call('ZREVRANGEBYSCORE', key, TIMES_END, '(0', 'WITHSCORES', 'LIMIT', 0, 1)[2] or 0)
-    if newest >= at then at = newest + 1 end
-    return text(at), at
+  -- The bookkeeping member's name for `book`, and back; nil for a name of another layout (0.2's or 0.3's).
+  local function encode(book)
+    local tail, gone = book.tail, book.gone
+    return '#' .. pack(FIELDS, book.extra, book.oldest, book.next, book.newest, book.last_unit, book.horizon,
+                       book.writes, tail[1], tail[2], tail[3], tail[4], gone[1], gone[2], gone[3], gone[4])
+  end
+  local function decode(name)
+    if #name ~= 121 or string.byte(name) ~= 35 then return nil end  -- '#' and the fifteen doubles
+    local extra, oldest, next, newest, last_unit, horizon, writes, t1, t2, t3, t4, g1, g2, g3, g4 =
+      unpack(FIELDS, name, 2)
+    return {extra = extra, oldest = oldest, next = next, newest = newest, last_unit = last_unit, horizon = horizon,
+            writes = writes, tail = {t1, t2, t3, t4}, gone = {g1, g2, g3, g4}}
   end
 
-  -- Records one entry (one unit), and the set's mark when it has none (`marked` false); NX never moves
-  -- a member already there (a member policy that repeats itself records nothing the second time).
-  -- Returns 1 when the entry was added, 0 for a repeat.
-  local function recordEntry(key, at_text, member, marked)
-    return redis.call('ZADD', key, 'NX', at_text, member, 0, '!') - (marked and 0 or 1)
-  end
+  -- The units of the entries in the set.
+  local function total(book) return book.next - book.oldest + book.extra end
 
-  -- Keeps the set until its newest entry, at `at`, has left the window.
-  local function expireAfter(key, at, window, ttl)
-    redis.call('PEXPIRE', key, math.max(ttl, math.ceil((at + window - now) / 1000)))
-  end
-
-  -- Removes up to TRIM entries that slid out, the oldest first (after the mark, when `marked`), on one
-  -- call in TRIM_EVERY: they no longer count, so removing them is only for memory, and each removal
-  -- costs Redis a command. `slid` is how many slid out, when the caller has read them.
-  local function trimEntries(key, start, marked, slid)
-    if now % TRIM_EVERY ~= 0 then return end
-    if slid == nil or slid > TRIM then slid = redis.call('ZCOUNT', key, '(0', start) end
-    if slid > TRIM then
-      local first = marked and 1 or 0
-      redis.call('ZREMRANGEBYRANK', key, first, first + TRIM - 1)
-    elseif slid > 0 then
-      redis.call('ZREMRANGEBYSCORE', key, '(0', start)
-    end
-  end
-
-  -- When the window of a set counted by entries, holding `held`, has room for `needed` more: its
-  -- `needed` oldest entries must leave, the last of them at its time + window. Counted from the newest,
-  -- so that entries that slid out but are still there do not matter.
-  local function entriesFreedAfter(key, held, needed, window)
-    local rank = needed - held - 1
-    return tonumber(redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')[2]) + window - now
-  end
-
-  -- When the window of a set counted by entries is empty: its newest entry's time + window.
-  local function entriesResetAfter(key, window)
-    return math.max(0, tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2] or 0) + window - now)
-  end
-
-  return {member = memberOf, time = entryTime, record = recordEntry, expire = expireAfter, trim = trimEntries,
-          freedAfter = entriesFreedAfter, resetAfter = entriesResetAfter}
-end
-
--- A set counted by units ---------------------------------------------------------------------------
--- Built only for a set that needs it: a Lua function costs Redis on every call that defines it.
-local function countedByUnits()
-  -- Entries are numbered in time order, from the oldest in the set (O) to the newest (next - 1): entry
-  -- n has the rank n - O + 1. Beside them the set holds, outside the range of times:
-  --   one bookkeeping member, scored -1 - G, G the number of its writes (so that each successor sorts
-  --     below the member it replaces, which then goes by rank with the entries that slid out): '#' and
-  --     fourteen big-endian doubles, E, O, newest, T, G, q1..q4, p1..p4, N, where
-  --     E is the extra units (units - 1) of the entries in the set, newest the newest entry's time, T the
-  --     number from which nodes are kept, qk the extra units of the newest entry's node of level k,
-  --     pk those of the entries of the oldest node of level k that have already left the set, and N the
-  --     number of the next entry, so that how many slid out is known without counting them (0.3 wrote no
-  --     N: its sets count them once, until their next write);
-  --   nodes of levels k = 1..4, each over SIZE[k] consecutive numbers from T on, kept once an entry past
-  --     them is recorded (the newest node of a level lives in qk): '#' and two big-endian doubles, x and
-  --     j, score BAND[k] + 2 j, x = the extra units of entries j SIZE[k] .. (j + 1) SIZE[k] - 1 as
-  --     recorded and settled, those that left the set included (pk says how many of the oldest node's
-  --     left). A node's value is in its name, so that a run of nodes is one read of names: Redis formats
-  --     every score it returns, and Lua's tonumber costs more than struct.unpack.
-  -- So a count or a search over any window reads at most four runs of FANOUT members, and a write
-  -- changes the entry, the bookkeeping member and, once per SIZE[1] entries, a node: nothing grows with
-  -- the window or with a request's cost.
-  local FANOUT, LEVELS = 16, 4
-  local SIZE = {16, 256, 4096, 65536}
-  -- 2^53 and 2^50 beyond it, again and again: scores in 2^53..2^54 are even numbers
-  local BAND = {9007199254740992, 10133099161583616, 11258999068426240, 12384898975268864}
-  -- Entry numbers stay below 2^52, and sizes are powers of two: their quotients are exact.
-  local fl = math.floor
-  local function unitsOf(member)
-    local mark = string.byte(member)
-    if mark == 42 or mark == 43 then return (struct.unpack('>d', member, 2)) end  -- '*' or '+'
-    local at = string.find(member, '[*=]%d+$')  -- 0.2's 'member*units', 'member=units'
-    return at and tonumber(string.sub(member, at + 1)) or 1
-  end
-
-  local function nodeName(value, index) return '#' .. struct.pack('>dd', value, index) end
-
-  local function readBook(log, name)
-    local with_next = #name > 105  -- 0.3's had 13 doubles; struct.unpack then returns a position last
-    local e, o, newest, kept, writes, q1, q2, q3, q4, p1, p2, p3, p4, next =
-      struct.unpack(with_next and '>dddddddddddddd' or '>ddddddddddddd', name, 2)
-    log.book, log.extra, log.oldest, log.newest, log.kept, log.writes = name, e, o, newest, kept, writes
-    log.q, log.p = {q1, q2, q3, q4}, {p1, p2, p3, p4}
-    if with_next then log.next = next end
-  end
-
-  local function bookName(log)
-    local q, p = log.q, log.p
-    return '#' .. struct.pack('>dddddddddddddd', log.extra, log.oldest, log.newest, log.kept, log.writes, q[1], q[2],
-                              q[3], q[4], p[1], p[2], p[3], p[4], log.next)
-  end
-
-  -- Adds up the units of the present entries of the nodes `from`..`to` of `level`, oldest first, to
-  -- `before`, stopping at the first node that brings the sum to `target`: returns that node's index (or
-  -- to) and the sum before it (or the whole sum). Nodes from T on are kept one after another, so one
-  -- read of names brings them; the newest is in the bookkeeping; before T only settled entries made
-  -- nodes, read with their numbers. (One loop, no callback: a Lua call per node would cost more than
-  -- the read.)
-  local function scanNodes(log, level, from, to, target, before)
-    local size, oldest, next, band = SIZE[level], log.oldest, log.next, BAND[level]
-    local first_kept, newest, oldest_node = fl(log.kept / size), fl((next - 1) / size), fl(oldest / size)
-    local a, b = math.max(from, first_kept), math.min(to, newest - 1)
-    local kept, sparse = {}, {}
-    if b >= a then kept = redis.call('ZRANGEBYSCORE', log.key, band + 2 * a, band + 2 * b) end
-    if from < first_kept then
-      for _, name in ipairs(redis.call('ZRANGEBYSCORE', log.key, band + 2 * from, band + 2 * math.min(to, first_kept - 1))) do
-        local value, index = struct.unpack('>dd', name, 2)
-        sparse[index] = value
+  -- Records the entry numbered `next`, of `units`. Each level's open node is closed when the entry
+  -- starts the next one: the one roll-over, written once.
+  local function add(book, io, units)
+    local number, extra, tail = book.next, units - 1, book.tail
+    for level = 1, LEVELS do
+      local size = SIZE[level]
+      if number % size == 0 and number > 0 then
+        -- Stored unless it sums to nothing, or every entry of it already left the set.
+        if tail[level] ~= 0 and number > book.oldest then io:writeNode(level, number / size - 1, tail[level], nil) end
+        tail[level] = 0
       end
+      tail[level] = tail[level] + extra
     end
-    local unpack, offset = struct.unpack, 1 - a
-    for index = from, to do
-      local units
-      if index >= first_kept and index < newest then
-        units = size + unpack('>d', kept[index + offset], 2)
-      elseif index == newest then
-        units = log.q[level] + next - index * size
+    book.extra, book.next = book.extra + extra, number + 1
+  end
+
+  -- Entry `number` (in the set) now holds `delta` units more (fewer, when below 0).
+  local function change(book, io, number, delta)
+    if delta == 0 then return end
+    for level = 1, LEVELS do
+      local index = floor(number / SIZE[level])
+      if index == floor((book.next - 1) / SIZE[level]) then
+        book.tail[level] = book.tail[level] + delta
       else
-        units = size + (sparse[index] or 0)
+        local was = io:nodes(level, index, index)[index]
+        io:writeNode(level, index, (was or 0) + delta, was)
       end
-      if index == oldest_node then units = units - (oldest - index * size) - log.p[level] end
-      if before + units >= target then return index, before end
-      before = before + units
     end
-    return to, before
+    book.extra = book.extra + delta
   end
 
-  -- The lowest level whose nodes over the set's entries number at most FANOUT (4 past 16^5 entries),
-  -- and the range of its nodes.
-  local function topLevel(log)
-    local level, first, last = 0, log.oldest, log.next - 1
-    while level < LEVELS and fl(last / (SIZE[level + 1] / FANOUT)) - fl(first / (SIZE[level + 1] / FANOUT)) >= FANOUT do
-      level = level + 1
+  -- The `#units` oldest entries leave the set; `units` holds their units, oldest first. Each level's
+  -- oldest node counts what left of it, and nodes left wholly behind go.
+  local function trim(book, io, units)
+    local count = #units
+    if count == 0 then return end
+    local from, to, left = book.oldest, book.oldest + count, 0
+    for i = 1, count do left = left + units[i] - 1 end
+    for level = 1, LEVELS do
+      local size = SIZE[level]
+      local was, is = floor(from / size), floor(to / size)
+      if is > was then
+        io:dropNodes(level, was, is - 1)
+        local gone = 0
+        for i = is * size - from + 1, count do gone = gone + units[i] - 1 end
+        book.gone[level] = gone
+      else
+        book.gone[level] = book.gone[level] + left
+      end
     end
-    if level == 0 then return 0, first, last end
-    return level, fl(first / SIZE[level]), fl(last / SIZE[level])
+    book.extra, book.oldest = book.extra - left, to
   end
 
-  -- The units of the present entries numbered below `n`.
-  local function unitsBefore(log, n)
-    local level, from = topLevel(log)
-    local units = 0
-    for k = level, 1, -1 do
-      local at = fl(n / SIZE[k])  -- the node holding entry n
-      if at > from then
-        local _, sum = scanNodes(log, k, from, at - 1, math.huge, units)
-        units = sum
-      end
-      from = math.max(at * FANOUT, fl(log.oldest / (k > 1 and SIZE[k - 1] or 1)))
-    end
-    if n > from then
-      for _, member in ipairs(redis.call('ZRANGE', log.key, from - log.oldest + 1, n - log.oldest)) do
-        units = units + unitsOf(member)
-      end
-    end
+  return {LEVELS = LEVELS, SIZE = SIZE, fresh = fresh, encode = encode, decode = decode, total = total, add = add,
+          change = change, trim = trim}
+end
+
+-- The searches over the log's sums, built only for the calls that search: a Lua function costs Redis
+-- on every call that defines it. Each reads at most one run of FANOUT nodes per level, from the highest
+-- level whose nodes span the range down, then at most FANOUT entries.
+local function logSearches(sums)
+  local FANOUT, LEVELS, SIZE = 16, sums.LEVELS, sums.SIZE
+  local floor, min, max = math.floor, math.min, math.max
+
+  -- The units of the entries of node `index` of `level` still in the set, the node summing `sum`.
+  local function unitsInNode(book, level, index, sum)
+    local size = SIZE[level]
+    local units = min((index + 1) * size, book.next) - max(index * size, book.oldest) + sum
+    if index == floor(book.oldest / size) then units = units - book.gone[level] end
     return units
   end
 
-  -- The first of `members` whose units, added in turn to `before`, bring the sum to `target` (nil when
-  -- none does).
-  local function memberReaching(members, target, before)
-    local byte, unpack = string.byte, struct.unpack
-    for _, member in ipairs(members) do
-      local mark = byte(member)
-      if mark == 42 or mark == 43 then before = before + unpack('>d', member, 2) else before = before + unitsOf(member) end
-      if before >= target then return member end
+  -- The lowest level whose nodes over entries first..last number at most FANOUT (those entries share a
+  -- node of the level above); 0 when they share a node of level 1.
+  local function spanLevel(first, last)
+    local level = 0
+    while level < LEVELS and floor(first / SIZE[level + 1]) ~= floor(last / SIZE[level + 1]) do level = level + 1 end
+    return level
+  end
+
+  -- The units of the entries in the set numbered below `number`: whole nodes from the highest level
+  -- down, then the few entries after the last of them. A node's sum is in `tail` while it is open.
+  local function unitsBefore(book, io, number)
+    local from, units = book.oldest, 0
+    if number <= from then return 0 end
+    for level = spanLevel(from, number - 1), 1, -1 do
+      local size = SIZE[level]
+      local first, stop = floor(from / size), floor(number / size)  -- nodes first..stop - 1 lie before
+      if stop > first then
+        local stored, open = io:nodes(level, first, stop - 1), floor((book.next - 1) / size)
+        for index = first, stop - 1 do
+          units = units + unitsInNode(book, level, index, index == open and book.tail[level] or stored[index] or 0)
+        end
+        from = stop * size
+      end
+    end
+    for _, entry_units in ipairs(io:entries(from, number - 1)) do units = units + entry_units end
+    return units
+  end
+
+  -- The entry holding the set's `target`-th unit, counted from its oldest entry (1 <= target <=
+  -- sums.total): its number and the units before it; nil when the set holds fewer units. A descent: at
+  -- each level, the node where the count reaches `target`, then the entries of the last node.
+  local function entryOfUnit(book, io, target)
+    local from, last, before = book.oldest, book.next - 1, 0
+    for level = spanLevel(from, last), 1, -1 do
+      local size = SIZE[level]
+      local first, stop = floor(from / size), floor(last / size)
+      local stored, open = io:nodes(level, first, stop), floor((book.next - 1) / size)
+      for index = first, stop do
+        local units = unitsInNode(book, level, index, index == open and book.tail[level] or stored[index] or 0)
+        if before + units >= target or index == stop then
+          from, last = max(from, index * size), min(last, (index + 1) * size - 1)
+          break
+        end
+        before = before + units
+      end
+    end
+    local number = from
+    for _, entry_units in ipairs(io:entries(from, last)) do
+      if before + entry_units >= target then return number, before end
+      before, number = before + entry_units, number + 1
     end
     return nil
   end
 
-  -- The entry holding the `target`-th unit of the set, counted from its oldest entry: a descent through
-  -- the sums, then one read of at most FANOUT entries.
-  local function entryOfUnit(log, target)
-    local level, from, to = topLevel(log)
-    local before = 0
-    for k = level, 1, -1 do
-      local chosen
-      chosen, before = scanNodes(log, k, from, to, target, before)
-      local below = k > 1 and SIZE[k - 1] or 1
-      from = math.max(chosen * FANOUT, fl(log.oldest / below))
-      to = math.min(chosen * FANOUT + FANOUT - 1, fl((log.next - 1) / below))
-    end
-    local entries = redis.call('ZRANGE', log.key, from - log.oldest + 1, to - log.oldest + 1)
-    return memberReaching(entries, target, before) or error('swl: the log ' .. log.key .. ' holds fewer units than its sums say')
-  end
-
-  -- Numbers the entries of a set written by swl 0.2 ('#' held minus its extra units, and no numbers), and
-  -- keeps its nodes. Once per such set: its work grows with the set, as 0.2's own did.
-  local function numberEntries(key)
-    local entries = redis.call('ZRANGEBYSCORE', key, '(0', '+inf', 'WITHSCORES')
-    local log = {extra = 0, oldest = 0, kept = 0, newest = 0, writes = 0, q = {0, 0, 0, 0}, p = {0, 0, 0, 0}}
-    local writes = {}
-    for i = 1, #entries, 2 do
-      local n, x = (i - 1) / 2, unitsOf(entries[i]) - 1
-      for k = 1, LEVELS do
-        if n > 0 and fl(n / SIZE[k]) ~= fl((n - 1) / SIZE[k]) then
-          writes[#writes + 1], writes[#writes + 2] = BAND[k] + 2 * fl((n - 1) / SIZE[k]), nodeName(log.q[k], fl((n - 1) / SIZE[k]))
-          log.q[k] = 0
-        end
-        log.q[k] = log.q[k] + x
-      end
-      log.extra, log.newest = log.extra + x, tonumber(entries[i + 1])
-    end
-    log.next = #entries / 2
-    writes[#writes + 1], writes[#writes + 2] = -1, bookName(log)
-    redis.call('ZREM', key, '#')
-    for from = 1, #writes, 4000 do
-      redis.call('ZADD', key, unpack(writes, from, math.min(from + 3999, #writes)))
-    end
-  end
-
-  -- One key's log as this call finds it, for a window of `window` microseconds ending now. The caller may
-  -- bring what it has read: `start` (the window's start as text), `live` (its entries), and `low`, the
-  -- set's first LOW members at or below `start`. The log holds the members of the entries that slid out
-  -- but are still in the set (`slid`, oldest first, as many as that read brings) and, when the set is
-  -- counted by units, its bookkeeping.
-  local function openLog(key, window, start, live, low)
-    start = start or text(now - window)
-    live = live or redis.call('ZCOUNT', key, '(' .. start, TIMES_END)
-    low = low or lowMembers(key, start, live)
-    local log = {key = key, window = window, start = start, slid = {}, live = live}
-    if low[1] == '#' then
-      numberEntries(key)
-      return openLog(key, window, start, log.live)
-    end
-    local from = 1
-    if low[1] ~= nil and string.byte(low[1]) == 35 then  -- '#...': its bookkeeping member
-      readBook(log, low[1])
-      from = 2
-    end
-    if low[from] == '!' then
-      -- A set counted by units shows the mark kFastPath leaves when a member policy repeats a member
-      -- recorded before the set was counted by units: it goes before any rank is read.
-      if log.book then redis.call('ZREM', key, '!') end
-      from = from + 1
-    end
-    for i = from, math.min(#low, from + UNITS_TRIM) do log.slid[#log.slid + 1] = low[i] end
-    return log
-  end
-
-  -- How many entries slid out of the window and are still in the set.
-  local function slidCount(log)
-    if log.slid_count == nil then
-      log.slid_count = #log.slid
-      if #log.slid > UNITS_TRIM then
-        log.slid_count = log.next and log.next - log.oldest - log.live or redis.call('ZCOUNT', log.key, '(0', log.start)
-      end
-    end
-    return log.slid_count
-  end
-
-  -- The units in the window.
-  local function unitsIn(log)
-    if log.extra == nil then return log.live end
-    if log.slid_extra == nil then
-      log.next = log.oldest + slidCount(log) + log.live
-      log.slid_extra = 0
-      if #log.slid <= UNITS_TRIM then
-        for _, member in ipairs(log.slid) do log.slid_extra = log.slid_extra + unitsOf(member) - 1 end
-      elseif log.live == 0 then
-        log.slid_extra = log.extra  -- everything slid out
-      else
-        log.slid_extra = unitsBefore(log, log.oldest + slidCount(log)) - slidCount(log)
-      end
-    end
-    return log.live + log.extra - log.slid_extra
-  end
-
-  -- Records `units` units for `member` at time `at`, or 1 us after the newest entry when that is not
-  -- earlier, and removes up to UNITS_TRIM entries that slid out. A set counted by entries is counted by
-  -- units from here on. With no member (a refusal, a peek) it writes nothing: the entries that slid out
-  -- go with the next entry recorded, or all at once when the window is empty (lowMembers), so no
-  -- refusal pays for a removal. Returns the units the window holds after.
-  --
-  -- The entry's ZADD is the script's first write: a Redis over maxmemory refuses a script's first write
-  -- that could grow memory (OOM) before anything changed, but lets every later write through.
-  local function commit(log, member, units, at, ttl)
-    local key, held = log.key, unitsIn(log)
-    local counted_by_entries = log.extra == nil
-    if counted_by_entries then
-      if not member then return held end  -- nothing to count by units yet
-      -- Its entries are numbered so that the last is just below a multiple of SIZE[LEVELS], from which
-      -- nodes are kept: they all hold one unit, so no node is needed before it.
-      local entries = slidCount(log) + log.live
-      log.kept = SIZE[LEVELS] * math.ceil(entries / SIZE[LEVELS])
-      log.extra, log.oldest, log.next, log.slid_extra = 0, log.kept - entries, log.kept, 0
-      log.q, log.p, log.writes = {0, 0, 0, 0}, {0, 0, 0, 0}, 0
-      log.newest = tonumber(redis.call('ZREVRANGEBYSCORE', key, TIMES_END, '(0', 'WITHSCORES', 'LIMIT', 0, 1)[2] or 0)
-    end
-    local slid = slidCount(log)
-    if not member then
-      log.slid_left = slid
-      return held
-    end
-    local trim = math.min(slid, UNITS_TRIM)
-    local oldest, trimmed_extra, writes, gone = log.oldest + trim, 0, {}, {}
-    for i = 1, trim do trimmed_extra = trimmed_extra + unitsOf(log.slid[i]) - 1 end
-    -- What leaves: its extra units leave E, each oldest node counts its part that left, and nodes left
-    -- wholly behind go.
-    for k = 1, LEVELS do
-      local was, is = fl(log.oldest / SIZE[k]), fl(oldest / SIZE[k])
-      if is > was then
-        gone[#gone + 1] = {BAND[k] + 2 * was, BAND[k] + 2 * (is - 1)}
-        log.p[k] = 0
-        for i = is * SIZE[k] - log.oldest + 1, trim do log.p[k] = log.p[k] + unitsOf(log.slid[i]) - 1 end
-      else
-        log.p[k] = log.p[k] + trimmed_extra
-      end
-    end
-    if log.newest >= at then at = log.newest + 1 end
-    local n, x = log.next, units - 1
-    for k = 1, LEVELS do
-      local index, previous = fl(n / SIZE[k]), fl((n - 1) / SIZE[k])
-      if n > 0 and index ~= previous then
-        -- The newest node is complete: it is kept (before T only when it holds extra units, settled
-        -- there), and the entry starts the next one.
-        if n > log.kept or log.q[k] ~= 0 then
-          writes[#writes + 1], writes[#writes + 2] = BAND[k] + 2 * previous, nodeName(log.q[k], previous)
-        end
-        log.q[k] = 0
-      end
-      log.q[k] = log.q[k] + x
-    end
-    log.extra, log.newest, log.next, held = log.extra + x - trimmed_extra, at, n + 1, held + units
-    log.oldest, log.slid_left, log.slid_extra = oldest, slid - trim, log.slid_extra - trimmed_extra
-    -- The bookkeeping member's successor sorts below it, so that it goes by rank with the entries that
-    -- left (the mark of a set that was counted by entries, at rank 0 like a bookkeeping member, too).
-    local replaced = log.book or (counted_by_entries and redis.call('ZSCORE', key, '!'))
-    log.writes = log.writes + 1
-    log.book = bookName(log)
-    writes[#writes + 1], writes[#writes + 2] = -1 - log.writes, log.book
-    -- Marked even for one unit: kFastPath's ZADD of an unmarked member then never finds it here.
-    -- LT never moves an entry already there (every entry is older than `at`), so a member policy
-    -- that repeats itself cannot take an entry out of its place: the repeat gets a suffix instead.
-    local marked = '*' .. struct.pack('>d', units)
-    if redis.call('ZADD', key, 'LT', at, marked .. member, unpack(writes)) == #writes / 2 then
-      redis.call('ZADD', key, at, marked .. member .. ')' .. text(log.next - 1))
-    end
-    local last = trim + (replaced and 1 or 0)
-    if last > 0 then redis.call('ZREMRANGEBYRANK', key, 1, last) end
-    redis.call('PEXPIRE', key, math.max(ttl, math.ceil((log.newest + log.window - now) / 1000)))
-    for _, range in ipairs(gone) do redis.call('ZREMRANGEBYSCORE', key, range[1], range[2]) end
-    return held
-  end
-
-  -- The time until the window is empty: its newest entry's time + window.
-  local function resetAfter(log)
-    if log.newest == nil then
-      log.newest = tonumber(redis.call('ZREVRANGEBYSCORE', log.key, TIMES_END, '(0', 'WITHSCORES', 'LIMIT', 0, 1)[2] or 0)
-    end
-    return math.max(0, log.newest + log.window - now)
-  end
-
-  -- The time until `needed` more units have left the window, after commit: its oldest units leave first,
-  -- each at its entry's time + window. The entry holding the last of them is looked for where it costs
-  -- least: among the window's first NEAR entries when few units must leave (a refusal of a small cost
-  -- by a full window), among the set's newest NEAR when few may stay (a cost near the limit), and
-  -- otherwise through the sums. Its time is then read by its name, which costs less than by its rank.
-  local function freedAfter(log, needed)
-    -- Still counted by entries (a lease refused before any entry of other units was recorded): no sums.
-    if log.extra == nil then return countedByEntries().freedAfter(log.key, log.live, needed, log.window) end
-    local NEAR = 16
-    local entries = log.next - log.oldest  -- in the set; the newest has this rank
-    local entry
-    if needed <= NEAR then
-      local first = log.slid_left + 1  -- the rank of the window's oldest entry
-      entry = memberReaching(redis.call('ZRANGE', log.key, first, math.min(first + NEAR - 1, entries)), needed, 0)
-    end
-    -- The wait's unit counted over the whole set from its oldest entry (those that slid out but are still
-    -- there first), and how many of the set's units are newer than it.
-    local target = log.slid_left + log.slid_extra + needed
-    local staying = entries + log.extra - target
-    if not entry and staying < NEAR then
-      local newest = redis.call('ZREVRANGEBYSCORE', log.key, TIMES_END, '(0', 'LIMIT', 0, math.min(NEAR, entries))
-      entry = memberReaching(newest, staying + 1, 0)
-    end
-    entry = entry or entryOfUnit(log, target)
-    return tonumber(redis.call('ZSCORE', log.key, entry)) + log.window - now
-  end
-
-  -- Settles the entry `member` recorded with `recorded` units: it now holds `actual` (0 keeps it as an
-  -- entry of no units, so that entries stay numbered), at its own time. A settled entry is marked ('+'
-  -- instead of '*'), so settling it again finds nothing; an entry that has left the window, or a key that
-  -- expired, is left alone: its units no longer count. Returns 1 when it settled the entry.
-  local function settleEntry(key, member, recorded, actual, window)
-    -- Recorded as counted by units, or, for one unit, as counted by entries.
-    local recorded_member = '*' .. struct.pack('>d', recorded) .. member
-    local score = redis.call('ZSCORE', key, recorded_member)
-    if not score and recorded == 1 then
-      recorded_member = member
-      score = redis.call('ZSCORE', key, member)
-    end
-    if not score or tonumber(score) <= now - window then return 0 end
-    -- No two entries share a time, so renamed, the entry keeps its rank.
-    local writes, removals = {score, '+' .. struct.pack('>d', actual) .. member}, {recorded_member}
-    local delta = actual - recorded
-    local lowest = redis.call('ZRANGE', key, 0, 0)
-    if lowest[1] == '#' then
-      numberEntries(key)
-      lowest = redis.call('ZRANGE', key, 0, 0)
-    end
-    local by_units = lowest[1] ~= nil and string.byte(lowest[1]) == 35
-    if delta ~= 0 or by_units then
-      local log = {key = key}
-      local entries = redis.call('ZCOUNT', key, '(0', TIMES_END)
-      local rank = redis.call('ZRANK', key, recorded_member)
-      if by_units then
-        readBook(log, lowest[1])
-        removals[#removals + 1] = lowest[1]
-      else
-        -- Counted by entries until now, numbered as commit numbers them.
-        log.kept = SIZE[LEVELS] * math.ceil(entries / SIZE[LEVELS])
-        log.extra, log.oldest, log.q, log.p, log.writes = 0, log.kept - entries, {0, 0, 0, 0}, {0, 0, 0, 0}, 0
-        log.newest = tonumber(redis.call('ZREVRANGEBYSCORE', key, TIMES_END, '(0', 'WITHSCORES', 'LIMIT', 0, 1)[2])
-        if lowest[1] == '!' then removals[#removals + 1] = '!' else rank = rank + 1 end
-      end
-      local n, newest = log.oldest + rank - 1, log.oldest + entries - 1
-      for k = 1, LEVELS do
-        local index = fl(n / SIZE[k])
-        if index == fl(newest / SIZE[k]) then
-          log.q[k] = log.q[k] + delta
-        elseif delta ~= 0 then
-          -- A kept node, or one before T, kept from now on.
-          local node = redis.call('ZRANGEBYSCORE', key, BAND[k] + 2 * index, BAND[k] + 2 * index)[1]
-          local value = node and struct.unpack('>d', node, 2) or 0
-          if node then removals[#removals + 1] = node end
-          writes[#writes + 1], writes[#writes + 2] = BAND[k] + 2 * index, nodeName(value + delta, index)
-        end
-      end
-      log.extra, log.next = log.extra + delta, log.oldest + entries
-      log.writes = log.writes + 1
-      writes[#writes + 1], writes[#writes + 2] = -1 - log.writes, bookName(log)
-    end
-    -- A charge grows the set: its ZADD goes first, so Redis over maxmemory refuses it before any change.
-    -- A refund removes first, which frees memory, so it gets in even then.
-    if actual > recorded then
-      redis.call('ZADD', key, unpack(writes))
-      redis.call('ZREM', key, unpack(removals))
-    else
-      redis.call('ZREM', key, unpack(removals))
-      redis.call('ZADD', key, unpack(writes))
-    end
-    return 1
-  end
-
-  return {open = openLog, units = unitsIn, commit = commit, freedAfter = freedAfter, resetAfter = resetAfter,
-          settle = settleEntry}
+  return {unitsBefore = unitsBefore, entryOfUnit = entryOfUnit}
 end
 )lua";
 
-  /// Every other decision: count, record when admitted (or when refusals count), slide, answer. After
-  /// kFastPath, which has read `start` and `live`.
-  static constexpr std::string_view kScript = R"lua(
-local ttl = tonumber(ARGV[6]) or math.ceil(window / 1000)
-local low = lowMembers(key, start, live)
-by_units = low[1] ~= nil and string.byte(low[1]) == 35
-local allowed = live + cost <= limit
--- A rejected request writes nothing unless the caller opted into the penalty: recording rejections
--- by default would keep a flooded key full forever, admitting no one.
-local recorded = record and (allowed or count_rejected)
-if not by_units and (cost <= 1 or not recorded) then
-  -- Counted by entries, and staying so: what it records holds one unit.
-  local entries = countedByEntries()
-  local held = live
-  if recorded then
-    local at_text, at = entries.time(key, now)
-    held = held + entries.record(key, at_text, entries.member(ARGV[5]), low[1] == '!')
-    entries.expire(key, at, window, ttl)
-  end
-  entries.trim(key, start, recorded or low[1] == '!', #low < LOW and #low - (low[1] == '!' and 1 or 0) or nil)
-  local retry_after = 0
-  if not allowed then retry_after = entries.freedAfter(key, held, held + cost - limit, window) end
-  -- remaining is below 0 when counted refusals filled the window past the limit
-  return {allowed and 1 or 0, limit - held, retry_after, entries.resetAfter(key, window)}
+  /// The log's steps, shared by its scripts below and MultiLimiter's, which keeps one log per rule. A
+  /// decision on one key is two phases: openWindow reads the window (for every rule of a MultiLimiter
+  /// before any is recorded), closeWindow records the request or nothing; answerOf then answers. What
+  /// only a set counted by units needs is built only for such a set (countedByUnits): a Lua function
+  /// costs Redis on every call that defines it. Numbers go to redis.call as numbers where they can: Redis
+  /// formats them with 17 significant digits, exact below 2^53 (unlike Lua's own 14 when concatenating).
+  static constexpr std::string_view kFunctions = R"lua(
+local openWindow  -- phase one, below: settling a set counted by units opens its window too
+
+local function newestTime(key)
+  return tonumber(redis.call('ZREVRANGEBYSCORE', key, TIMES_END, '(0', 'WITHSCORES', 'LIMIT', 0, 1)[2] or 0)
 end
 
-local units = countedByUnits()
-local log = units.open(key, window, start, live, low)
-allowed = units.units(log) + cost <= limit
+-- The time to record an entry at, from `at` (a number): 1 us after the newest entry when that is not
+-- later. Redis's clock is trusted to have moved on since the last script.
+local function entryTime(w, at)
+  if redis_time and at == now and not w.book then return at end
+  local newest = w.book and w.book.newest or w.newest or newestTime(w.key)
+  if newest >= at then at = newest + 1 end
+  return at
+end
+
+-- A set counted by units ----------------------------------------------------------------------------
+-- Its bookkeeping and sums (logSums). A window of such a set is the sums' `io` too (the Window methods
+-- below): entries are read by rank, the bookkeeping member at rank 0, and remembered by number in
+-- w.read; writes are gathered in w.writes (score, member pairs for one ZADD), w.removals (members) and
+-- w.dropped (score ranges).
+local units = nil  -- built once a call meets a set counted by units
+local function countedByUnits()
+  if units then return units end
+  local log_sums = logSums(struct.pack, struct.unpack)
+  -- 2^53 and 2^50 beyond it, again and again: the scores of each level's nodes (even numbers)
+  local NODE_BAND = {9007199254740992, 10133099161583616, 11258999068426240, 12384898975268864}
+
+  -- An entry's units: '*' or '+' and a double, then the member; 0.2's 'member*units' and
+  -- 'member=units'; otherwise one.
+  local function unitsOf(member)
+    local mark = string.byte(member)
+    if mark == 42 or mark == 43 then return (struct.unpack('>d', member, 2)) end  -- '*' or '+'
+    local at = string.find(member, '[*=]%d+$')
+    return at and tonumber(string.sub(member, at + 1)) or 1
+  end
+
+  -- A node's member: '#', its level, its sum and its index (two big-endian doubles). The sum is in the
+  -- name so that a run of nodes is one read of names (Redis formats every score it returns); the level
+  -- keeps names of equal sums and indexes on different levels apart.
+  local function nodeName(level, sum, index) return '#' .. string.char(level) .. struct.pack('>dd', sum, index) end
+
+  local function writeNode(self, level, index, sum, was)
+    if was then
+      self.removals = self.removals or {}
+      self.removals[#self.removals + 1] = nodeName(level, was, index)
+    end
+    if sum ~= 0 then
+      local writes = self.writes or {}
+      writes[#writes + 1], writes[#writes + 2] = NODE_BAND[level] + 2 * index, nodeName(level, sum, index)
+      self.writes = writes
+    end
+  end
+  local function dropNodes(self, level, first, last)
+    self.dropped = self.dropped or {}
+    self.dropped[#self.dropped + 1] = {NODE_BAND[level] + 2 * first, NODE_BAND[level] + 2 * last}
+  end
+  local Window = {writeNode = writeNode, dropNodes = dropNodes}
+  Window.__index = Window
+
+  -- Phase one for a set counted by units, whose bookkeeping `book` openWindow read first of `low` (the
+  -- set's first members at or below the window's start): the units the window holds, and the entries
+  -- that slid out but are still in the set (slid, their units slid_units; the units of the first of
+  -- them, which low holds, oldest first: slid_read).
+  local function open(w, book, low)
+    local key = w.key
+    setmetatable(w, Window)
+    w.book, w.horizon = book, book.horizon
+    local from = 2
+    -- A mark beside a bookkeeping member: kFastPath leaves one when a member policy repeats a member
+    -- recorded before the set was counted by units. It goes before any rank is read.
+    while low[from] ~= nil and string.byte(low[from]) == 33 do
+      redis.call('ZREM', key, low[from])
+      from = from + 1
+    end
+    if book.horizon > w.start then
+      w.start, w.live = book.horizon, redis.call('ZCOUNT', key, '(' .. text(book.horizon), TIMES_END)
+    end
+    local slid_read = {}
+    for i = from, #low do slid_read[i - from + 1] = unitsOf(low[i]) end
+    w.slid, w.slid_read = book.next - book.oldest - w.live, slid_read
+    if w.slid == #slid_read then
+      w.slid_units = 0
+      for _, entry_units in ipairs(slid_read) do w.slid_units = w.slid_units + entry_units end
+    else
+      w.slid_units = units.theRest().searches.unitsBefore(book, w, book.oldest + w.slid)
+    end
+    w.held = log_sums.total(book) - w.slid_units
+  end
+
+  -- A set counted by entries turned into one counted by units: its entries (all of one unit) numbered
+  -- from 0, its horizon and its newest times kept in the bookkeeping. Its marks go by rank after the
+  -- new bookkeeping member, as an old bookkeeping member does.
+  local function countByUnits(w)
+    local entries = redis.call('ZCOUNT', w.key, '(0', TIMES_END)
+    local book = log_sums.fresh(entries)
+    w.newest = w.newest or newestTime(w.key)
+    book.newest, book.last_unit, book.horizon = w.newest, w.newest, w.horizon or 0
+    setmetatable(w, Window)
+    w.book, w.replaced = book, #w.marks
+    w.slid = entries - w.live
+    w.slid_units = w.slid
+    w.slid_read = {}
+    for i = 1, #w.low do w.slid_read[i] = 1 end
+  end
+
+  -- Records `count` units for `member` at `at`, or 1 us after the newest entry when that is not later,
+  -- and removes up to UNITS_TRIM entries that slid out. The entry's ZADD is the script's first write: a
+  -- Redis over maxmemory refuses a script's first write that could grow memory (OOM) before anything
+  -- changed, but lets every later write through.
+  local function record(w, member, count, at, ttl)
+    local book, key, trimmed = w.book, w.key, w.slid_read
+    if #trimmed > w.slid or #trimmed > UNITS_TRIM then
+      trimmed = {}
+      for i = 1, math.min(w.slid, UNITS_TRIM) do trimmed[i] = w.slid_read[i] end
+    end
+    for _, entry_units in ipairs(trimmed) do w.slid_units = w.slid_units - entry_units end
+    log_sums.trim(book, w, trimmed)
+    w.slid = w.slid - #trimmed
+    local recorded = entryTime(w, at)
+    log_sums.add(book, w, count)
+    -- The call's own window moves the horizon, a lease's too, whose entry lies ahead of now.
+    if now - w.window > book.horizon then book.horizon = now - w.window end
+    book.newest = recorded
+    if count > 0 then book.last_unit = recorded end
+    book.writes = book.writes + 1
+    local writes = w.writes
+    if writes then
+      writes[#writes + 1], writes[#writes + 2] = -1 - book.writes, log_sums.encode(book)
+    else
+      writes = {-1 - book.writes, log_sums.encode(book)}
+    end
+    -- Marked even for one unit: kFastPath's ZADD of an unmarked member then never finds it here.
+    -- LT never moves an entry already there (every entry is older than `recorded`), so a member policy
+    -- that repeats itself cannot take an entry out of its place: the repeat gets a suffix instead.
+    local named = '*' .. struct.pack('>d', count) .. member
+    if redis.call('ZADD', key, 'LT', recorded, named, unpack(writes)) == #writes / 2 then
+      redis.call('ZADD', key, recorded, named .. ')' .. text(book.next - 1))
+    end
+    -- The old bookkeeping member (or the marks) sorts after the new one, then the entries that left.
+    redis.call('ZREMRANGEBYRANK', key, 1, #trimmed + (w.replaced or 1))
+    if w.removals then redis.call('ZREM', key, unpack(w.removals)) end
+    if w.dropped then
+      for _, range in ipairs(w.dropped) do redis.call('ZREMRANGEBYSCORE', key, range[1], range[2]) end
+    end
+    redis.call('PEXPIRE', key, math.max(ttl, math.ceil((recorded + w.window - now) / 1000)))
+    w.held = w.held + count
+  end
+
+  -- The time of the newest entry that holds a unit. After a settle took that entry's units it is the
+  -- one holding the set's last unit, found through the sums (and kept from the next write on).
+  local function lastUnit(w)
+    local book = w.book
+    if book.last_unit < 0 then
+      local number = units.theRest().searches.entryOfUnit(book, w, log_sums.total(book))
+      book.last_unit = tonumber(redis.call('ZSCORE', w.key, w.read[number]))
+    end
+    return book.last_unit
+  end
+
+  -- What a call seldom needs (a search through the sums, a settle, the numbering of an older set),
+  -- built into `units` and Window the first time it is asked for: a Lua function costs Redis on every
+  -- call that defines it.
+  local function theRest()
+    if units.searches then return units end
+    local NEAR = 16  -- entries read at once where a search costs least
+    units.searches = logSearches(log_sums)
+
+    function Window:nodes(level, first, last)
+      local found = {}
+      for _, name in ipairs(redis.call('ZRANGEBYSCORE', self.key, NODE_BAND[level] + 2 * first, NODE_BAND[level] + 2 * last)) do
+        local sum, index = struct.unpack('>dd', name, 3)
+        found[index] = sum
+      end
+      return found
+    end
+    function Window:entries(first, last)
+      local found, base = {}, self.book.oldest - 1
+      self.read = self.read or {}
+      for i, member in ipairs(redis.call('ZRANGE', self.key, first - base, last - base)) do
+        found[i], self.read[first + i - 1] = unitsOf(member), member
+      end
+      return found
+    end
+
+    -- The first of `members` whose units, added in turn to `before`, bring the sum to `target` (nil
+    -- when none does).
+    local function memberReaching(members, target, before)
+      for _, member in ipairs(members) do
+        before = before + unitsOf(member)
+        if before >= target then return member end
+      end
+      return nil
+    end
+
+    -- Numbers the entries of a set written by swl 0.2 or 0.3 ('#' alone, or a bookkeeping member of
+    -- another layout, nodes named without their level) and keeps their sums in this layout. Once per
+    -- such set: its work grows with the set, as 0.2's own did. Nothing is known of its horizon, so none
+    -- is kept.
+    function units.renumber(key)
+      local entries = redis.call('ZRANGEBYSCORE', key, '(0', TIMES_END, 'WITHSCORES')
+      redis.call('ZREMRANGEBYSCORE', key, '-inf', 0)
+      redis.call('ZREMRANGEBYSCORE', key, NODE_BAND[1], '+inf')
+      local w = setmetatable({key = key}, Window)
+      local book = log_sums.fresh(0)
+      for i = 1, #entries, 2 do
+        local entry_units, at = unitsOf(entries[i]), tonumber(entries[i + 1])
+        log_sums.add(book, w, entry_units)
+        book.newest = at
+        if entry_units > 0 then book.last_unit = at end
+      end
+      local writes = w.writes or {}
+      writes[#writes + 1], writes[#writes + 2] = -1, log_sums.encode(book)
+      for from = 1, #writes, 4000 do
+        redis.call('ZADD', key, unpack(writes, from, math.min(from + 3999, #writes)))
+      end
+    end
+
+    -- The time until `needed` more units have left the window, after phase two: the entry holding that
+    -- unit is looked for where it costs least: among the window's first NEAR entries when few units
+    -- must leave (a refusal of a small cost by a full window), among the set's newest NEAR when few may
+    -- stay (a cost near the limit), and otherwise through the sums. Its time is then read by its name,
+    -- which costs less than by its rank.
+    function units.freedAfter(w, needed)
+      local book, key = w.book, w.key
+      local entries = book.next - book.oldest  -- in the set; the newest has this rank
+      local entry = nil
+      if needed <= NEAR then
+        local first = w.slid + 1  -- the rank of the window's oldest entry
+        entry = memberReaching(redis.call('ZRANGE', key, first, math.min(first + NEAR - 1, entries)), needed, 0)
+      end
+      -- The wait's unit counted over the whole set from its oldest entry (those that slid out but are
+      -- still there first), and how many of the set's units are newer than it.
+      local target = w.slid_units + needed
+      local staying = log_sums.total(book) - target
+      if not entry and staying < NEAR then
+        local newest = redis.call('ZREVRANGEBYSCORE', key, TIMES_END, '(0', 'LIMIT', 0, math.min(NEAR, entries))
+        entry = memberReaching(newest, staying + 1, 0)
+      end
+      if not entry then
+        local number = units.searches.entryOfUnit(book, w, target)
+        entry = number and w.read[number] or error('swl: the log ' .. key .. ' holds fewer units than its sums say')
+      end
+      return tonumber(redis.call('ZSCORE', key, entry)) + w.window - now
+    end
+
+    -- Settles the entry `member` recorded with `recorded` units in a window of `window` us: it now
+    -- holds `actual` (0 keeps it as an entry of no units, so that entries stay numbered), at its own
+    -- time. A settled entry is marked ('+' instead of '*'), so settling it again finds nothing; an entry
+    -- that has left the window, or a key that expired, is left alone: its units no longer count.
+    -- Returns 1 when it settled the entry.
+    function units.settle(key, member, recorded, actual, window)
+      -- Recorded as counted by units, or, for one unit, as counted by entries.
+      local recorded_member = '*' .. struct.pack('>d', recorded) .. member
+      local score = redis.call('ZSCORE', key, recorded_member)
+      if not score and recorded == 1 then
+        recorded_member = member
+        score = redis.call('ZSCORE', key, member)
+      end
+      if not score then return 0 end
+      score = tonumber(score)
+      local start = now - window
+      local w = openWindow(key, window, text(window), start, redis.call('ZCOUNT', key, '(' .. text(start), TIMES_END))
+      if score <= w.start then return 0 end
+      local delta = actual - recorded
+      local settled = '+' .. struct.pack('>d', actual) .. member
+      if not w.book and delta == 0 then
+        -- No two entries share a time, so renamed, the entry keeps its rank.
+        redis.call('ZADD', key, score, settled)
+        redis.call('ZREM', key, recorded_member)
+        return 1
+      end
+      local ranked_before = 1  -- members before the entries: the bookkeeping, or a set's marks
+      if not w.book then
+        units.countByUnits(w)
+        ranked_before = w.replaced
+      end
+      local book = w.book
+      log_sums.change(book, w, book.oldest + redis.call('ZRANK', key, recorded_member) - ranked_before, delta)
+      if actual == 0 and score == book.last_unit then book.last_unit = -1 end
+      book.writes = book.writes + 1
+      local writes = w.writes or {}
+      writes[#writes + 1], writes[#writes + 2] = score, settled
+      writes[#writes + 1], writes[#writes + 2] = -1 - book.writes, log_sums.encode(book)
+      w.removals = w.removals or {}
+      w.removals[#w.removals + 1] = recorded_member
+      -- A charge grows the set: its ZADD goes first, so Redis over maxmemory refuses it before any
+      -- change. A refund removes first, which frees memory, so it gets in even then.
+      if delta > 0 then redis.call('ZADD', key, unpack(writes)) end
+      redis.call('ZREM', key, unpack(w.removals))
+      if delta <= 0 then redis.call('ZADD', key, unpack(writes)) end
+      -- The old bookkeeping member (or the marks) sorts after the new one.
+      redis.call('ZREMRANGEBYRANK', key, 1, w.replaced or 1)
+      return 1
+    end
+    return units
+  end
+  units = {sums = log_sums, NODE_BAND = NODE_BAND, unitsOf = unitsOf, open = open, countByUnits = countByUnits,
+           record = record, lastUnit = lastUnit, theRest = theRest, searches = nil, renumber = nil, freedAfter = nil,
+           settle = nil}
+  return units
+end
+
+-- Phase one: one key's window as this call finds it, for a window of `window` microseconds (sent as
+-- `window_text`) ending now, which starts at `start` and holds `live` entries after it: how its set
+-- counts, where the window really starts (the horizon may lie later), and the units it holds (held).
+openWindow = function(key, window, window_text, start, live, start_text)
+  -- The fields a window of a set counted by units takes, named at once (nil ones too) so that its table
+  -- is built at its size once instead of growing field by field.
+  local w = {key = key, window = window, window_text = window_text, start = start, live = live, held = live,
+             quiet = false, book = nil, horizon = nil, slid_read = nil, slid = nil, slid_units = nil, writes = nil}
+  local low = redis.call('ZRANGEBYSCORE', key, '-inf', start_text or text(start), 'LIMIT', 0, LOW)
+  w.quiet = live == 0 and #low == LOW  -- a window that holds nothing over many entries that slid out
+  if low[1] ~= nil and string.byte(low[1]) == 35 then  -- '#': a bookkeeping member
+    local units = countedByUnits()
+    local book = units.sums.decode(low[1])
+    if not book then
+      units.theRest().renumber(key)
+      return openWindow(key, window, window_text, start, live)
+    end
+    units.open(w, book, low)
+    return w
+  end
+  -- Counted by entries: its marks sort first. The mark says where the horizon lies: '!' and the window
+  -- of the call that recorded the newest entry, whose start it is; or, when that entry was recorded
+  -- ahead of its call's clock (1 us after the one before), '@' and the horizon after them. A set of 0.3,
+  -- marked '!' alone, has none: nothing in it has left for good.
+  w.mark, w.marks, w.low = '!' .. window_text, {}, {}
+  for _, member in ipairs(low) do
+    if string.byte(member) == 33 and #w.low == 0 then w.marks[#w.marks + 1] = member else w.low[#w.low + 1] = member end
+  end
+  if w.marks[1] ~= nil and w.marks[1] ~= w.mark then
+    local marked_window, horizon = string.match(w.marks[1], '^!(%d+)@?(%d*)$')
+    if horizon ~= nil and horizon ~= '' then
+      w.horizon = tonumber(horizon)
+    elseif marked_window ~= nil then
+      w.newest = newestTime(key)
+      if w.newest > 0 then w.horizon = w.newest - tonumber(marked_window) end
+    end
+  elseif w.marks[1] ~= nil and not redis_time then
+    -- Under the mark's own window, on Redis's clock, the horizon never lies past this window's start.
+    w.newest = newestTime(key)
+    w.horizon = w.newest - window
+  end
+  if w.horizon ~= nil and w.horizon > start then
+    w.start, w.live = w.horizon, redis.call('ZCOUNT', key, '(' .. text(w.horizon), TIMES_END)
+  end
+  w.held = w.live
+  return w
+end
+
+-- Phase two: records `count` units for `member` at `at` (now, or a lease's end), or nothing when `member`
+-- is nil (a refusal, a peek), and returns the units the window holds after. A set counted by entries
+-- stays so while what it records holds one unit; `by_units` records by units whatever the set (a lease). A
+-- window that holds nothing over many entries that slid out (a key hit again after a quiet window) is
+-- dropped whole first with UNLINK, which frees a large set in Redis's background thread, so this call's
+-- work does not grow with what slid out; its horizon is kept.
+local function closeWindow(w, member, count, at, ttl, by_units)
+  if not member then return w.held end
+  if w.quiet then
+    redis.call('UNLINK', w.key)
+    w.book, w.mark, w.marks, w.newest, w.quiet = nil, '!' .. w.window_text, {}, 0, false
+    w.held, w.live, w.low, w.slid_read = 0, 0, {}, nil
+  end
+  if w.book or count ~= 1 or by_units then
+    if not w.book then countedByUnits().countByUnits(w) end
+    units.record(w, member, count, at, ttl)
+    return w.held
+  end
+  local key, recorded = w.key, entryTime(w, at)
+  -- The mark this call leaves tells the horizon after it: this window's start, or a later one kept.
+  local horizon, mark = now - w.window, w.mark
+  if w.horizon ~= nil and w.horizon > horizon then horizon = w.horizon end
+  if horizon ~= recorded - w.window then mark = mark .. '@' .. text(horizon) end
+  local added = redis.call('ZADD', key, 'NX', recorded, member, 0, mark) - 1  -- less the mark, new or not
+  if w.marks[1] ~= mark or #w.marks > 1 then
+    local stale = {}
+    for _, old in ipairs(w.marks) do
+      if old == mark then added = added + 1 else stale[#stale + 1] = old end
+    end
+    if #stale > 0 then redis.call('ZREM', key, unpack(stale)) end
+  else
+    added = added + 1
+  end
+  redis.call('PEXPIRE', key, math.max(ttl, math.ceil((recorded + w.window - now) / 1000)))
+  -- Up to TRIM entries that slid out go, the oldest first (after the mark), on one call in TRIM_EVERY:
+  -- they no longer count, so removing them is only for memory, and each removal costs Redis a command.
+  if now % TRIM_EVERY == 0 then
+    local through = text(horizon)
+    local slid = redis.call('ZCOUNT', key, '(0', through)
+    if slid > TRIM then
+      redis.call('ZREMRANGEBYRANK', key, 1, TRIM)
+    elseif slid > 0 then
+      redis.call('ZREMRANGEBYSCORE', key, '(0', through)
+    end
+  end
+  if added > 0 then w.newest = recorded end
+  w.held = w.held + added
+  return w.held
+end
+
+-- The answer {allowed, remaining, retry_after, reset_after} for a request of `cost` that w's window
+-- admitted or not (`allowed`), phase two done. A refused request fits once held + cost - limit units
+-- have left: the oldest leave first, each at its entry's time + window. The window is empty once the
+-- newest entry holding a unit has left.
+local function answerOf(w, allowed, cost, limit)
+  local retry_after, reset_after = 0, 0
+  if not allowed then
+    if w.book then
+      retry_after = units.theRest().freedAfter(w, w.held + cost - limit)
+    else
+      -- Counted by entries: the (held - needed + 1)-th newest entry, counted from the newest, so that
+      -- entries that slid out but are still there do not matter.
+      local rank = cost - limit - 1
+      retry_after = tonumber(redis.call('ZRANGE', w.key, rank, rank, 'WITHSCORES')[2]) + w.window - now
+    end
+  end
+  if w.held > 0 then
+    if w.book then
+      local last_unit = w.book.last_unit
+      if last_unit < 0 then last_unit = units.lastUnit(w) end
+      reset_after = last_unit + w.window - now
+    else
+      w.newest = w.newest or newestTime(w.key)
+      reset_after = w.newest + w.window - now
+    end
+    if reset_after < 0 then reset_after = 0 end
+  end
+  -- remaining is below 0 when counted refusals filled the window past the limit
+  return {allowed and 1 or 0, limit - w.held, retry_after, reset_after}
+end
+)lua";
+  /// Every other decision: count, record when admitted (or when refusals count), answer. After kFastPath,
+  /// which has read `start` and `live`.
+  static constexpr std::string_view kScript = R"lua(
+local ttl = tonumber(ARGV[6]) or math.ceil(window / 1000)
+local w = openWindow(key, window, ARGV[1], now - window, live, start)
+local allowed = w.held + cost <= limit
+-- A rejected request writes nothing unless the caller opted into the penalty: recording rejections
+-- by default would keep a flooded key full forever, admitting no one.
 local member = nil
 if record and (allowed or count_rejected) then
   member = ARGV[5]
   if member == nil or member == '' then member = text(math.floor(now / 1000)) end
 end
-local held = units.commit(log, member, cost, now, ttl)
-local retry_after = 0
-if not allowed then retry_after = units.freedAfter(log, held + cost - limit) end
-return {allowed and 1 or 0, limit - held, retry_after, units.resetAfter(log)}
+closeWindow(w, member, cost, now, ttl)
+return answerOf(w, allowed, cost, limit)
 )lua";
 
   /// Settles a reservation (RedisLimiter::settle) or gives a lease back (RedisLimiter::giveBack), after
@@ -659,7 +784,7 @@ return {allowed and 1 or 0, limit - held, retry_after, units.resetAfter(log)}
   static constexpr std::string_view kSettleScriptName = "settle";
   /// The settle script's Lua (kSettleScriptName says what it does).
   static constexpr std::string_view kSettleScript = R"lua(
-return countedByUnits().settle(key, ARGV[5], tonumber(ARGV[8]), cost, window)
+return countedByUnits().theRest().settle(key, ARGV[5], tonumber(ARGV[8]), cost, window)
 )lua";
 
   /// A lease (LeasingLimiter), after the prelude and kFunctions: `cost` units for the request in hand and,
@@ -675,27 +800,131 @@ return countedByUnits().settle(key, ARGV[5], tonumber(ARGV[8]), cost, window)
   static constexpr std::string_view kLeaseScriptName = "lease";
   /// The lease script's Lua (kLeaseScriptName says what it does).
   static constexpr std::string_view kLeaseScript = R"lua(
-local units = countedByUnits()
-if ARGV[11] ~= '' then units.settle(key, ARGV[11], tonumber(ARGV[12]), tonumber(ARGV[13]), window) end
-local log = units.open(key, window)
-local room = limit - units.units(log)
+if ARGV[11] ~= '' then countedByUnits().theRest().settle(key, ARGV[11], tonumber(ARGV[12]), tonumber(ARGV[13]), window) end
+local start = now - window
+local w = openWindow(key, window, ARGV[1], start, redis.call('ZCOUNT', key, '(' .. text(start), TIMES_END))
 local ttl = tonumber(ARGV[6])
 -- Refused when the cost does not fit, and, under a block (algorithm.hpp's kBlockOpening), always.
-if cost > room or not record then
-  local held = units.commit(log, nil, 0, now, ttl)
-  local retry_after = 0
-  if cost > room then retry_after = units.freedAfter(log, held + cost - limit) end
-  return {0, limit - held, retry_after, units.resetAfter(log), 0}
+if w.held + cost > limit or not record then
+  local answer = answerOf(w, w.held + cost <= limit, cost, limit)
+  answer[1], answer[5] = 0, 0
+  return answer
 end
-local leased = math.max(cost, math.min(tonumber(ARGV[8]), math.floor(room / tonumber(ARGV[10]))))
+local leased = math.max(cost, math.min(tonumber(ARGV[8]), math.floor((limit - w.held) / tonumber(ARGV[10]))))
 local at = now
 if leased > cost then at = now + tonumber(ARGV[9]) end
-local held = units.commit(log, ARGV[5], leased, at, ttl)
-return {1, limit - held, 0, units.resetAfter(log), leased}
+closeWindow(w, ARGV[5], leased, at, ttl, true)
+local answer = answerOf(w, true, cost, limit)
+answer[5] = leased
+return answer
+)lua";
+
+  /// Checks one key's log against its entries, for operators and the tests: every sum of the bookkeeping
+  /// and of the nodes recomputed from the entries (`swl_scripts check_log`, run with EVAL and the Redis key
+  /// as KEYS[1], or SlidingWindowLimiter::check). Its work grows with the set, as it must: never a
+  /// decision's. Answers {set kind ('entries' or 'units'), entries, units in the set, nodes of levels 1..4}
+  /// or an error naming the first thing that disagrees.
+  static constexpr std::string_view kCheckScriptName = "check_log";
+  /// The check script's Lua (kCheckScriptName says what it does).
+  static constexpr std::string_view kCheckScript = R"lua(
+local counted = countedByUnits()
+local unitsOf, NODE_BAND = counted.unitsOf, counted.NODE_BAND
+local members = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+local function bad(what) return redis.error_reply('swl: the log ' .. key .. ' ' .. what) end
+local books, marks, names, times, nodes = {}, {}, {}, {}, {{}, {}, {}, {}}
+for i = 1, #members, 2 do
+  local member, score = members[i], tonumber(members[i + 1])
+  if score < 0 then books[#books + 1] = member
+  elseif score == 0 then marks[#marks + 1] = member
+  elseif score < 9007199254740992 then names[#names + 1], times[#times + 1] = member, score
+  else
+    local level = string.byte(member, 2)
+    if string.byte(member) ~= 35 or #member ~= 18 or level < 1 or level > 4 then return bad('holds a sum of another layout: ' .. member) end
+    local sum, index = struct.unpack('>dd', member, 3)
+    if score ~= NODE_BAND[level] + 2 * index then return bad('holds node ' .. index .. ' of level ' .. level .. ' at score ' .. text(score)) end
+    nodes[level][index] = sum
+  end
+end
+for i = 2, #times do
+  if times[i] <= times[i - 1] then return bad('holds two entries out of time order at ' .. text(times[i])) end
+end
+if #books == 0 then
+  for level = 1, 4 do
+    if next(nodes[level]) then return bad('is counted by entries but holds sums') end
+  end
+  if #marks > 1 then return bad('holds ' .. #marks .. ' marks') end
+  if #marks == 1 and string.byte(marks[1]) ~= 33 then return bad('holds ' .. marks[1] .. ' at score 0') end
+  for _, member in ipairs(names) do
+    if unitsOf(member) ~= 1 then return bad('is counted by entries but holds ' .. member) end
+  end
+  return {'entries', #names, #names, 0, 0, 0, 0}
+end
+if #books > 1 then return bad('holds ' .. #books .. ' bookkeeping members') end
+if #marks > 0 then return bad('is counted by units but holds a mark') end
+local log_sums = counted.sums
+local book = log_sums.decode(books[1])
+if not book then return bad('holds a bookkeeping member of another layout') end
+if book.next - book.oldest ~= #names then
+  return bad('holds ' .. #names .. ' entries; its bookkeeping numbers ' .. text(book.oldest) .. '..' .. text(book.next - 1))
+end
+if #names > 0 and book.newest ~= times[#times] then return bad('says its newest entry is at ' .. text(book.newest) .. ', not ' .. text(times[#times])) end
+local units, extra, last_unit = {}, 0, nil
+for i, member in ipairs(names) do
+  units[i] = unitsOf(member)
+  extra = extra + units[i] - 1
+  if units[i] > 0 then last_unit = times[i] end
+end
+if extra ~= book.extra then return bad('holds ' .. text(extra) .. ' extra units; its bookkeeping says ' .. text(book.extra)) end
+if last_unit and book.last_unit ~= -1 and book.last_unit ~= last_unit then
+  return bad('says its newest unit is at ' .. text(book.last_unit) .. ', not ' .. text(last_unit))
+end
+local counts = {}
+for level = 1, 4 do
+  local size = log_sums.SIZE[level]
+  local oldest_node, open = math.floor(book.oldest / size), math.floor((book.next - 1) / size)
+  -- Each node's sum over the entries still in the set, recomputed.
+  local present = {}
+  for i = 1, #names do
+    local index = math.floor((book.oldest + i - 1) / size)
+    present[index] = (present[index] or 0) + units[i] - 1
+  end
+  counts[level] = 0
+  for index, sum in pairs(nodes[level]) do
+    counts[level] = counts[level] + 1
+    if index < oldest_node or index >= open then return bad('stores node ' .. index .. ' of level ' .. level .. ' outside ' .. oldest_node .. '..' .. (open - 1)) end
+  end
+  for index = oldest_node, math.max(oldest_node, open) do
+    local kept = index == open and book.tail[level] or nodes[level][index] or 0
+    if index == oldest_node then kept = kept - book.gone[level] end
+    if #names > 0 and kept ~= (present[index] or 0) then
+      return bad('node ' .. index .. ' of level ' .. level .. ' sums ' .. text(kept) .. ' over its entries in the set; they hold ' .. text(present[index] or 0))
+    end
+  end
+end
+return {'units', #names, #names + extra, counts[1], counts[2], counts[3], counts[4]}
 )lua";
 };
 
+/// What SlidingWindowLimiter::checkLog found in one key's log, every sum recomputed from its entries.
+struct LogCheck {
+  /// Whether the set is counted by units (it keeps sums), rather than by entries.
+  bool counted_by_units = false;
+  /// The entries in the set, those that slid out but are still there included.
+  std::int64_t entries = 0;
+  /// The units those entries hold.
+  std::int64_t units = 0;
+  /// The sums the set stores at each level (16, 256, 4,096 and 65,536 entries).
+  std::array<std::int64_t, 4> nodes{};
+};
+
 namespace detail {
+
+// The check_log script (SlidingWindowLog::kCheckScript), assembled as the log's other scripts are.
+inline const Script& logCheckScript() {
+  static const std::string text = scriptText<SlidingWindowLog>(SlidingWindowLog::kCheckScript);
+  static const Script script(SlidingWindowLog::kCheckScriptName, text);
+  return script;
+}
 
 // What the log's lease() asks for beyond the request in hand (LeasingLimiter fills it in).
 struct LeaseTerms {
@@ -785,6 +1014,21 @@ class SlidingWindowLimiterCore : public RedisLimiterCore<SlidingWindowLog, KeyPo
   // Gives a lease back (LeasingLimiter): of its units only `used` still count, until its end + window.
   // Returns whether there was anything to give back.
   bool giveBack(const Receipt& lease, std::int64_t used) { return runSettleScript(lease, used, "giveBack"); }
+
+  // Checks `key`'s log against its entries (the check_log script): every sum of its bookkeeping and its
+  // nodes recomputed. Its work grows with the set, so it is for tests and operators, never a request's
+  // path. Throws ReplyError naming the first thing that disagrees.
+  LogCheck checkLog(std::string_view key) {
+    const Reply reply = redis_->run(logCheckScript(), {this->redisKey(key)}, {});
+    const ReplyView answer = *reply;
+    if (answer.size() != 7 || !answer[0].isString()) throw badReply("something other than a log check");
+    LogCheck check;
+    check.counted_by_units = answer[0].text() == "units";
+    check.entries = answer[1].integer();
+    check.units = answer[2].integer();
+    for (std::size_t level = 0; level < check.nodes.size(); ++level) check.nodes[level] = answer[3 + level].integer();
+    return check;
+  }
 
  private:
   using Core::calls_;

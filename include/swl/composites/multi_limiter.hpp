@@ -85,12 +85,12 @@ local function text(n) return string.format('%.0f', n) end
 )lua";
 
 inline constexpr std::string_view kMultiWindowScript = R"lua(
--- Each rule's window: a period's count (kPeriodFunctions), or a log as the log's own script counts it
--- (SlidingWindowLog::kScript): by its entries, or by its sums once it holds entries of other units.
-local entries, units, periods, rules, allowed = countedByEntries(), nil, nil, {}, true
+-- Each rule's window: a period's count (kPeriodFunctions), or a log read as the log's own script reads
+-- it (SlidingWindowLog::kFunctions' openWindow), before any rule records anything.
+local periods, rules, allowed = nil, {}, true
 for i, log_key in ipairs(KEYS) do
   local window = tonumber(ARGV[1 + 4 * i])
-  local rule = {key = log_key, window = window, limit = tonumber(ARGV[2 + 4 * i]), ttl = tonumber(ARGV[3 + 4 * i])}
+  local rule = {key = log_key, limit = tonumber(ARGV[2 + 4 * i]), ttl = tonumber(ARGV[3 + 4 * i])}
   local bounds = ARGV[4 + 4 * i]
   if bounds ~= '' then
     periods = periods or countedByPeriods()
@@ -98,58 +98,41 @@ for i, log_key in ipairs(KEYS) do
     if not rule.period_start then return periods.missed(bounds) end
     rule.held = periods.units(log_key, rule.period_start, rule.period_end)
   else
-    rule.start = text(now - window)
-    rule.held = redis.call('ZCOUNT', log_key, '(' .. rule.start, TIMES_END)
-    rule.low = lowMembers(log_key, rule.start, rule.held)
-    if rule.low[1] ~= nil and string.byte(rule.low[1]) == 35 then
-      units = units or countedByUnits()
-      rule.log = units.open(log_key, window, rule.start, rule.held, rule.low)
-      rule.held = units.units(rule.log)
-    end
+    local start = now - window
+    local live = redis.call('ZCOUNT', log_key, '(' .. text(start), TIMES_END)
+    rule.log = openWindow(log_key, window, ARGV[1 + 4 * i], start, live)
+    rule.held = rule.log.held
   end
   rule.refused = rule.held + cost > rule.limit
   if rule.refused then allowed = false end
   rules[i] = rule
 end
 
--- The first rule's write is the script's first, so Redis over maxmemory refuses before any change.
+-- Recorded in every rule or in none. The first rule's write is the script's first, so Redis over
+-- maxmemory refuses before any change.
 local member = nil
-if allowed or ARGV[4] == '1' then member = entries.member(ARGV[3]) end
+if allowed or ARGV[4] == '1' then
+  member = ARGV[3]
+  if member == '' then member = text(math.floor(now / 1000)) end
+end
 local result = {allowed and 1 or 0}
 for _, rule in ipairs(rules) do
-  local retry_after, reset_after = 0, 0
+  local answer
   if rule.period_end then
     if member then
       rule.held = rule.held + cost
       periods.record(rule.key, rule.period_start, rule.period_end, rule.held)
     end
     -- Any cost up to the limit fits in the next period.
-    if rule.refused then retry_after = rule.period_end - now end
-    if rule.held > 0 then reset_after = rule.period_end - now end
-  elseif rule.log == nil and (cost == 1 or member == nil) then
-    if member then
-      local at_text, at = entries.time(rule.key, now)
-      rule.held = rule.held + entries.record(rule.key, at_text, member, rule.low[1] == '!')
-      entries.expire(rule.key, at, rule.window, rule.ttl)
-    end
-    entries.trim(rule.key, rule.start, member or rule.low[1] == '!',
-                 #rule.low < LOW and #rule.low - (rule.low[1] == '!' and 1 or 0) or nil)
-    if rule.refused then
-      retry_after = entries.freedAfter(rule.key, rule.held, rule.held + cost - rule.limit, rule.window)
-    end
-    -- On Redis's clock the entry just recorded is the newest: no read needed.
-    reset_after = (member and redis_time) and rule.window or entries.resetAfter(rule.key, rule.window)
+    answer = {0, rule.limit - rule.held, 0, 0}
+    if rule.refused then answer[3] = rule.period_end - now end
+    if rule.held > 0 then answer[4] = rule.period_end - now end
   else
-    units = units or countedByUnits()
-    rule.log = rule.log or units.open(rule.key, rule.window, rule.start, rule.held, rule.low)
-    rule.held = units.commit(rule.log, member, cost, now, rule.ttl)
-    if rule.refused then retry_after = units.freedAfter(rule.log, rule.held + cost - rule.limit) end
-    reset_after = units.resetAfter(rule.log)
+    closeWindow(rule.log, member, cost, now, rule.ttl)
+    answer = answerOf(rule.log, not rule.refused, cost, rule.limit)
   end
-  -- A rule that refused: the same cost fits once (held + cost - limit) of its units have left.
-  result[#result + 1] = rule.limit - rule.held  -- below 0 when counted refusals filled it past the limit
-  result[#result + 1] = retry_after
-  result[#result + 1] = reset_after
+  -- remaining (below 0 when counted refusals filled it past the limit), retry_after, reset_after
+  result[#result + 1], result[#result + 2], result[#result + 3] = answer[2], answer[3], answer[4]
 end
 return result
 )lua";
