@@ -119,8 +119,10 @@ TEST_CASE("GCRA carries a key's past as time owed at the rate it was admitted at
   CHECK(after.retry_after == 833'334us);
 }
 
-TEST_CASE("the log under a changed window counts what it still holds: a shortened window drops the older entries") {
+TEST_CASE("the log under a changed window counts what it holds: entries a shorter window let go are gone for good") {
   ManualTime time;
+  // On any microsecond: whether the log has yet removed the entries it let go must not matter.
+  time.clock.advance(std::chrono::microseconds(GENERATE(0, 1, 3, 5)));
   swl::SlidingWindowLimiter<> limiter(time.connection, kOwn, time.options);
   const swl::Limit longer{10, 2s};
   for (int i = 0; i < 6; ++i) REQUIRE(limiter.tryAcquire("k").allowed);
@@ -131,8 +133,26 @@ TEST_CASE("the log under a changed window counts what it still holds: a shortene
   time.clock.advance(100ms);
   CHECK(limiter.peek("k", kOwn).used == 4);
   CHECK(admittedUntilRefused(limiter, "k", kOwn) == 6);
-  // That decision trimmed the log to its own window: the six older entries are gone for good.
+  // Those decisions' window let the six older entries go: gone for good, under any window after.
   CHECK(limiter.peek("k", longer).used == 10);
+  CHECK(admittedUntilRefused(limiter, "k", swl::Limit{20, 4s}) == 10);
+}
+
+TEST_CASE("a widened window after a shortened one counts only what the shortened one still held") {
+  ManualTime time;
+  time.clock.advance(7us);  // off every multiple of 8: the log removes nothing it let go before this
+  swl::SlidingWindowLimiter<> limiter(time.connection, kOwn, time.options);
+  const swl::Limit shorter{10, 500ms}, wider{10, 2s};
+  for (int i = 0; i < 3; ++i) REQUIRE(limiter.tryAcquire("k").allowed);
+  time.clock.advance(600ms);
+  REQUIRE(limiter.tryAcquire("k", 1, shorter).allowed);  // its window lets the first three go
+  time.clock.advance(1us);
+  CHECK(limiter.peek("k", wider).used == 1);
+  CHECK(limiter.tryAcquire("k", 1, wider).remaining == 8);
+  time.clock.advance(1us);
+  // A refusal or a peek records nothing, so its window lets nothing go.
+  CHECK(limiter.peek("k", shorter).used == 2);
+  CHECK(limiter.peek("k", wider).used == 2);
 }
 
 TEMPLATE_TEST_CASE("the counting algorithms start a key afresh under a changed window", "",

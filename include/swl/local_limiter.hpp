@@ -88,9 +88,9 @@ class LocalLimiterCore {
       Usage usage;
       usage.limit = limit.max_requests;
       if (Log* log = logs.find(key)) {
-        log->slide(now, limit.window.count());
-        usage.used = log->units;
-        usage.reset_after = std::chrono::microseconds(log->resetAfter(now));
+        const Log::Start start = log->startOf(now, limit.window.count());
+        usage.used = log->units - start.units_before;
+        usage.reset_after = std::chrono::microseconds(log->resetAfter(start, now, limit.window.count()));
       }
       usage.remaining = std::max<std::int64_t>(0, usage.limit - usage.used);
       return usage;
@@ -120,8 +120,10 @@ class LocalLimiterCore {
 
  private:
   // One key's admitted requests, oldest first: (time, units) pairs in a vector whose front part
-  // [0, head) has slid out already and is reclaimed in bulk, so sliding costs O(1) amortised. `window`
-  // is the one it last slid under: a limit chosen per call may change it, as it may in Redis's log.
+  // [0, head) has slid out already and is reclaimed in bulk, so sliding costs O(1) amortised. As in
+  // Redis's log, entries leave for good once a request is recorded under a window that slid past them
+  // (its horizon), so a window widened later does not bring them back; a refusal or a peek lets nothing
+  // go. `window` is the one it last slid under: a limit chosen per call may change it.
   struct Log {
     struct Entry {
       std::int64_t time;
@@ -129,12 +131,28 @@ class LocalLimiterCore {
     };
     std::vector<Entry> entries;
     std::size_t head = 0;
-    std::int64_t units = 0;
+    std::int64_t units = 0;  // of entries [head, end)
     std::int64_t window = 0;
 
-    void slide(std::int64_t now, std::int64_t window) {
+    // Where a window of `window` ending at `now` starts: its first entry, and the units of those before it
+    // that have not left yet.
+    struct Start {
+      std::size_t first;
+      std::int64_t units_before;
+    };
+    Start startOf(std::int64_t now, std::int64_t window) const {
+      Start start{head, 0};
+      while (start.first < entries.size() && entries[start.first].time <= now - window) {
+        start.units_before += entries[start.first++].units;
+      }
+      return start;
+    }
+
+    // The entries before `start` leave for good: a request is recorded under its window.
+    void slideTo(const Start& start, std::int64_t window) {
       this->window = window;
-      while (head < entries.size() && entries[head].time <= now - window) units -= entries[head++].units;
+      head = start.first;
+      units -= start.units_before;
       if (head == entries.size()) {
         entries.clear(), head = 0;
       } else if (head * 2 >= entries.size()) {
@@ -149,14 +167,15 @@ class LocalLimiterCore {
       entries.push_back({entries.empty() ? now : std::max(now, entries.back().time + 1), cost});
     }
 
-    std::int64_t resetAfter(std::int64_t now) const {
-      return head == entries.size() ? 0 : entries.back().time + window - now;
+    // The time until the window starting at `start` holds nothing.
+    std::int64_t resetAfter(const Start& start, std::int64_t now, std::int64_t window) const {
+      return start.first == entries.size() ? 0 : entries.back().time + window - now;
     }
 
-    // The time until the oldest `units` units have left the window.
-    std::int64_t freedAfter(std::int64_t needed, std::int64_t now, std::int64_t window) const {
+    // The time until the oldest `needed` units of the window starting at `start` have left it.
+    std::int64_t freedAfter(const Start& start, std::int64_t needed, std::int64_t now, std::int64_t window) const {
       std::int64_t freed = 0;
-      for (std::size_t i = head; i < entries.size(); ++i) {
+      for (std::size_t i = start.first; i < entries.size(); ++i) {
         freed += entries[i].units;
         if (freed >= needed) return entries[i].time + window - now;
       }
@@ -177,17 +196,23 @@ class LocalLimiterCore {
   // The same arithmetic as the sliding window script (algorithms/sliding_window.hpp).
   static Decision decideOn(Log& log, std::int64_t now, std::int64_t cost, const Limit& limit) {
     const std::int64_t window = limit.window.count();
-    log.slide(now, window);
+    Log::Start start = log.startOf(now, window);
     Decision decision;
     decision.limit = limit.max_requests;
     decision.tier = Tier::in_memory;
-    decision.allowed = log.units + cost <= limit.max_requests;
-    if (decision.allowed) log.record(now, cost);
-    decision.remaining = std::max<std::int64_t>(0, limit.max_requests - log.units);
-    decision.reset_after = std::chrono::microseconds(log.resetAfter(now));
+    std::int64_t held = log.units - start.units_before;
+    decision.allowed = held + cost <= limit.max_requests;
+    if (decision.allowed) {
+      log.slideTo(start, window);
+      start = {log.head, 0};
+      log.record(now, cost);
+      held += cost;
+    }
+    decision.remaining = std::max<std::int64_t>(0, limit.max_requests - held);
+    decision.reset_after = std::chrono::microseconds(log.resetAfter(start, now, window));
     if (!decision.allowed) {
       decision.retry_after =
-          std::chrono::microseconds(log.freedAfter(log.units + cost - limit.max_requests, now, window));
+          std::chrono::microseconds(log.freedAfter(start, held + cost - limit.max_requests, now, window));
     }
     return decision;
   }
