@@ -225,7 +225,7 @@ local function newStore(model)
     store.node_reads = store.node_reads + 1
     store.largest_node_read = math.max(store.largest_node_read, last - first + 1)
     local found, nodes = {}, store.nodes[level]
-    for index = first, last do found[index] = nodes[index] end
+    for index = first, last do found[index - first + 1] = nodes[index] or 0 end
     return found
   end
   function io:entries(first, last)

@@ -109,7 +109,7 @@ if redis_time then
           redis.call('ZREMRANGEBYSCORE', key, '(0', start)
         end
       end
-      return {1, limit - live - math.min(added, 1), 0, window}
+      return {1, limit - live - (added > 0 and 1 or 0), 0, window}
     end
   elseif (cost == 0 or (live + cost > limit and not count_rejected)) and redis.call('ZSCORE', key, mark) then
     local answer = {1, limit - live, 0, 0}
@@ -158,7 +158,8 @@ end
 -- (newest, last_unit, horizon and writes are the log's: the sums carry them and never read them.)
 --
 -- `io` gives the set's reads and writes, each in entry numbers:
---   io:nodes(level, first, last)           {[index] = sum} of the stored nodes first..last of `level`
+--   io:nodes(level, first, last)           the sums of the nodes first..last of `level`, in order (a
+--                                          list from 1; 0 for a node not stored)
 --   io:entries(first, last)                the units of the entries first..last, oldest first
 --   io:writeNode(level, index, sum, was)   stores a node (sum 0: removes it); `was` its stored sum or nil
 --   io:dropNodes(level, first, last)       removes the stored nodes first..last of `level`
@@ -216,8 +217,8 @@ local function logSums(pack, unpack)
       if index == floor((book.next - 1) / SIZE[level]) then
         book.tail[level] = book.tail[level] + delta
       else
-        local was = io:nodes(level, index, index)[index]
-        io:writeNode(level, index, (was or 0) + delta, was)
+        local was = io:nodes(level, index, index)[1]
+        io:writeNode(level, index, was + delta, was ~= 0 and was or nil)
       end
     end
     book.extra = book.extra + delta
@@ -256,14 +257,6 @@ local function logSearches(sums)
   local FANOUT, LEVELS, SIZE = 16, sums.LEVELS, sums.SIZE
   local floor, min, max = math.floor, math.min, math.max
 
-  -- The units of the entries of node `index` of `level` still in the set, the node summing `sum`.
-  local function unitsInNode(book, level, index, sum)
-    local size = SIZE[level]
-    local units = min((index + 1) * size, book.next) - max(index * size, book.oldest) + sum
-    if index == floor(book.oldest / size) then units = units - book.gone[level] end
-    return units
-  end
-
   -- The lowest level whose nodes over entries first..last number at most FANOUT (those entries share a
   -- node of the level above); 0 when they share a node of level 1.
   local function spanLevel(first, last)
@@ -272,8 +265,25 @@ local function logSearches(sums)
     return level
   end
 
+  -- Adds the units in the set of the nodes first..last of `level` to `before`, oldest first, stopping at
+  -- the first node that brings the sum to `target`, or at `last`: returns that node's index and the sums
+  -- before it and through it. A node's sum is in `tail` while it is open; of the oldest node only
+  -- its entries still in the set count. One call per level and none per node: a Lua call costs more
+  -- than a node's sum.
+  local function scan(book, io, level, first, last, target, before)
+    local size, oldest, next = SIZE[level], book.oldest, book.next
+    local stored, open, oldest_node = io:nodes(level, first, last), floor((next - 1) / size), floor(oldest / size)
+    for index = first, last do
+      local units = size + (index == open and book.tail[level] or stored[index - first + 1])
+      if index == oldest_node then units = units - (oldest - index * size) - book.gone[level] end
+      if index == open then units = units - ((index + 1) * size - next) end
+      if before + units >= target or index == last then return index, before, before + units end
+      before = before + units
+    end
+  end
+
   -- The units of the entries in the set numbered below `number`: whole nodes from the highest level
-  -- down, then the few entries after the last of them. A node's sum is in `tail` while it is open.
+  -- down, then the few entries after the last of them.
   local function unitsBefore(book, io, number)
     local from, units = book.oldest, 0
     if number <= from then return 0 end
@@ -281,14 +291,13 @@ local function logSearches(sums)
       local size = SIZE[level]
       local first, stop = floor(from / size), floor(number / size)  -- nodes first..stop - 1 lie before
       if stop > first then
-        local stored, open = io:nodes(level, first, stop - 1), floor((book.next - 1) / size)
-        for index = first, stop - 1 do
-          units = units + unitsInNode(book, level, index, index == open and book.tail[level] or stored[index] or 0)
-        end
+        local _
+        _, _, units = scan(book, io, level, first, stop - 1, math.huge, units)
         from = stop * size
       end
     end
-    for _, entry_units in ipairs(io:entries(from, number - 1)) do units = units + entry_units end
+    local entries = io:entries(from, number - 1)
+    for i = 1, #entries do units = units + entries[i] end
     return units
   end
 
@@ -298,22 +307,14 @@ local function logSearches(sums)
   local function entryOfUnit(book, io, target)
     local from, last, before = book.oldest, book.next - 1, 0
     for level = spanLevel(from, last), 1, -1 do
-      local size = SIZE[level]
-      local first, stop = floor(from / size), floor(last / size)
-      local stored, open = io:nodes(level, first, stop), floor((book.next - 1) / size)
-      for index = first, stop do
-        local units = unitsInNode(book, level, index, index == open and book.tail[level] or stored[index] or 0)
-        if before + units >= target or index == stop then
-          from, last = max(from, index * size), min(last, (index + 1) * size - 1)
-          break
-        end
-        before = before + units
-      end
+      local size, index = SIZE[level], nil
+      index, before = scan(book, io, level, floor(from / size), floor(last / size), target, before)
+      from, last = max(from, index * size), min(last, (index + 1) * size - 1)
     end
-    local number = from
-    for _, entry_units in ipairs(io:entries(from, last)) do
-      if before + entry_units >= target then return number, before end
-      before, number = before + entry_units, number + 1
+    local entries = io:entries(from, last)
+    for i = 1, #entries do
+      if before + entries[i] >= target then return from + i - 1, before end
+      before = before + entries[i]
     end
     return nil
   end
@@ -411,9 +412,9 @@ local function countedByUnits()
     w.slid, w.slid_read = book.next - book.oldest - w.live, slid_read
     if w.slid == #slid_read then
       w.slid_units = 0
-      for _, entry_units in ipairs(slid_read) do w.slid_units = w.slid_units + entry_units end
+      for i = 1, #slid_read do w.slid_units = w.slid_units + slid_read[i] end
     else
-      w.slid_units = units.theRest().searches.unitsBefore(book, w, book.oldest + w.slid)
+      w.slid_units = units.searching().searches.unitsBefore(book, w, book.oldest + w.slid)
     end
     w.held = log_sums.total(book) - w.slid_units
   end
@@ -444,7 +445,7 @@ local function countedByUnits()
       trimmed = {}
       for i = 1, math.min(w.slid, UNITS_TRIM) do trimmed[i] = w.slid_read[i] end
     end
-    for _, entry_units in ipairs(trimmed) do w.slid_units = w.slid_units - entry_units end
+    for i = 1, #trimmed do w.slid_units = w.slid_units - trimmed[i] end
     log_sums.trim(book, w, trimmed)
     w.slid = w.slid - #trimmed
     local recorded = entryTime(w, at)
@@ -482,68 +483,47 @@ local function countedByUnits()
   local function lastUnit(w)
     local book = w.book
     if book.last_unit < 0 then
-      local number = units.theRest().searches.entryOfUnit(book, w, log_sums.total(book))
-      book.last_unit = tonumber(redis.call('ZSCORE', w.key, w.read[number]))
+      local number = units.searching().searches.entryOfUnit(book, w, log_sums.total(book))
+      book.last_unit = tonumber(redis.call('ZSCORE', w.key, w.read[number - w.read_from + 1]))
     end
     return book.last_unit
   end
 
-  -- What a call seldom needs (a search through the sums, a settle, the numbering of an older set),
-  -- built into `units` and Window the first time it is asked for: a Lua function costs Redis on every
-  -- call that defines it.
-  local function theRest()
+  -- What a call seldom needs is built into `units` and Window the first time it is asked for, a Lua
+  -- function costing Redis on every call that defines it: a search through the sums (searching), and a
+  -- settle or the numbering of an older set (changing).
+  local function searching()
     if units.searches then return units end
     local NEAR = 16  -- entries read at once where a search costs least
     units.searches = logSearches(log_sums)
 
+    -- A run of at most FANOUT sums (more only at the top level past 2^20 entries), built at that size.
     function Window:nodes(level, first, last)
-      local found = {}
-      for _, name in ipairs(redis.call('ZRANGEBYSCORE', self.key, NODE_BAND[level] + 2 * first, NODE_BAND[level] + 2 * last)) do
-        local sum, index = struct.unpack('>dd', name, 3)
-        found[index] = sum
+      local found = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+      for i = 17, last - first + 1 do found[i] = 0 end
+      local names = redis.call('ZRANGEBYSCORE', self.key, NODE_BAND[level] + 2 * first, NODE_BAND[level] + 2 * last)
+      for i = 1, #names do
+        local sum, index = struct.unpack('>dd', names[i], 3)
+        found[index - first + 1] = sum
       end
       return found
     end
+    -- The entries read last are kept with the number of the first: a search names the one it found.
     function Window:entries(first, last)
-      local found, base = {}, self.book.oldest - 1
-      self.read = self.read or {}
-      for i, member in ipairs(redis.call('ZRANGE', self.key, first - base, last - base)) do
-        found[i], self.read[first + i - 1] = unitsOf(member), member
-      end
+      local base, found = self.book.oldest - 1, {}
+      self.read, self.read_from = redis.call('ZRANGE', self.key, first - base, last - base), first
+      for i = 1, #self.read do found[i] = unitsOf(self.read[i]) end
       return found
     end
 
     -- The first of `members` whose units, added in turn to `before`, bring the sum to `target` (nil
     -- when none does).
     local function memberReaching(members, target, before)
-      for _, member in ipairs(members) do
-        before = before + unitsOf(member)
-        if before >= target then return member end
+      for i = 1, #members do
+        before = before + unitsOf(members[i])
+        if before >= target then return members[i] end
       end
       return nil
-    end
-
-    -- Numbers the entries of a set written by swl 0.2 or 0.3 ('#' alone, or a bookkeeping member of
-    -- another layout, nodes named without their level) and keeps their sums in this layout. Once per
-    -- such set: its work grows with the set, as 0.2's own did. Nothing is known of its horizon, so none
-    -- is kept.
-    function units.renumber(key)
-      local entries = redis.call('ZRANGEBYSCORE', key, '(0', TIMES_END, 'WITHSCORES')
-      redis.call('ZREMRANGEBYSCORE', key, '-inf', 0)
-      redis.call('ZREMRANGEBYSCORE', key, NODE_BAND[1], '+inf')
-      local w = setmetatable({key = key}, Window)
-      local book = log_sums.fresh(0)
-      for i = 1, #entries, 2 do
-        local entry_units, at = unitsOf(entries[i]), tonumber(entries[i + 1])
-        log_sums.add(book, w, entry_units)
-        book.newest = at
-        if entry_units > 0 then book.last_unit = at end
-      end
-      local writes = w.writes or {}
-      writes[#writes + 1], writes[#writes + 2] = -1, log_sums.encode(book)
-      for from = 1, #writes, 4000 do
-        redis.call('ZADD', key, unpack(writes, from, math.min(from + 3999, #writes)))
-      end
     end
 
     -- The time until `needed` more units have left the window, after phase two: the entry holding that
@@ -569,9 +549,39 @@ local function countedByUnits()
       end
       if not entry then
         local number = units.searches.entryOfUnit(book, w, target)
-        entry = number and w.read[number] or error('swl: the log ' .. key .. ' holds fewer units than its sums say')
+        entry = number and w.read[number - w.read_from + 1] or error('swl: the log ' .. key .. ' holds fewer units than its sums say')
       end
       return tonumber(redis.call('ZSCORE', key, entry)) + w.window - now
+    end
+
+    return units
+  end
+
+  local function changing()
+    if units.settle then return units end
+    searching()
+
+    -- Numbers the entries of a set written by swl 0.2 or 0.3 ('#' alone, or a bookkeeping member of
+    -- another layout, nodes named without their level) and keeps their sums in this layout. Once per
+    -- such set: its work grows with the set, as 0.2's own did. Nothing is known of its horizon, so none
+    -- is kept.
+    function units.renumber(key)
+      local entries = redis.call('ZRANGEBYSCORE', key, '(0', TIMES_END, 'WITHSCORES')
+      redis.call('ZREMRANGEBYSCORE', key, '-inf', 0)
+      redis.call('ZREMRANGEBYSCORE', key, NODE_BAND[1], '+inf')
+      local w = setmetatable({key = key}, Window)
+      local book = log_sums.fresh(0)
+      for i = 1, #entries, 2 do
+        local entry_units, at = unitsOf(entries[i]), tonumber(entries[i + 1])
+        log_sums.add(book, w, entry_units)
+        book.newest = at
+        if entry_units > 0 then book.last_unit = at end
+      end
+      local writes = w.writes or {}
+      writes[#writes + 1], writes[#writes + 2] = -1, log_sums.encode(book)
+      for from = 1, #writes, 4000 do
+        redis.call('ZADD', key, unpack(writes, from, math.min(from + 3999, #writes)))
+      end
     end
 
     -- Settles the entry `member` recorded with `recorded` units in a window of `window` us: it now
@@ -626,8 +636,8 @@ local function countedByUnits()
     return units
   end
   units = {sums = log_sums, NODE_BAND = NODE_BAND, unitsOf = unitsOf, open = open, countByUnits = countByUnits,
-           record = record, lastUnit = lastUnit, theRest = theRest, searches = nil, renumber = nil, freedAfter = nil,
-           settle = nil}
+           record = record, lastUnit = lastUnit, searching = searching, changing = changing, searches = nil,
+           freedAfter = nil, renumber = nil, settle = nil}
   return units
 end
 
@@ -645,7 +655,7 @@ openWindow = function(key, window, window_text, start, live, start_text)
     local units = countedByUnits()
     local book = units.sums.decode(low[1])
     if not book then
-      units.theRest().renumber(key)
+      units.changing().renumber(key)
       return openWindow(key, window, window_text, start, live)
     end
     units.open(w, book, low)
@@ -737,7 +747,7 @@ local function answerOf(w, allowed, cost, limit)
   local retry_after, reset_after = 0, 0
   if not allowed then
     if w.book then
-      retry_after = units.theRest().freedAfter(w, w.held + cost - limit)
+      retry_after = units.searching().freedAfter(w, w.held + cost - limit)
     else
       -- Counted by entries: the (held - needed + 1)-th newest entry, counted from the newest, so that
       -- entries that slid out but are still there do not matter.
@@ -784,7 +794,7 @@ return answerOf(w, allowed, cost, limit)
   static constexpr std::string_view kSettleScriptName = "settle";
   /// The settle script's Lua (kSettleScriptName says what it does).
   static constexpr std::string_view kSettleScript = R"lua(
-return countedByUnits().theRest().settle(key, ARGV[5], tonumber(ARGV[8]), cost, window)
+return countedByUnits().changing().settle(key, ARGV[5], tonumber(ARGV[8]), cost, window)
 )lua";
 
   /// A lease (LeasingLimiter), after the prelude and kFunctions: `cost` units for the request in hand and,
@@ -800,7 +810,7 @@ return countedByUnits().theRest().settle(key, ARGV[5], tonumber(ARGV[8]), cost, 
   static constexpr std::string_view kLeaseScriptName = "lease";
   /// The lease script's Lua (kLeaseScriptName says what it does).
   static constexpr std::string_view kLeaseScript = R"lua(
-if ARGV[11] ~= '' then countedByUnits().theRest().settle(key, ARGV[11], tonumber(ARGV[12]), tonumber(ARGV[13]), window) end
+if ARGV[11] ~= '' then countedByUnits().changing().settle(key, ARGV[11], tonumber(ARGV[12]), tonumber(ARGV[13]), window) end
 local start = now - window
 local w = openWindow(key, window, ARGV[1], start, redis.call('ZCOUNT', key, '(' .. text(start), TIMES_END))
 local ttl = tonumber(ARGV[6])
