@@ -143,6 +143,23 @@ TEST_CASE("a batch may take longer in all than command_timeout while Redis keeps
   CHECK(took > options.command_timeout);
 }
 
+TEST_CASE("a batch queued for longer than command_timeout in one turn of the loop waits from when it goes out") {
+  RedisServer server;
+  Loop loop(event_base_new());
+  swl::ConnectionOptions options = swl::test::patient();
+  options.command_timeout = 1s;
+  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port(), options);
+  swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{1000, 60s});
+  Answers answers(100);
+  for (std::size_t i = 0; i < 100; ++i) {
+    limiter.tryAcquire("k", answers.of(i));
+    // The caller keeps the loop's thread: nothing is written meanwhile, so nothing can be answered.
+    if (i == 0) std::this_thread::sleep_for(1100ms);
+  }
+  REQUIRE(runUntil(loop.get(), [&] { return answers.answered == 100; }));
+  for (const swl::Outcome& outcome : answers.outcomes) CHECK(outcome.value().allowed);  // none timed out
+}
+
 TEST_CASE("async calls after a SCRIPT FLUSH load the script once and repeat only what met NOSCRIPT") {
   RedisServer server;
   Loop loop(event_base_new());

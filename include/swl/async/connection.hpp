@@ -40,6 +40,7 @@
 #include <functional>
 #include <list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -120,7 +121,7 @@ class AsyncConnection {
     Callback done;
     bool repeated = false;
     std::uint64_t sequence = 0;  // send order, to know whether a SCRIPT LOAD went out after it
-    Clock::time_point sent_at;
+    std::optional<Clock::time_point> sent_at;  // unset until the loop was free to write it
     redisAsyncContext* context = nullptr;
     std::exception_ptr failure;  // set when swl drops the context: why this call got no reply
     AsyncConnection* owner = nullptr;
@@ -150,7 +151,8 @@ class AsyncConnection {
     }
     timeout_timer_.reset(evtimer_new(loop_, &AsyncConnection::onTimer, this));
     deferred_event_.reset(event_new(loop_, -1, 0, &AsyncConnection::onDeferred, this));
-    if (!timeout_timer_ || !deferred_event_) throw Error("swl::AsyncConnection: libevent could not make its events");
+    loop_free_event_.reset(event_new(loop_, -1, 0, &AsyncConnection::onLoopFree, this));
+    if (!timeout_timer_ || !deferred_event_ || !loop_free_event_) throw Error("swl::AsyncConnection: libevent could not make its events");
   }
 
   void send(Pending pending) {
@@ -166,7 +168,10 @@ class AsyncConnection {
     position->owner = this;
     position->context = context;
     position->sequence = ++sent_;
-    position->sent_at = Clock::now();
+    position->sent_at.reset();  // a call sent again after NOSCRIPT waits afresh
+    // Its wait starts when the loop is next free to write it (onLoopFree): a caller may queue a batch
+    // for longer than command_timeout in one turn of the loop, before anything of it goes out.
+    event_active(loop_free_event_.get(), 0, 0);
     if (redisAsyncFormattedCommand(context, &AsyncConnection::onReply, &*position, position->command.data(),
                                    position->command.size()) != REDIS_OK) {
       // The context is already shutting down; its teardown will not call back for this one.
@@ -348,7 +353,7 @@ class AsyncConnection {
     // sent could be written, nor any answer read, meanwhile, so the wait starts again from now.
     if (now - timer_due_ > options_.command_timeout / 4) last_reply_at_ = now;
     const Pending& oldest = in_flight_.front();
-    const auto waited = now - std::max(oldest.sent_at, last_reply_at_);
+    const auto waited = oldest.sent_at ? now - std::max(*oldest.sent_at, last_reply_at_) : Clock::duration{};
     if (waited < options_.command_timeout) {
       armTimer(std::chrono::ceil<std::chrono::microseconds>(options_.command_timeout - waited));
       return;
@@ -376,6 +381,16 @@ class AsyncConnection {
     const timeval delay = detail::toTimeval(after);
     timer_due_ = Clock::now() + after;
     evtimer_add(timeout_timer_.get(), &delay);
+  }
+
+  // The calls queued since the loop was last free go out now: their waits for a reply start here.
+  static void onLoopFree(evutil_socket_t, short, void* self) {
+    auto& connection = *static_cast<AsyncConnection*>(self);
+    const auto now = Clock::now();
+    for (auto pending = connection.in_flight_.rbegin(); pending != connection.in_flight_.rend() && !pending->sent_at;
+         ++pending) {
+      pending->sent_at = now;
+    }
   }
 
   // Failures found before anything was sent are answered on the loop's next turn.
@@ -413,6 +428,7 @@ class AsyncConnection {
   std::shared_ptr<detail::CircuitBreaker> breaker_;
   EventPtr timeout_timer_;
   EventPtr deferred_event_;
+  EventPtr loop_free_event_;
   std::deque<std::pair<Callback, std::exception_ptr>> deferred_;
 };
 
