@@ -102,7 +102,7 @@ case "$config" in
   default) compiler=g++ packages=(g++) settings=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
   asan) compiler=clang++ packages=(clang libclang-rt-14-dev) settings=(-DCMAKE_BUILD_TYPE=Debug -DSWL_SANITIZE=address,undefined -DSWL_BUILD_FUZZERS=ON) ;;
   tsan) compiler=clang++ packages=(clang libclang-rt-14-dev) settings=(-DCMAKE_BUILD_TYPE=Debug -DSWL_SANITIZE=thread) ;;
-  hiredis1) compiler=g++ packages=(g++) settings=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
+  hiredis1) compiler=g++ packages=(g++) settings=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSWL_LUA_OPERATIONS=100000 -DSWL_ORACLE_DECISIONS=100000) ;;
   *) echo "usage: $0 [default|asan|tsan|hiredis1|servers]" >&2; exit 2 ;;
 esac
 install_missing "${packages[@]}" make cmake pkg-config libhiredis-dev libevent-dev libcpp-httplib-dev prometheus-cpp-dev libhowardhinnant-date-dev catch2 redis-server redis-tools \

@@ -66,6 +66,7 @@ class Oracle {
 
   // A decision whose recording was settled elsewhere (MultiLimiter records in every rule or in none).
   Expected decideAs(const std::string& key, std::int64_t cost, std::int64_t now, bool recorded, int receipt = -1) {
+    forgetLeft(key, now);
     std::vector<Entry> live = liveEntries(key, now);
     std::int64_t used = unitsOf(live);
     const bool allowed = used + cost <= limit_;
@@ -82,7 +83,8 @@ class Oracle {
     return expected;
   }
 
-  Expected peek(const std::string& key, std::int64_t now) const {
+  Expected peek(const std::string& key, std::int64_t now) {
+    forgetLeft(key, now);
     const std::vector<Entry> live = liveEntries(key, now);
     const std::int64_t used = unitsOf(live);
     return {true, used, std::max<std::int64_t>(0, limit_ - used), 0us, resetAfter(live, now)};
@@ -119,6 +121,16 @@ class Oracle {
   }
 
  private:
+  // Entries recorded in time order leave in that order, and these traces never turn the clock back: the
+  // oldest that have left are gone for good, and a long trace's decisions cost what its window holds.
+  void forgetLeft(const std::string& key, std::int64_t now) {
+    if (!in_time_order_) return;
+    std::vector<Entry>& entries = entries_[key];
+    const auto first_live =
+        std::find_if(entries.begin(), entries.end(), [&](const Entry& entry) { return leaves_at_(entry.at) > now; });
+    if (first_live - entries.begin() > 1024 || first_live == entries.end()) entries.erase(entries.begin(), first_live);
+  }
+
   const std::vector<Entry>& entriesOf(const std::string& key) const {
     static const std::vector<Entry> none;
     const auto found = entries_.find(key);
@@ -130,8 +142,10 @@ class Oracle {
     for (const Entry& entry : entriesOf(key)) {
       if (leaves_at_(entry.at) > now) live.push_back(entry);
     }
-    std::stable_sort(live.begin(), live.end(),
-                     [&](const Entry& a, const Entry& b) { return leaves_at_(a.at) < leaves_at_(b.at); });
+    if (!in_time_order_) {
+      std::stable_sort(live.begin(), live.end(),
+                       [&](const Entry& a, const Entry& b) { return leaves_at_(a.at) < leaves_at_(b.at); });
+    }
     return live;
   }
 
@@ -150,9 +164,8 @@ class Oracle {
     return Micros(last - now);
   }
 
-  Micros freedAfter(std::vector<Entry> live, std::int64_t needed, std::int64_t now) const {
-    std::stable_sort(live.begin(), live.end(),
-                     [&](const Entry& a, const Entry& b) { return leaves_at_(a.at) < leaves_at_(b.at); });
+  // `live` in the order its entries leave (liveEntries' order, the newest last).
+  Micros freedAfter(const std::vector<Entry>& live, std::int64_t needed, std::int64_t now) const {
     std::int64_t freed = 0;
     for (const Entry& entry : live) {
       freed += entry.units;
