@@ -410,7 +410,9 @@ local function countedByUnits()
     local slid_read = {}
     for i = from, #low do slid_read[i - from + 1] = unitsOf(low[i]) end
     w.slid, w.slid_read = book.next - book.oldest - w.live, slid_read
-    if w.slid == #slid_read then
+    if w.live == 0 then
+      w.slid_units = log_sums.total(book)  -- everything in the set slid out: no search
+    elseif w.slid == #slid_read then
       w.slid_units = 0
       for i = 1, #slid_read do w.slid_units = w.slid_units + slid_read[i] end
     else
@@ -499,20 +501,31 @@ local function countedByUnits()
 
     -- A run of at most FANOUT sums (more only at the top level past 2^20 entries), built at that size.
     function Window:nodes(level, first, last)
+      local names = redis.call('ZRANGEBYSCORE', self.key, NODE_BAND[level] + 2 * first, NODE_BAND[level] + 2 * last)
+      local count, unpack = #names, struct.unpack
+      if count == last - first + 1 then  -- every node stored: each name's place is its index
+        for i = 1, count do names[i] = unpack('>d', names[i], 3) end
+        return names
+      end
       local found = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
       for i = 17, last - first + 1 do found[i] = 0 end
-      local names = redis.call('ZRANGEBYSCORE', self.key, NODE_BAND[level] + 2 * first, NODE_BAND[level] + 2 * last)
-      for i = 1, #names do
-        local sum, index = struct.unpack('>dd', names[i], 3)
+      for i = 1, count do
+        local sum, index = unpack('>dd', names[i], 3)
         found[index - first + 1] = sum
       end
       return found
     end
     -- The entries read last are kept with the number of the first: a search names the one it found.
     function Window:entries(first, last)
-      local base, found = self.book.oldest - 1, {}
-      self.read, self.read_from = redis.call('ZRANGE', self.key, first - base, last - base), first
-      for i = 1, #self.read do found[i] = unitsOf(self.read[i]) end
+      local base, found, byte, unpack = self.book.oldest - 1, {}, string.byte, struct.unpack
+      local read = redis.call('ZRANGE', self.key, first - base, last - base)
+      self.read, self.read_from = read, first
+      for i = 1, #read do
+        -- unitsOf written out for this layout's entries: a Lua call per entry costs as much as its unpack
+        local member = read[i]
+        local mark = byte(member)
+        found[i] = (mark == 42 or mark == 43) and unpack('>d', member, 2) or unitsOf(member)
+      end
       return found
     end
 
