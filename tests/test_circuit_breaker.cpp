@@ -103,13 +103,17 @@ TEST_CASE("a frozen Redis costs one call its timeout, then every call fails at o
   auto started = std::chrono::steady_clock::now();
   CHECK(limiter.tryAcquire("k").tier == swl::Tier::fail_open);  // this one waits for the timeout
   CHECK(std::chrono::steady_clock::now() - started >= 100ms);
-  std::chrono::nanoseconds slowest{0};
+  std::vector<std::chrono::nanoseconds> took;
   for (int i = 0; i < 1000; ++i) {
     started = std::chrono::steady_clock::now();
     CHECK(limiter.tryAcquire("k").tier == swl::Tier::fail_open);
-    slowest = std::max<std::chrono::nanoseconds>(slowest, std::chrono::steady_clock::now() - started);
+    took.push_back(std::chrono::steady_clock::now() - started);
   }
-  CHECK(slowest < 5ms);  // answered by the policy, without a dial or a wait
+  // Answered by the policy, without a dial or a wait: a call that waited would take the whole timeout.
+  // (A loaded machine may stop any one call for milliseconds, so only the median is held to that.)
+  std::sort(took.begin(), took.end());
+  CHECK(took[took.size() / 2] < 5ms);
+  CHECK(took.back() < options.command_timeout);
   server.resume();
 
   // The cool-down passes: a call probes, finds Redis, closes the circuit. A resumed server may take a
