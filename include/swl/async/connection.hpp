@@ -120,7 +120,7 @@ class AsyncConnection {
     const Script* script = nullptr;  // null for the connection's own commands (AUTH, SELECT, SCRIPT LOAD)
     Callback done;
     bool repeated = false;
-    std::uint64_t sequence = 0;  // send order, to know whether a SCRIPT LOAD went out after it
+    std::uint64_t sequence = 0;                // send order, to know whether a SCRIPT LOAD went out after it
     std::optional<Clock::time_point> sent_at;  // unset until the loop was free to write it
     redisAsyncContext* context = nullptr;
     std::exception_ptr failure;  // set when swl drops the context: why this call got no reply
@@ -152,7 +152,8 @@ class AsyncConnection {
     timeout_timer_.reset(evtimer_new(loop_, &AsyncConnection::onTimer, this));
     deferred_event_.reset(event_new(loop_, -1, 0, &AsyncConnection::onDeferred, this));
     loop_free_event_.reset(event_new(loop_, -1, 0, &AsyncConnection::onLoopFree, this));
-    if (!timeout_timer_ || !deferred_event_ || !loop_free_event_) throw Error("swl::AsyncConnection: libevent could not make its events");
+    if (!timeout_timer_ || !deferred_event_ || !loop_free_event_)
+      throw Error("swl::AsyncConnection: libevent could not make its events");
   }
 
   void send(Pending pending) {
