@@ -10,7 +10,7 @@
 ///
 /// One key per rule, in the rules' order. One EVALSHA decides them all: the request is recorded in
 /// every rule's log only if every rule admits it, so a refusal costs no rule anything. Each rule is an
-/// exact sliding window log (algorithms/sliding_window.hpp), or a quota per period such as a calendar
+/// exact sliding window log (algorithms/sliding_window_log.hpp), or a quota per period such as a calendar
 /// day in a time zone (periods.hpp, calendar.hpp: {"day", 10'000, CalendarPeriods::days(1, "Europe/Berlin")}),
 /// under the Redis key KeyPolicy(prefix:name) makes of its key: "swl:user-second:user:42" with PrefixKey. The observer
 /// sees one event per decision, under the binding rule's key and name (DecisionEvent::rule). With an access list
@@ -56,7 +56,7 @@ namespace swl {
 namespace detail {
 
 // Several sliding window logs decided together, all or nothing, in one atomic Lua script: the log of
-// algorithms/sliding_window.hpp, whose steps (SlidingWindowLog::kFunctions) it runs for each rule's key.
+// algorithms/sliding_window_log.hpp, whose steps (SlidingWindowLog::kFunctions) it runs for each rule's key.
 inline constexpr std::string_view kMultiWindowArguments = R"lua(
 -- KEYS[i]  rule i's sorted set: the sliding window log (SlidingWindowLog::kFunctions has its layout)
 -- ARGV[1]  cost: units this request asks of every rule (1 <= cost <= each limit, checked by the client)
