@@ -1,4 +1,4 @@
-// The circuit breaker every connection to one server shares (detail/circuit_breaker.hpp): its states on
+// The circuit breaker every connection to one server shares (detail/io/circuit_breaker.hpp): its states on
 // a clock moved by hand, then end to end with a frozen redis-server, on one connection and on a pool.
 
 #include <swl/swl.hpp>

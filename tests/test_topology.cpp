@@ -1,7 +1,7 @@
 // What Redis nodes say about where data lives, read without a server: redirections, retry answers, slot
 // maps, a sentinel's master address, and the pacing of a call that is asked to come back.
 
-#include <swl/redis/detail/topology.hpp>
+#include <swl/detail/io/topology.hpp>
 
 #include "support/resp.hpp"
 

@@ -27,7 +27,7 @@
 
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
-#include <swl/detail/reporting.hpp>
+#include <swl/detail/limiter/reporting.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 #include <swl/redis/hash_slot.hpp>

@@ -3,7 +3,7 @@
 /// The limiter contract: what every limiter in swl promises, whatever decides behind it (Redis through any
 /// algorithm, this process's memory, or a composite of limiters); the check that a type keeps it, member
 /// by member; and LimiterFace, the one implementation of its public methods, over the core of each
-/// limiter (what they all do around a decision is in detail/reporting.hpp).
+/// limiter (what they all do around a decision is in detail/limiter/reporting.hpp).
 ///
 /// A limiter offers
 ///
@@ -47,7 +47,7 @@
 /// it lacks.
 
 #include <swl/decision.hpp>
-#include <swl/detail/reporting.hpp>
+#include <swl/detail/limiter/reporting.hpp>
 #include <swl/error.hpp>
 #include <swl/options.hpp>
 
@@ -235,7 +235,7 @@ struct AnswersForFailures<L, std::enable_if_t<L::kAnswersForFailures>> : std::tr
 ///                                          protected)
 ///
 /// and whatever else it offers (reserve, settle, the Redis key of a key, ...), which the face passes on.
-/// The face decides through the core and reports through detail/reporting.hpp; neither calls it back.
+/// The face decides through the core and reports through detail/limiter/reporting.hpp; neither calls it back.
 /// Here, once for every limiter: the access list answers the keys it lists, the observer sees every
 /// decision and error exactly once, the failure policy answers what Redis could not, and shadow mode turns
 /// refusals into marked admissions.

@@ -5,7 +5,6 @@
 
 #include <swl/access_list.hpp>
 #include <swl/observer.hpp>
-#include <swl/testing/manual_clock.hpp>
 
 #include <chrono>
 #include <functional>
@@ -13,6 +12,10 @@
 #include <utility>
 
 namespace swl {
+
+namespace testing {
+class ManualClock;
+}  // namespace testing
 
 /// What tryAcquire does when Redis cannot answer (refused, timeout, broken connection, error reply).
 enum class FailurePolicy {
@@ -51,10 +54,8 @@ class Clock {
     });
   }
 
-  /// A clock a test moves by hand (swl/testing/manual_clock.hpp).
-  static Clock manual(testing::ManualClock clock) {
-    return Clock([clock = std::move(clock)] { return clock.now(); });
-  }
+  /// A clock a test moves by hand (defined in swl/testing/manual_clock.hpp, which a test includes).
+  inline static Clock manual(testing::ManualClock clock);
 
   /// Whether this is Clock::redis(): the script then reads Redis's TIME, and now() has nothing to give.
   bool isRedisTime() const noexcept { return !now_; }

@@ -19,15 +19,15 @@
 #include <swl/algorithm.hpp>
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
-#include <swl/detail/period_count.hpp>
+#include <swl/detail/script/calls.hpp>
+#include <swl/detail/script/period_count.hpp>
+#include <swl/detail/script/reply.hpp>
 #include <swl/error.hpp>
 #include <swl/limiter.hpp>
-#include <swl/limiter_calls.hpp>
 #include <swl/options.hpp>
 #include <swl/periods.hpp>
 #include <swl/policies/keys.hpp>
 #include <swl/redis/client.hpp>
-#include <swl/script_reply.hpp>
 
 #include <chrono>
 #include <cstdint>

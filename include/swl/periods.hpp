@@ -9,7 +9,7 @@
 /// periods (swl::calendar component); any other cut of time is a Periods too.
 
 #include <swl/decision.hpp>
-#include <swl/detail/reporting.hpp>
+#include <swl/detail/limiter/reporting.hpp>
 #include <swl/error.hpp>
 #include <swl/options.hpp>
 

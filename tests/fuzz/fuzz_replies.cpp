@@ -1,16 +1,16 @@
 // libFuzzer target: arbitrary bytes through hiredis's own RESP parser, and every reply it produces
 // through everything in swl that reads a Redis reply: detail::decodeDecision (single-window
 // limiters), detail::decodeRuleDecisions (MultiLimiter), and the cluster and Sentinel parsers
-// (redis/detail/topology.hpp).
+// (detail/io/topology.hpp).
 // A malformed reply may only become a swl::Error; any other exception, crash or Decision breaking its
 // invariants aborts.
 
 #include <swl/composites/multi_limiter.hpp>
 #include <swl/decision.hpp>
-#include <swl/detail/hiredis.hpp>
+#include <swl/detail/io/hiredis.hpp>
+#include <swl/detail/io/topology.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
-#include <swl/redis/detail/topology.hpp>
 #include <swl/redis/hash_slot.hpp>
 #include <swl/redis_limiter.hpp>
 

@@ -28,7 +28,7 @@ expect("${last_output}" "Suggests: [^\n]*libevent-dev[^\n]*libssl-dev[^\n]*libho
        "does not suggest what the optional components use")
 message(STATUS "${last_output}")
 run(dpkg-deb --contents ${packages})
-foreach(path usr/include/swl/swl.hpp usr/include/swl/detail/hiredis.hpp usr/share/cmake/swl/swlConfig.cmake
+foreach(path usr/include/swl/swl.hpp usr/include/swl/detail/io/hiredis.hpp usr/share/cmake/swl/swlConfig.cmake
              usr/share/cmake/swl/swlConfigVersion.cmake usr/share/cmake/swl/swlTargets.cmake
              usr/share/pkgconfig/swl.pc usr/share/doc/libswl-dev/copyright)
   expect("${last_output}" " \\./${path}\n" "does not hold /${path}")

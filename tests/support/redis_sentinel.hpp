@@ -8,7 +8,7 @@
 #include "support/redis_server.hpp"
 #include "support/replies.hpp"
 
-#include <swl/detail/hiredis.hpp>
+#include <swl/detail/io/hiredis.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/connection.hpp>
 #include <swl/redis/sentinel_connection.hpp>

@@ -1,7 +1,7 @@
 #pragma once
 // Small readers for the replies tests look at directly.
 
-#include <swl/detail/hiredis.hpp>
+#include <swl/detail/io/hiredis.hpp>
 #include <swl/redis/connection.hpp>
 
 #include <initializer_list>

@@ -15,7 +15,7 @@
 /// the arguments; everything around it is RedisLimiter's.
 
 #include <swl/decision.hpp>
-#include <swl/detail/period_count.hpp>
+#include <swl/detail/script/period_count.hpp>
 #include <swl/policies/keys.hpp>
 #include <swl/redis_limiter.hpp>
 

@@ -21,9 +21,10 @@
 /// Needs libevent (Debian libevent-dev) and the CMake target swl::async.
 
 #include <swl/connection_options.hpp>
-#include <swl/detail/circuit_breaker.hpp>
-#include <swl/detail/dial.hpp>
-#include <swl/detail/hiredis.hpp>
+#include <swl/detail/io/checked_options.hpp>
+#include <swl/detail/io/circuit_breaker.hpp>
+#include <swl/detail/io/dial.hpp>
+#include <swl/detail/io/hiredis.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 

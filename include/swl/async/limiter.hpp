@@ -22,14 +22,14 @@
 #include <swl/algorithms/sliding_window.hpp>
 #include <swl/async/connection.hpp>
 #include <swl/decision.hpp>
-#include <swl/detail/event_timer.hpp>
+#include <swl/detail/io/event_timer.hpp>
+#include <swl/detail/script/calls.hpp>
+#include <swl/detail/script/reply.hpp>
 #include <swl/limiter.hpp>
-#include <swl/limiter_calls.hpp>
 #include <swl/options.hpp>
 #include <swl/policies/keys.hpp>
 #include <swl/policies/members.hpp>
 #include <swl/policies/ttl.hpp>
-#include <swl/script_reply.hpp>
 
 #include <chrono>
 #include <cstdint>

@@ -28,16 +28,16 @@
 #include <swl/algorithms/sliding_window.hpp>
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
+#include <swl/detail/script/calls.hpp>
+#include <swl/detail/script/reply.hpp>
 #include <swl/error.hpp>
 #include <swl/limiter.hpp>
-#include <swl/limiter_calls.hpp>
 #include <swl/options.hpp>
 #include <swl/periods.hpp>
 #include <swl/policies/keys.hpp>
 #include <swl/policies/members.hpp>
 #include <swl/policies/ttl.hpp>
 #include <swl/redis/client.hpp>
-#include <swl/script_reply.hpp>
 
 #include <algorithm>
 #include <array>

@@ -27,8 +27,8 @@
 
 #include <swl/algorithms/sliding_window.hpp>
 #include <swl/decision.hpp>
+#include <swl/detail/limiter/refusal.hpp>
 #include <swl/detail/lru_map.hpp>
-#include <swl/detail/refusal.hpp>
 #include <swl/error.hpp>
 #include <swl/limiter.hpp>
 #include <swl/local_limiter.hpp>

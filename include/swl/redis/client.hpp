@@ -12,8 +12,8 @@
 ///   next call reconnects;
 /// - an error reply (WRONGTYPE, OOM, a script error) is a ReplyError naming the script and the server.
 
-#include <swl/detail/hiredis.hpp>
-#include <swl/detail/sha1.hpp>
+#include <swl/detail/io/hiredis.hpp>
+#include <swl/detail/script/sha1.hpp>
 #include <swl/error.hpp>
 
 #include <array>

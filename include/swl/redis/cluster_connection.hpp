@@ -33,11 +33,12 @@
 /// briefly for a read another thread has under way, and gives each node only the time that is left.
 
 #include <swl/connection_options.hpp>
+#include <swl/detail/io/checked_options.hpp>
+#include <swl/detail/io/topology.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 #include <swl/redis/connection.hpp>
 #include <swl/redis/connection_pool.hpp>
-#include <swl/redis/detail/topology.hpp>
 #include <swl/redis/hash_slot.hpp>
 
 #include <algorithm>

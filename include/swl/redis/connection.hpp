@@ -8,7 +8,7 @@
 /// A Connection connects lazily (the first command), so a service can start while Redis is down and
 /// let its limiters' failure policy answer. After any I/O error or timeout hiredis leaves the context
 /// unusable, so the Connection drops it and reports the error; the next command opens a new one. After a
-/// timeout or a failed connect its circuit breaker (detail/circuit_breaker.hpp) answers every call at
+/// timeout or a failed connect its circuit breaker (detail/io/circuit_breaker.hpp) answers every call at
 /// once for `breaker_cooldown`, so a dead or frozen Redis is neither dialled nor waited for per request.
 ///
 /// Not thread-safe: use one Connection per thread, or a ConnectionPool for many threads. Limiters keep
@@ -18,9 +18,10 @@
 /// build on (pipelines, replies left unjudged, ASKING); Connection is its face for users.
 
 #include <swl/connection_options.hpp>
-#include <swl/detail/circuit_breaker.hpp>
-#include <swl/detail/dial.hpp>
-#include <swl/detail/hiredis.hpp>
+#include <swl/detail/io/checked_options.hpp>
+#include <swl/detail/io/circuit_breaker.hpp>
+#include <swl/detail/io/dial.hpp>
+#include <swl/detail/io/hiredis.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 

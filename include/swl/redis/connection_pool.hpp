@@ -13,7 +13,7 @@
 /// which a limiter hands to its failure policy like any other "Redis could not answer". All connections
 /// share one circuit breaker: once one times out, calls on every connection fail at once for the cool-down.
 
-#include <swl/detail/circuit_breaker.hpp>
+#include <swl/detail/io/circuit_breaker.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 #include <swl/redis/connection.hpp>

@@ -33,12 +33,13 @@
 ///   sentinels are asked again, and the call goes again, within its command timeout.
 
 #include <swl/connection_options.hpp>
-#include <swl/detail/dial.hpp>
+#include <swl/detail/io/checked_options.hpp>
+#include <swl/detail/io/dial.hpp>
+#include <swl/detail/io/topology.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 #include <swl/redis/connection.hpp>
 #include <swl/redis/connection_pool.hpp>
-#include <swl/redis/detail/topology.hpp>
 
 #include <poll.h>
 

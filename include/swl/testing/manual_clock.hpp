@@ -3,10 +3,13 @@
 /// A clock tests move by hand, for deterministic tests of code that limits: hand it to a limiter with
 /// Clock::manual and advance it between calls. Not a clock for production: nothing moves it but the test.
 
+#include <swl/options.hpp>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 /// What tests of code that limits need, and production never does.
 namespace swl::testing {
@@ -30,3 +33,11 @@ class ManualClock {
 };
 
 }  // namespace swl::testing
+
+namespace swl {
+
+inline Clock Clock::manual(testing::ManualClock clock) {
+  return Clock([clock = std::move(clock)] { return clock.now(); });
+}
+
+}  // namespace swl

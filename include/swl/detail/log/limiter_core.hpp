@@ -5,7 +5,7 @@
 #include <swl/algorithms/sliding_window_log.hpp>
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
-#include <swl/detail/reporting.hpp>
+#include <swl/detail/limiter/reporting.hpp>
 #include <swl/error.hpp>
 #include <swl/redis_limiter.hpp>
 

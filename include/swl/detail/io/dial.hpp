@@ -7,8 +7,9 @@
 //   ContextPtr context = dialer.dial(address);  // per connection, to any server
 
 #include <swl/connection_options.hpp>
-#include <swl/detail/hiredis.hpp>
-#include <swl/detail/tls.hpp>
+#include <swl/detail/io/checked_options.hpp>
+#include <swl/detail/io/hiredis.hpp>
+#include <swl/detail/io/tls.hpp>
 #include <swl/error.hpp>
 
 #include <hiredis/async.h>

@@ -7,7 +7,7 @@
 // defines SWL_TLS and links hiredis_ssl and OpenSSL. Without it, asking for TLS is an InvalidArgument.
 
 #include <swl/connection_options.hpp>
-#include <swl/detail/hiredis.hpp>
+#include <swl/detail/io/hiredis.hpp>
 #include <swl/error.hpp>
 
 #include <hiredis/hiredis.h>

@@ -12,11 +12,13 @@
 // while the circuit is open (AuthError for a refused password, TlsError for a failed TLS handshake), so
 // code that catches AuthError to report a wrong password still sees one on the calls that follow.
 
+#include <swl/connection_options.hpp>
 #include <swl/error.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -110,5 +112,11 @@ class CircuitBreaker {
   std::string last_failure_;
   BreakCause last_cause_ = BreakCause::unreachable;
 };
+
+// A breaker for one server, as `options` want it; connections to one server share it.
+inline std::shared_ptr<CircuitBreaker> breakerFor(const ConnectionOptions& options) {
+  return std::make_shared<CircuitBreaker>(options.breaker_cooldown,
+                                          options.connect_timeout + options.command_timeout + options.command_timeout);
+}
 
 }  // namespace swl::detail

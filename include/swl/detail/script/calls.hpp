@@ -7,12 +7,12 @@
 #include <swl/algorithm.hpp>
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
-#include <swl/detail/reporting.hpp>
+#include <swl/detail/limiter/reporting.hpp>
+#include <swl/detail/script/reply.hpp>
 #include <swl/error.hpp>
 #include <swl/options.hpp>
 #include <swl/policies/ttl.hpp>
 #include <swl/redis/client.hpp>
-#include <swl/script_reply.hpp>
 
 #include <algorithm>
 #include <chrono>
