@@ -1,0 +1,408 @@
+#pragma once
+// detail::Link: one hiredis context to one Redis, owned, reconnected on demand, with the I/O that
+// Connection (its face for users), the pool, the cluster and Sentinel build on: pipelines, replies left
+// unjudged, ASKING, WAIT for replicas, the circuit breaker per server.
+
+#include <swl/connection_options.hpp>
+#include <swl/detail/io/checked_options.hpp>
+#include <swl/detail/io/circuit_breaker.hpp>
+#include <swl/detail/io/dial.hpp>
+#include <swl/detail/io/hiredis.hpp>
+#include <swl/error.hpp>
+#include <swl/redis/client.hpp>
+
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace swl::detail {
+
+class Link {
+ public:
+  // Returns a connected context (dial(), or a user's factory through ready()); called on every (re)connect.
+  using Open = std::function<ContextPtr()>;
+
+  Link(Open open, std::string endpoint, ConnectionOptions options)
+      : open_(std::move(open)),
+        endpoint_(std::move(endpoint)),
+        options_(checkedOptions(options)),
+        breaker_(breakerFor(options_)),
+        replica_acks_(std::to_string(options_.replica_acks)),
+        replica_ack_timeout_(std::to_string(replicaAckTimeout(options_).count())) {}
+
+  Link(Link&&) noexcept = default;
+  Link& operator=(Link&&) noexcept = default;
+
+  // Sends one command and returns its reply, error replies included (they are answers, not failures).
+  // Arguments are binary-safe. Throws ConnectionError (TimeoutError, AuthError) when there is no answer.
+  Reply command(const std::string_view* argv, std::size_t argc) { return commandOn(connected(), argv, argc); }
+
+  Reply command(std::initializer_list<std::string_view> argv) { return command(argv.begin(), argv.size()); }
+
+  // command() with a shorter wait than the command timeout, for a caller whose own time is running out
+  // (a cluster reading its slot map after a failed call).
+  Reply command(std::initializer_list<std::string_view> argv, std::chrono::milliseconds within) {
+    redisContext& context = connected();
+    const bool shorter = options_.command_timeout.count() == 0 || within < options_.command_timeout;
+    if (shorter) redisSetTimeout(&context, toTimeval(std::max(within, std::chrono::milliseconds(1))));
+    Reply reply = commandOn(context, argv.begin(), argv.size());
+    if (shorter && context_) redisSetTimeout(context_.get(), toTimeval(options_.command_timeout));
+    return reply;
+  }
+
+  // Sends `count` commands in one write, then reads their replies in order, handing each to
+  // `on_reply(index, Reply)`. `argv_of(index)` gives a command as {const std::string_view*, argc}.
+  // If the connection fails midway, the replies that arrived have been handed over and the error is
+  // thrown for the rest (they may or may not have run).
+  template <class ArgvOf, class OnReply>
+  void pipeline(std::size_t count, ArgvOf&& argv_of, OnReply&& on_reply) {
+    queue(count, argv_of);
+    receive(count, on_reply);
+  }
+
+  // One script call, its reply as the server gave it, error replies included, for a client that reads
+  // them (a cluster follows MOVED and ASK); only NOSCRIPT is handled here. `asking` sends ASKING in the
+  // same write, as the target of an ASK redirection wants.
+  Reply evaluate(const ScriptCall& call, bool asking = false) {
+    Reply reply = send(call, asking);
+    if (reply->isError("NOSCRIPT")) {
+      load(call.script());
+      reply = send(call, asking);
+    }
+    return reply;
+  }
+
+  // Many calls pipelined, their replies unjudged (see evaluate); only a failed connection sets
+  // ScriptReply::error.
+  std::vector<ScriptReply> evaluateMany(const std::vector<ScriptCall>& calls) {
+    try {
+      sendMany(calls);
+    } catch (const Error&) {
+      std::vector<ScriptReply> results(calls.size());
+      for (ScriptReply& result : results) result.error = std::current_exception();
+      return results;
+    }
+    return collectMany(calls);
+  }
+
+  // evaluateMany() in two halves, so that a client of several servers (a cluster) can have them all
+  // work at once: sendMany() writes the calls out, collectMany() reads their answers. Nothing else
+  // may use the link in between. sendMany() throws ConnectionError when the calls could not all be
+  // written; none is waiting for an answer then.
+  void sendMany(const std::vector<ScriptCall>& calls) {
+    queue(calls.size() + waits(),
+          [&](std::size_t i) { return i < calls.size() ? std::pair(calls[i].argv(), calls[i].argc()) : waitArgv(); });
+    flush();
+  }
+
+  std::vector<ScriptReply> collectMany(const std::vector<ScriptCall>& calls) {
+    std::vector<ScriptReply> results(calls.size());
+    Reply acknowledged;
+    try {
+      receive(calls.size() + waits(), [&](std::size_t i, Reply reply) {
+        (i < calls.size() ? results[i].reply : acknowledged) = std::move(reply);
+      });
+      if (waits() != 0) unacknowledgedFail(results, acknowledged);
+    } catch (const Error&) {
+      for (ScriptReply& result : results) {
+        if (!result.reply) result.error = std::current_exception();
+      }
+    }
+
+    // The calls that met an empty script cache run once more, after one SCRIPT LOAD per script.
+    std::vector<std::size_t> again;
+    std::vector<const Script*> loaded;
+    for (std::size_t index = 0; index < calls.size(); ++index) {
+      ScriptReply& result = results[index];
+      if (!result.reply || !result.reply->isError("NOSCRIPT")) continue;
+      result.reply = Reply();
+      const Script& script = calls[index].script();
+      try {
+        if (std::find(loaded.begin(), loaded.end(), &script) == loaded.end()) load(script), loaded.push_back(&script);
+        again.push_back(index);
+      } catch (const Error&) {
+        result.error = std::current_exception();
+      }
+    }
+    if (again.empty()) return results;
+    try {
+      pipeline(
+          again.size() + waits(),
+          [&](std::size_t i) {
+            return i < again.size() ? std::pair(calls[again[i]].argv(), calls[again[i]].argc()) : waitArgv();
+          },
+          [&](std::size_t i, Reply reply) {
+            (i < again.size() ? results[again[i]].reply : acknowledged) = std::move(reply);
+          });
+      if (waits() != 0) unacknowledgedFail(results, acknowledged);
+    } catch (const Error&) {
+      for (std::size_t index : again) {
+        if (!results[index].reply) results[index].error = std::current_exception();
+      }
+    }
+    return results;
+  }
+
+  // Makes the server know `script` (SCRIPT LOAD); evaluate() does it by itself on NOSCRIPT.
+  void load(const Script& script) {
+    const Reply reply = command({"SCRIPT", "LOAD", script.text()});
+    if (reply->isError()) {
+      throw ReplyError("redis at " + endpoint_ + ": SCRIPT LOAD of " + script.name() +
+                       " failed: " + std::string(reply->text()));
+    }
+    if (!reply->isString() || reply->text() != script.sha()) {
+      throw ProtocolError("redis at " + endpoint_ + ": SCRIPT LOAD of " + script.name() +
+                          " did not return the expected SHA-1 " + std::string(script.sha()));
+    }
+  }
+
+  bool isConnected() const noexcept { return context_ != nullptr; }
+
+  // For a client that learns where its server is from elsewhere (Sentinel): whenever `epoch()` moves on
+  // from what it was when this link connected, the open connection is dropped before the next command,
+  // which then connects again, through `open`, wherever that leads now.
+  void followEpoch(std::function<std::uint64_t()> epoch) { epoch_ = std::move(epoch); }
+
+  // Connects (with AUTH and SELECT) and hands the context over, for a client that reads it itself (a
+  // subscriber); the link connects again for its own next command.
+  ContextPtr handOver() {
+    connected();
+    return std::move(context_);
+  }
+
+  // Connections to one server share one breaker (a pool's, a cluster node's).
+  const std::shared_ptr<CircuitBreaker>& breaker() const noexcept { return breaker_; }
+  void shareBreaker(std::shared_ptr<CircuitBreaker> breaker) noexcept { breaker_ = std::move(breaker); }
+
+  // For a client that learns the server behind an open connection is the wrong one (a master demoted to
+  // a replica): the next command connects again, through `open`, which may lead elsewhere.
+  void disconnect() noexcept { context_.reset(); }
+
+  // "host:port", "unix:/path" or the adopter's description; used in every error message.
+  const std::string& endpoint() const noexcept { return endpoint_; }
+
+ private:
+  // The live context, connecting first when there is none; throws CircuitOpenError while the server's
+  // circuit is open.
+  redisContext& connected() {
+    breaker_->admit(endpoint_);
+    if (context_ && !closedByServer(*context_) && (!epoch_ || epoch_() == connected_epoch_)) return *context_;
+    context_.reset();
+    try {
+      connected_epoch_ = epoch_ ? epoch_() : 0;
+      context_ = handshake(open_());
+      return *context_;
+    } catch (const Error& error) {
+      breaker_->recordFailure(error.what(), detail::causeOf(error));
+      throw;
+    }
+  }
+
+  Reply commandOn(redisContext& context, const std::string_view* argv, std::size_t argc) {
+    redisReply* reply = send(context, argv, argc);
+    if (reply == nullptr) broke("waiting for a reply");
+    breaker_->recordSuccess();
+    return Reply(reply);
+  }
+
+  // hiredis cannot use a context again once it reported an error: it is dropped, so the next command
+  // reconnects, and a timeout opens the circuit.
+  [[noreturn]] void broke(std::string_view doing) {
+    const ContextPtr broken = std::move(context_);
+    if (!broken) throw ConnectionError("redis at " + endpoint_ + ": no connection " + std::string(doing));
+    try {
+      throwContextError(*broken, endpoint_, doing);
+    } catch (const TimeoutError& timeout) {
+      breaker_->recordFailure(timeout.what());
+      throw;
+    }
+  }
+
+  ContextPtr handshake(ContextPtr context) {
+    auto run = [&](std::initializer_list<std::string_view> argv) {
+      redisReply* reply = send(*context, argv.begin(), argv.size());
+      if (reply == nullptr) throwContextError(*context, endpoint_, "during the handshake");
+      return Reply(reply);
+    };
+    if (options_.password.empty()) {
+      // A server that wants a password answers a client without one NOAUTH, or, for a command as long as
+      // a script call, closes the connection on it with a protocol error. A PING asks first, so that is
+      // an AuthError that says so, at connect, instead.
+      const Reply reply = run({"PING"});
+      if (reply->isError("NOAUTH")) {
+        throw AuthError("redis at " + endpoint_ + " requires a password, and ConnectionOptions::password is empty (" +
+                        std::string(reply->text()) + ")");
+      }
+    } else {
+      const Reply reply =
+          options_.user.empty() ? run({"AUTH", options_.password}) : run({"AUTH", options_.user, options_.password});
+      if (reply->isError()) {
+        // Redis's own message names the problem and never repeats the password; neither does ours.
+        throw AuthError("redis at " + endpoint_ + " refused authentication" +
+                        (options_.user.empty() ? std::string() : " as user " + quoted(options_.user)) + ": " +
+                        std::string(reply->text()));
+      }
+    }
+    if (options_.db != 0) {
+      const std::string db = std::to_string(options_.db);
+      const Reply reply = run({"SELECT", db});
+      if (reply->isError()) {
+        throw ReplyError("redis at " + endpoint_ + " refused SELECT " + db + ": " + std::string(reply->text()));
+      }
+    }
+    return context;
+  }
+
+  // A server that restarted, or closed an idle client, has already sent EOF: a peek sees it, so the
+  // command goes out on a fresh connection instead of failing on a dead one. It costs one syscall. Over
+  // TLS the close-notify record comes before the EOF, so bytes waiting there are OpenSSL's to judge.
+  static bool closedByServer(const redisContext& context) noexcept {
+    char byte;
+    const ssize_t peeked = ::recv(context.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (peeked > 0) return closedTls(context);
+    return peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+  }
+
+  // One call, preceded by ASKING when `asking`, and followed by WAIT when replicas must acknowledge it.
+  Reply send(const ScriptCall& call, bool asking) {
+    if (!asking && waits() == 0) return command(call.argv(), call.argc());
+    static constexpr std::string_view kAsking[] = {"ASKING"};
+    const std::size_t first = asking ? 1 : 0;
+    Reply reply, acknowledged;
+    pipeline(
+        first + 1 + waits(),
+        [&](std::size_t i) {
+          if (i < first) return std::pair(kAsking, std::size_t{1});
+          return i == first ? std::pair(call.argv(), call.argc()) : waitArgv();
+        },
+        [&](std::size_t i, Reply answer) {
+          if (i == first) reply = std::move(answer);
+          if (i > first) acknowledged = std::move(answer);
+        });
+    if (waits() != 0 && !reply->isError()) requireAcknowledged(*acknowledged);
+    return reply;
+  }
+
+  // WAIT after a call, when ConnectionOptions::replica_acks asks for it: how many of those commands go.
+  std::size_t waits() const noexcept { return options_.replica_acks > 0 ? 1 : 0; }
+
+  std::pair<const std::string_view*, std::size_t> waitArgv() {
+    wait_argv_ = {"WAIT", replica_acks_, replica_ack_timeout_};
+    return {wait_argv_.data(), wait_argv_.size()};
+  }
+
+  static std::chrono::milliseconds replicaAckTimeout(const ConnectionOptions& options) {
+    if (options.command_timeout.count() == 0) return std::chrono::milliseconds(1000);
+    return std::max(std::chrono::milliseconds(1), options.command_timeout / 2);
+  }
+
+  // The answer to WAIT: the writes before it are on enough replicas, or the call fails: it ran, and a
+  // failover now could lose it, so no one may take its answer for a durable one.
+  void requireAcknowledged(ReplyView acknowledged) const {
+    if (acknowledged.isInteger() && acknowledged.integer() >= options_.replica_acks) return;
+    throw TimeoutError("redis at " + endpoint_ + ": " +
+                       (acknowledged.isInteger() ? std::to_string(acknowledged.integer()) : std::string("no")) +
+                       " of " + std::to_string(options_.replica_acks) + " replicas acknowledged the write within " +
+                       replica_ack_timeout_ + " ms (WAIT), so a failover could lose it");
+  }
+
+  void unacknowledgedFail(std::vector<ScriptReply>& results, const Reply& acknowledged) const {
+    try {
+      requireAcknowledged(*acknowledged);
+    } catch (const TimeoutError&) {
+      for (ScriptReply& result : results) {
+        if (result.reply && !result.reply->isError()) result.reply = Reply(), result.error = std::current_exception();
+      }
+    }
+  }
+
+  // One command on `context`, arguments binary-safe; null when hiredis reports an error on the context.
+  static redisReply* send(redisContext& context, const std::string_view* argv, std::size_t argc) {
+    HiredisArgv hiredis_argv;
+    hiredis_argv.assign(argv, argc);
+    return static_cast<redisReply*>(
+        redisCommandArgv(&context, static_cast<int>(argc), hiredis_argv.pointers(), hiredis_argv.lengths()));
+  }
+
+  template <class ArgvOf>
+  void queue(std::size_t count, ArgvOf&& argv_of) {
+    redisContext& context = connected();
+    HiredisArgv hiredis_argv;
+    for (std::size_t i = 0; i < count; ++i) {
+      const auto [argv, argc] = argv_of(i);
+      hiredis_argv.assign(argv, argc);
+      if (redisAppendCommandArgv(&context, static_cast<int>(argc), hiredis_argv.pointers(), hiredis_argv.lengths()) !=
+          REDIS_OK) {
+        broke("queueing a pipelined command");  // nothing was written yet: the half-built batch goes with it
+      }
+    }
+  }
+
+  // Writes what queue() gathered without waiting for answers.
+  void flush() {
+    int done = 0;
+    while (done == 0) {
+      if (redisBufferWrite(context_.get(), &done) != REDIS_OK) broke("sending pipelined commands");
+    }
+  }
+
+  template <class OnReply>
+  void receive(std::size_t count, OnReply&& on_reply) {
+    for (std::size_t i = 0; i < count; ++i) {
+      void* reply = nullptr;
+      if (!context_ || redisGetReply(context_.get(), &reply) != REDIS_OK || reply == nullptr) {
+        broke("waiting for pipelined replies");
+      }
+      breaker_->recordSuccess();
+      try {
+        on_reply(i, Reply(static_cast<redisReply*>(reply)));
+      } catch (...) {
+        context_.reset();  // the replies still unread would otherwise answer the next commands
+        throw;
+      }
+    }
+  }
+
+  Open open_;
+  std::string endpoint_;
+  ConnectionOptions options_;
+  ContextPtr context_;
+  std::shared_ptr<CircuitBreaker> breaker_;
+  std::string replica_acks_;
+  std::string replica_ack_timeout_;
+  std::array<std::string_view, 3> wait_argv_;
+  std::function<std::uint64_t()> epoch_;
+  std::uint64_t connected_epoch_ = 0;
+};
+
+// A script call's reply, or the ReplyError its error reply stands for, thrown.
+inline Reply throwIfError(Reply reply, std::string_view endpoint, const Script& script) {
+  if (reply->isError()) throw scriptError(endpoint, script, *reply);
+  return reply;
+}
+
+// A batch's replies, each error reply turned into its Outcome's error (a batch throws for none).
+inline std::vector<ScriptReply> errorRepliesAsErrors(std::vector<ScriptReply> results, std::string_view endpoint,
+                                                     const std::vector<ScriptCall>& calls) {
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    ScriptReply& result = results[i];
+    if (result.reply && result.reply->isError()) {
+      result.error = std::make_exception_ptr(scriptError(endpoint, calls[i].script(), *result.reply));
+      result.reply = Reply();
+    }
+  }
+  return results;
+}
+
+}  // namespace swl::detail
