@@ -1,12 +1,15 @@
 #pragma once
 /// \file
 /// Run-time choices every limiter shares: what to answer when Redis cannot, whose clock to trust, whether
-/// rejected requests count, and who watches (observer.hpp).
+/// rejected requests count, and who watches (observer.hpp); and the options of the limiters that keep
+/// something in memory (LocalLimiter, TieredLimiter, LeasingLimiter), so their cores in detail/ see them.
 
 #include <swl/access_list.hpp>
 #include <swl/observer.hpp>
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <utility>
@@ -87,6 +90,46 @@ struct LimiterOptions {
   /// Tier::blocked) until the block ends, counting nothing meanwhile. 0, the default, blocks nothing;
   /// otherwise 1 ms or more. docs/limits.md ("Blocking a key that passed its limit") says where it applies.
   std::chrono::microseconds block_for{0};
+};
+
+/// How a LocalLimiter keeps its windows: whose clock, how many keys, and who observes.
+struct LocalLimiterOptions {
+  /// The host's clock by default; Clock::manual for tests. Clock::redis() is refused: there is no Redis.
+  Clock clock = Clock::system();
+  /// The most keys held at once; the least recently used goes first past it.
+  std::size_t max_keys = 100'000;
+  /// Sees every decision and error, as LimiterOptions::observer does.
+  Observer observer;
+  Enforcement enforcement = Enforcement::enforce;  ///< Enforcement::shadow admits what it would refuse
+  std::shared_ptr<const AccessList> access;        ///< keys answered without deciding (access_list.hpp)
+};
+
+/// The local tiers of a TieredLimiter: a cache of refusals in front of Redis, insurance behind it.
+struct TierOptions {
+  /// The local cache of Redis's refusals, and how many keys it holds at most.
+  bool cache_refusals = true;
+  /// The most keys that refusal cache holds.
+  std::size_t max_cached_refusals = 100'000;
+  /// How many instances share the limit during an outage; 0 turns insurance off.
+  int instances = 0;
+  /// While insured, how often one call asks Redis whether it is back.
+  std::chrono::milliseconds redis_retry_interval{1000};
+  /// The most keys the insurance tier holds (see LocalLimiterOptions::max_keys).
+  std::size_t max_insured_keys = 100'000;
+};
+
+/// How a LeasingLimiter leases: for how long, how large a share, for how many keys.
+struct LeaseOptions {
+  /// How long a lease may be used. 0 chooses window / 50, at most one second: a unit used at the start of
+  /// a lease that then goes unused counts that much longer than it would have. Below a millisecond a
+  /// lease saves too little, and every call goes to Redis.
+  std::chrono::microseconds duration{0};
+  /// A lease takes at most 1/room_divisor of what the window has room for (never less than the request
+  /// in hand): the share left for the other instances. At least 2.
+  std::int64_t room_divisor = 4;
+  /// The most keys whose leases and demand are remembered; past it the least recently used are forgotten,
+  /// and their unused units expire by themselves.
+  std::size_t max_keys = 100'000;
 };
 
 }  // namespace swl

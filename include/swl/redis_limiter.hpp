@@ -11,130 +11,14 @@
 /// It keeps the limiter contract (limiter.hpp): tryAcquire is one EVALSHA, atomic on the server, so any
 /// number of processes and threads sharing a Redis agree exactly; tryAcquireMany is one pipelined round
 /// trip (per server). Thread safety: as safe as its RedisClient.
-///
 
-#include <swl/algorithm.hpp>
-#include <swl/decision.hpp>
-#include <swl/detail/integer_text.hpp>
-#include <swl/detail/script/calls.hpp>
-#include <swl/detail/script/reply.hpp>
-#include <swl/error.hpp>
+#include <swl/detail/limiter/redis_core.hpp>
 #include <swl/limiter.hpp>
-#include <swl/options.hpp>
 #include <swl/policies/keys.hpp>
 #include <swl/policies/members.hpp>
 #include <swl/policies/ttl.hpp>
-#include <swl/redis/client.hpp>
-
-#include <algorithm>
-#include <chrono>
-#include <cstdint>
-#include <exception>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
 
 namespace swl {
-
-namespace detail {
-
-template <class Algorithm, class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
-class RedisLimiterCore {
-  static_assert(isAlgorithm<Algorithm>,
-                "swl::RedisLimiter<Algorithm, ...>: Algorithm must provide kName, kScriptName, kScript, "
-                "kRecordsMembers and static void check(const Limit&) (see swl/redis_limiter.hpp)");
-  static_assert(isKeyPolicy<KeyPolicy>,
-                "swl::RedisLimiter: KeyPolicy must be copyable with std::string key(std::string_view) const "
-                "(see swl/policies/keys.hpp; to spread one key over several, use swl::ShardedLimiter)");
-  static_assert(isMemberPolicy<MemberPolicy>,
-                "swl::RedisLimiter: MemberPolicy must have std::string next() (see swl/policies/members.hpp)");
-  static_assert(isTtlPolicy<TtlPolicy>,
-                "swl::RedisLimiter: TtlPolicy must be copyable with std::chrono::milliseconds "
-                "ttl(std::chrono::microseconds) const (see swl/policies/ttl.hpp)");
-
- public:
-  static constexpr std::int64_t kLargestExact = detail::kLargestExact;
-
-  RedisLimiterCore(RedisClient& redis, Limit limit, LimiterOptions options = {}, KeyPolicy keys = KeyPolicy(),
-                   MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
-      : redis_(&redis), calls_(limit, std::move(options), std::move(keys), std::move(members), std::move(ttl)) {}
-
-  // One EVALSHA, under the limiter's own limit or one chosen for this call (a tenant's plan): the key's
-  // state is the same whatever limit a call brings; docs/limits.md ("Limits per tenant") says what each
-  // algorithm makes of a limit that changes.
-  Decision decide(std::string_view key, std::int64_t cost, const Limit& limit) {
-    const auto request = calls_.prepare(key, cost, limit);
-    return request.decide(*redis_->run(request.call()));
-  }
-
-  Usage peek(std::string_view key, const Limit& limit) {
-    const auto request = calls_.preparePeek(key, limit);
-    return Calls::usage(*redis_->run(request.call()), request);
-  }
-
-  bool reset(std::string_view key) {
-    if (key.empty()) throw InvalidArgument(std::string(Algorithm::kName) + "::reset: the key is empty");
-    return redis_->run(detail::forgetScript(), {redisKey(key)}, {})->integer() > 0;
-  }
-
-  const Limit& limit() const noexcept { return calls_.limit(); }
-  const LimiterOptions& options() const noexcept { return calls_.options(); }
-  void validate(std::string_view key, std::int64_t cost, const Limit& limit) const {
-    calls_.validate(key, cost, limit);
-  }
-
-  std::vector<Outcome> decideMany(const std::vector<AcquireRequest>& requests) {
-    std::vector<Outcome> outcomes(requests.size());
-    std::vector<typename Calls::Request> prepared;
-    std::vector<std::size_t> sent;  // prepared[i] answers requests[sent[i]]
-    prepared.reserve(requests.size()), sent.reserve(requests.size());
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-      try {
-        prepared.push_back(calls_.prepare(requests[i].key, requests[i].cost, requests[i].limitOr(limit())));
-        sent.push_back(i);
-      } catch (const InvalidArgument&) {
-        outcomes[i] = {detail::blindRefusal(requests[i].limitOr(limit())), std::current_exception()};
-      }
-    }
-    std::vector<ScriptCall> calls;
-    calls.reserve(prepared.size());
-    for (const auto& request : prepared) calls.push_back(request.call());
-    std::vector<ScriptReply> replies = redis_->runMany(calls);
-    for (std::size_t i = 0; i < replies.size(); ++i) {
-      Outcome& outcome = outcomes[sent[i]];
-      if (!replies[i].error) {
-        try {
-          outcome.decision = prepared[i].decide(*replies[i].reply);
-          continue;
-        } catch (const Error&) {
-          replies[i].error = std::current_exception();
-        }
-      }
-      outcome = {detail::blindRefusal(prepared[i].limit()), std::move(replies[i].error)};
-    }
-    return outcomes;
-  }
-
-  // The Redis key that holds `key`'s state, for operators and tests.
-  std::string redisKey(std::string_view key) const { return calls_.redisKey(key); }
-
-  static const Script& script() { return detail::scriptOf<Algorithm>(); }
-
- protected:
-  // What the limiter's face (LimiterFace) applies around each decision.
-  Reporting reporting() const {
-    return {options().observer, options().on_failure, Tier::redis, options().enforcement, options().access.get()};
-  }
-
-  // The client and the calls, for a core that extends this one (the log's: swl/algorithms/sliding_window.hpp).
-  using Calls = detail::LimiterCalls<Algorithm, KeyPolicy, MemberPolicy, TtlPolicy>;
-
-  RedisClient* redis_;
-  Calls calls_;
-};
-
-}  // namespace detail
 
 /// A limiter deciding with `Algorithm`'s script on Redis, one EVALSHA per decision. Constructed as
 /// `RedisLimiter<Algorithm>(RedisClient& redis, Limit limit, LimiterOptions options = {}, KeyPolicy keys = {},
