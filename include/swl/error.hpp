@@ -18,6 +18,8 @@
 /// ConnectionError and ReplyError are "Redis could not decide": a limiter hands them to its failure policy.
 /// InvalidArgument is always thrown: failing open on a programming error would hide it.
 
+#include <swl/detail/messages.hpp>
+
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -83,27 +85,4 @@ class ProtocolError : public ReplyError {
   using ReplyError::ReplyError;
 };
 
-namespace detail {
-
-// A caller's key (or any bytes it chose) as a message shows it: quoted, bytes outside printable ASCII
-// escaped as \xHH, and cut after 64 bytes with the full length said, so a megabyte of binary key
-// never becomes a megabyte of unreadable what().
-inline std::string quoted(std::string_view text) {
-  static constexpr std::size_t kShown = 64;
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string shown = "'";
-  for (const char c : text.substr(0, kShown)) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte > 0x7e || c == '\\' || c == '\'') {
-      shown.append("\\x").append(1, kHex[byte >> 4]).append(1, kHex[byte & 15]);
-    } else {
-      shown += c;
-    }
-  }
-  shown += '\'';
-  if (text.size() > kShown) shown.append("... (").append(std::to_string(text.size())).append(" bytes)");
-  return shown;
-}
-
-}  // namespace detail
 }  // namespace swl

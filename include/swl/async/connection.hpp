@@ -193,7 +193,7 @@ class AsyncConnection {
     if (context_ != nullptr) return context_;
     redisAsyncContext* context = dialer_.dialAsync(address_);
     if (context->err != 0) {
-      const std::string why = "redis at " + endpoint_ + " failed connecting (" + context->errstr + ")";
+      const std::string why = detail::aboutRedis(endpoint_, " failed connecting (", context->errstr, ")");
       redisAsyncFree(context);
       breaker_->recordFailure(why);
       throw ConnectionError(why);
@@ -201,7 +201,7 @@ class AsyncConnection {
     context->data = this;
     if (redisLibeventAttach(context, loop_) != REDIS_OK) {
       redisAsyncFree(context);
-      throw ConnectionError("redis at " + endpoint_ + ": cannot attach to the libevent loop");
+      throw detail::redisError<ConnectionError>(endpoint_, ": cannot attach to the libevent loop");
     }
     redisAsyncSetConnectCallback(context, &AsyncConnection::onConnect);
     redisAsyncSetDisconnectCallback(context, &AsyncConnection::onDisconnect);
@@ -223,8 +223,9 @@ class AsyncConnection {
           // Redis's message names the problem and never repeats the password; neither does ours.
           const bool no_password = std::string_view(reply_error.what()).find("NOAUTH") != std::string_view::npos;
           const std::string why =
-              no_password ? "redis at " + endpoint_ + " requires a password, and ConnectionOptions::password is empty"
-                          : "redis at " + endpoint_ + " refused " + what + ": " + reply_error.what();
+              no_password
+                  ? detail::aboutRedis(endpoint_, " requires a password, and ConnectionOptions::password is empty")
+                  : detail::aboutRedis(endpoint_, " refused ", what, ": ", reply_error.what());
           breaker_->recordFailure(why, detail::BreakCause::refused_credentials);
           drop(context_, std::make_exception_ptr(AuthError(why)));
         } catch (const Error&) {
@@ -293,8 +294,8 @@ class AsyncConnection {
     }
     if (reply.isError()) {
       const std::string what = pending.script != nullptr ? "script " + pending.script->name() : "a command";
-      pending.done(ReplyView(), std::make_exception_ptr(ReplyError("redis at " + endpoint_ + ": " + what +
-                                                                   " failed: " + std::string(reply.text()))));
+      pending.done(ReplyView(), std::make_exception_ptr(
+                                    detail::redisError<ReplyError>(endpoint_, ": ", what, " failed: ", reply.text())));
       return;
     }
     pending.done(reply, nullptr);
@@ -324,7 +325,7 @@ class AsyncConnection {
       return;
     }
     // hiredis frees the context itself after this, calling back everything queued on it.
-    const std::string why = "redis at " + self.endpoint_ + " failed connecting (" + context->errstr + ")";
+    const std::string why = detail::aboutRedis(self.endpoint_, " failed connecting (", context->errstr, ")");
     self.breaker_->recordFailure(why);
     self.blame(context, std::make_exception_ptr(ConnectionError(why)));
     self.context_ = nullptr;
@@ -336,8 +337,8 @@ class AsyncConnection {
   }
 
   std::string lostMessage(const redisAsyncContext* context) const {
-    return "redis at " + endpoint_ + ": connection lost" +
-           (context->errstr[0] != '\0' ? " (" + std::string(context->errstr) + ")" : std::string());
+    return detail::aboutRedis(endpoint_, ": connection lost",
+                              (context->errstr[0] != '\0' ? " (" + std::string(context->errstr) + ")" : std::string()));
   }
 
   std::string closedMessage() const { return "swl::AsyncConnection to " + endpoint_ + " is closed"; }
@@ -367,8 +368,8 @@ class AsyncConnection {
       armTimer(options_.command_timeout);
       return;
     }
-    const std::string why = "redis at " + endpoint_ + " timed out waiting for a reply (no answer within " +
-                            std::to_string(options_.command_timeout.count()) + " ms)";
+    const std::string why = detail::aboutRedis(endpoint_, " timed out waiting for a reply (no answer within ",
+                                               std::to_string(options_.command_timeout.count()), " ms)");
     breaker_->recordFailure(why);
     drop(oldest.context, std::make_exception_ptr(TimeoutError(why)));
     if (!in_flight_.empty() && !evtimer_pending(timeout_timer_.get(), nullptr)) armTimer(options_.command_timeout);

@@ -215,8 +215,7 @@ namespace detail {
 
 // How every client reports an error reply to a script call.
 inline ReplyError scriptError(std::string_view endpoint, const Script& script, ReplyView reply) {
-  return ReplyError("redis at " + std::string(endpoint) + ": script " + script.name() +
-                    " failed: " + std::string(reply.text()));
+  return detail::redisError<ReplyError>(endpoint, ": script ", script.name(), " failed: ", reply.text());
 }
 
 }  // namespace detail

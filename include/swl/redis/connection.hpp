@@ -108,7 +108,7 @@ class Connection : public RedisClient {
   void ping() {
     const Reply reply = link_.command({"PING"});
     if (reply->isError()) {
-      throw ReplyError("redis at " + link_.endpoint() + " refused PING: " + std::string(reply->text()));
+      throw detail::redisError<ReplyError>(link_.endpoint(), " refused PING: ", reply->text());
     }
   }
 

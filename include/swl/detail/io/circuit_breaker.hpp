@@ -91,8 +91,8 @@ class CircuitBreaker {
 
   [[noreturn]] void throwRefusal(const std::string& endpoint, Clock::time_point now) const {
     const auto wait = std::chrono::ceil<std::chrono::milliseconds>(reopen_at_ - now).count();
-    std::string why = "redis at " + endpoint + " is not asked for another " + std::to_string(wait) +
-                      " ms: its circuit is open after: " + last_failure_;
+    std::string why = aboutRedis(endpoint, " is not asked for another ", std::to_string(wait),
+                                 " ms: its circuit is open after: ", last_failure_);
     switch (last_cause_) {
       case BreakCause::refused_credentials:
         throw AuthError(std::move(why));

@@ -24,12 +24,12 @@ namespace swl::detail {
 // A context made elsewhere (dialled below, or by a user's factory), checked and given the command
 // timeout. Throws ConnectionError (TimeoutError) naming `endpoint`.
 inline ContextPtr ready(ContextPtr context, const std::string& endpoint, const ConnectionOptions& options) {
-  if (!context) throw ConnectionError("redis at " + endpoint + " failed connecting (out of memory)");
+  if (!context) throw redisError<ConnectionError>(endpoint, " failed connecting (out of memory)");
   if (context->err != 0) throwContextError(*context, endpoint, "connecting");
   if (context->reader != nullptr) limitAggregates(*context->reader);
   if (options.command_timeout.count() > 0 &&
       redisSetTimeout(context.get(), toTimeval(options.command_timeout)) != REDIS_OK) {
-    throw ConnectionError("redis at " + endpoint + ": cannot set the command timeout");
+    throw redisError<ConnectionError>(endpoint, ": cannot set the command timeout");
   }
   return context;
 }
@@ -71,8 +71,7 @@ class Dialer {
     requireTcpForTls(address);
     redisAsyncContext* context = address.unix_path.empty() ? redisAsyncConnect(address.host.c_str(), address.port)
                                                            : redisAsyncConnectUnix(address.unix_path.c_str());
-    if (context == nullptr)
-      throw ConnectionError("redis at " + address.endpoint() + " failed connecting (out of memory)");
+    if (context == nullptr) throw redisError<ConnectionError>(address.endpoint(), " failed connecting (out of memory)");
     if (context->c.reader != nullptr) limitAggregates(*context->c.reader);
     if (tls_ && context->err == 0) {
       try {

@@ -70,8 +70,8 @@ inline bool isTimeout(const redisContext& context) noexcept {
 [[noreturn]] inline void throwContextError(const redisContext& context, std::string_view endpoint,
                                            std::string_view doing) {
   const bool timed_out = isTimeout(context);
-  std::string message = "redis at " + std::string(endpoint) + (timed_out ? " timed out " : " failed ") +
-                        std::string(doing) + " (" + context.errstr + ")";
+  std::string message =
+      aboutRedis(endpoint, (timed_out ? " timed out " : " failed "), doing, " (", context.errstr, ")");
   if (timed_out) throw TimeoutError(message);
   throw ConnectionError(message);
 }

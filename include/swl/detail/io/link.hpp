@@ -158,12 +158,11 @@ class Link {
   void load(const Script& script) {
     const Reply reply = command({"SCRIPT", "LOAD", script.text()});
     if (reply->isError()) {
-      throw ReplyError("redis at " + endpoint_ + ": SCRIPT LOAD of " + script.name() +
-                       " failed: " + std::string(reply->text()));
+      throw redisError<ReplyError>(endpoint_, ": SCRIPT LOAD of ", script.name(), " failed: ", reply->text());
     }
     if (!reply->isString() || reply->text() != script.sha()) {
-      throw ProtocolError("redis at " + endpoint_ + ": SCRIPT LOAD of " + script.name() +
-                          " did not return the expected SHA-1 " + std::string(script.sha()));
+      throw redisError<ProtocolError>(endpoint_, ": SCRIPT LOAD of ", script.name(),
+                                      " did not return the expected SHA-1 ", script.sha());
     }
   }
 
@@ -220,7 +219,7 @@ class Link {
   // reconnects, and a timeout opens the circuit.
   [[noreturn]] void broke(std::string_view doing) {
     const ContextPtr broken = std::move(context_);
-    if (!broken) throw ConnectionError("redis at " + endpoint_ + ": no connection " + std::string(doing));
+    if (!broken) throw redisError<ConnectionError>(endpoint_, ": no connection ", doing);
     try {
       throwContextError(*broken, endpoint_, doing);
     } catch (const TimeoutError& timeout) {
@@ -241,24 +240,24 @@ class Link {
       // an AuthError that says so, at connect, instead.
       const Reply reply = run({"PING"});
       if (reply->isError("NOAUTH")) {
-        throw AuthError("redis at " + endpoint_ + " requires a password, and ConnectionOptions::password is empty (" +
-                        std::string(reply->text()) + ")");
+        throw redisError<AuthError>(endpoint_, " requires a password, and ConnectionOptions::password is empty (",
+                                    reply->text(), ")");
       }
     } else {
       const Reply reply =
           options_.user.empty() ? run({"AUTH", options_.password}) : run({"AUTH", options_.user, options_.password});
       if (reply->isError()) {
         // Redis's own message names the problem and never repeats the password; neither does ours.
-        throw AuthError("redis at " + endpoint_ + " refused authentication" +
-                        (options_.user.empty() ? std::string() : " as user " + quoted(options_.user)) + ": " +
-                        std::string(reply->text()));
+        throw redisError<AuthError>(endpoint_, " refused authentication",
+                                    (options_.user.empty() ? std::string() : " as user " + quoted(options_.user)), ": ",
+                                    reply->text());
       }
     }
     if (options_.db != 0) {
       const std::string db = std::to_string(options_.db);
       const Reply reply = run({"SELECT", db});
       if (reply->isError()) {
-        throw ReplyError("redis at " + endpoint_ + " refused SELECT " + db + ": " + std::string(reply->text()));
+        throw redisError<ReplyError>(endpoint_, " refused SELECT ", db, ": ", reply->text());
       }
     }
     return context;
@@ -311,10 +310,10 @@ class Link {
   // failover now could lose it, so no one may take its answer for a durable one.
   void requireAcknowledged(ReplyView acknowledged) const {
     if (acknowledged.isInteger() && acknowledged.integer() >= options_.replica_acks) return;
-    throw TimeoutError("redis at " + endpoint_ + ": " +
-                       (acknowledged.isInteger() ? std::to_string(acknowledged.integer()) : std::string("no")) +
-                       " of " + std::to_string(options_.replica_acks) + " replicas acknowledged the write within " +
-                       replica_ack_timeout_ + " ms (WAIT), so a failover could lose it");
+    throw redisError<TimeoutError>(
+        endpoint_, ": ", (acknowledged.isInteger() ? std::to_string(acknowledged.integer()) : std::string("no")),
+        " of ", std::to_string(options_.replica_acks), " replicas acknowledged the write within ", replica_ack_timeout_,
+        " ms (WAIT), so a failover could lose it");
   }
 
   void unacknowledgedFail(std::vector<ScriptReply>& results, const Reply& acknowledged) const {

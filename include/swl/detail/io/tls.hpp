@@ -89,7 +89,7 @@ class TlsContext {
   void secure(redisContext& context, const Address& address) const {
     const std::string endpoint = address.endpoint();
     std::unique_ptr<SSL, SslDeleter> ssl(SSL_new(context_.get()));
-    if (!ssl) throw ConnectionError("redis at " + endpoint + ": OpenSSL could not start TLS: " + openSslError(""));
+    if (!ssl) throw redisError<ConnectionError>(endpoint, ": OpenSSL could not start TLS: ", openSslError(""));
     const std::string& name = options_.server_name.empty() ? address.host : options_.server_name;
     if (isIpAddress(name)) {
       if (options_.verify_peer && X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl.get()), name.c_str()) != 1)
@@ -127,13 +127,13 @@ class TlsContext {
                                         const std::string& name) const {
     const long verified = SSL_get_verify_result(&ssl);
     if (options_.verify_peer && verified != X509_V_OK) {
-      throw TlsError("redis at " + endpoint + ": its TLS certificate was refused (" +
-                     X509_verify_cert_error_string(verified) + "; the name expected is " + quoted(name) + ")");
+      throw redisError<TlsError>(endpoint, ": its TLS certificate was refused (",
+                                 X509_verify_cert_error_string(verified), "; the name expected is ", quoted(name), ")");
     }
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ETIMEDOUT) {
-      throw TimeoutError("redis at " + endpoint + " timed out in the TLS handshake");
+      throw redisError<TimeoutError>(endpoint, " timed out in the TLS handshake");
     }
-    throw TlsError("redis at " + endpoint + " failed the TLS handshake (" + context.errstr + ")");
+    throw redisError<TlsError>(endpoint, " failed the TLS handshake (", context.errstr, ")");
   }
 
   friend bool closedTls(const redisContext& context) noexcept;

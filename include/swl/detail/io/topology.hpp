@@ -61,8 +61,7 @@ inline std::optional<Redirection> parseRedirection(ReplyView reply, const Addres
     port = parsePort(text.substr(port_at + 1));
   }
   if (slot < 0 || slot >= static_cast<int>(kClusterSlots) || !port) {
-    throw ProtocolError("redis at " + answering.endpoint() +
-                        " sent a redirection swl cannot read: " + std::string(text));
+    throw redisError<ProtocolError>(answering.endpoint(), " sent a redirection swl cannot read: ", text);
   }
   redirection.slot = static_cast<std::uint16_t>(slot);
   redirection.target = {hostOr(text.substr(target_at + 1, port_at - target_at - 1), answering.host), *port, {}};
@@ -81,10 +80,10 @@ struct SlotRange {
 // CLUSTER SLOTS: [[first, last, [host, port, id, ...], replica...], ...]. Slots no master serves are absent.
 inline std::vector<SlotRange> parseClusterSlots(ReplyView reply, const Address& answering) {
   auto malformed = [&](std::string_view why) {
-    return ProtocolError("redis at " + answering.endpoint() + " answered CLUSTER SLOTS with " + std::string(why));
+    return redisError<ProtocolError>(answering.endpoint(), " answered CLUSTER SLOTS with ", why);
   };
   if (reply.isError()) {
-    throw ReplyError("redis at " + answering.endpoint() + " refused CLUSTER SLOTS: " + std::string(reply.text()));
+    throw redisError<ReplyError>(answering.endpoint(), " refused CLUSTER SLOTS: ", reply.text());
   }
   if (!reply.isArray()) throw malformed("something other than an array");
   std::vector<SlotRange> ranges;
