@@ -4,6 +4,7 @@
 #include <swl/policies/members.hpp>
 #include <swl/policies/ttl.hpp>
 #include <swl/redis/hash_slot.hpp>
+#include <swl/testing/manual_clock.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -26,10 +26,10 @@
 /// Thread safety: the limiter is as safe as its RedisClient (a pool or a cluster: yes); one Slot is used
 /// by one thread at a time, like any value.
 
-#include <swl/detail/limiter/concurrency_slots.hpp>
 #include <swl/algorithm.hpp>
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
+#include <swl/detail/limiter/concurrency_slots.hpp>
 #include <swl/detail/script/calls.hpp>
 #include <swl/detail/script/reply.hpp>
 #include <swl/error.hpp>

@@ -144,10 +144,7 @@ class LeasingLimiterCore {
 
  protected:
   // What the limiter's face (LimiterFace) applies around each decision.
-  Reporting reporting() const {
-    const LimiterOptions& options = log_.options();
-    return {options.observer, options.on_failure, Tier::redis, options.enforcement, options.access.get()};
-  }
+  Reporting reporting() const { return reportingOf(log_.options()); }
 
  private:
   static constexpr std::chrono::microseconds kShortestLease = std::chrono::milliseconds(1);

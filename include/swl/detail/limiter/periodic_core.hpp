@@ -140,9 +140,7 @@ class PeriodicLimiterCore {
   static const Script& script() { return periodicScript(); }
 
  protected:
-  Reporting reporting() const {
-    return {options_.observer, options_.on_failure, Tier::redis, options_.enforcement, options_.access.get()};
-  }
+  Reporting reporting() const { return reportingOf(options_); }
 
  private:
   // One call's keys and arguments as text, owned while the call is in use.

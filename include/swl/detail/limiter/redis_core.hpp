@@ -109,9 +109,7 @@ class RedisLimiterCore {
 
  protected:
   // What the limiter's face (LimiterFace) applies around each decision.
-  Reporting reporting() const {
-    return {options().observer, options().on_failure, Tier::redis, options().enforcement, options().access.get()};
-  }
+  Reporting reporting() const { return reportingOf(options()); }
 
   // The client and the calls, for a core that extends this one (the log's: swl/algorithms/sliding_window.hpp).
   using Calls = detail::LimiterCalls<Algorithm, KeyPolicy, MemberPolicy, TtlPolicy>;

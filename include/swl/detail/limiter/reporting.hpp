@@ -165,6 +165,11 @@ struct Reporting {
   const AccessList* access = nullptr;
 };
 
+// How a limiter deciding on Redis under `options` reports: one place, for every such core.
+inline Reporting reportingOf(const LimiterOptions& options) {
+  return {options.observer, options.on_failure, Tier::redis, options.enforcement, options.access.get()};
+}
+
 // What the access list (access_list.hpp) answers for `key` under `limit`, if it answers: an allowed key
 // is admitted with the whole limit left, a denied one refused until the operator lifts it (the caller is
 // asked back after a window).

@@ -116,9 +116,7 @@ class ShardedLimiterCore {
 
  protected:
   // What the limiter's face (LimiterFace) applies around each decision.
-  Reporting reporting() const {
-    return {options_.observer, options_.on_failure, Tier::redis, options_.enforcement, options_.access.get()};
-  }
+  Reporting reporting() const { return reportingOf(options_); }
 
  private:
   std::size_t randomShard() const {

@@ -81,9 +81,7 @@ class TieredLimiterCore {
 
  protected:
   // What the limiter's face (LimiterFace) applies around each decision.
-  Reporting reporting() const {
-    return {options_.observer, options_.on_failure, Tier::redis, options_.enforcement, options_.access.get()};
-  }
+  Reporting reporting() const { return reportingOf(options_); }
 
  private:
   static constexpr std::int64_t kRedisUp = -1;
