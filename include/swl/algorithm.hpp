@@ -14,6 +14,7 @@
 ///     static constexpr std::string_view kParts;       // Lua without I/O run before kFunctions, tested alone
 ///                                                     // (the log's sums)
 ///     static constexpr std::string_view kFunctions;   // Lua run before kScript, shared with other scripts
+///                                                     // (or an array of texts, run in order)
 ///     static constexpr std::string_view kArgument;    // its own parameter, sent as ARGV[8] (bucketed: buckets)
 ///     static constexpr std::string_view kSettleScriptName, kSettleScript;  // it can settle reservations
 ///     static constexpr std::string_view kLeaseScriptName, kLeaseScript;    // it can lease units

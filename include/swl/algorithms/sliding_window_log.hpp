@@ -20,7 +20,6 @@
 #include <swl/detail/log/layout.hpp>
 #include <swl/detail/log/phases.hpp>
 #include <swl/detail/log/sums.hpp>
-#include <swl/detail/script/joined_text.hpp>
 
 #include <array>
 #include <cstdint>
@@ -63,8 +62,8 @@ struct SlidingWindowLog {
   /// only a set counted by units needs is built only for such a set (countedByUnits): a Lua function
   /// costs Redis on every call that defines it. Numbers go to redis.call as numbers where they can: Redis
   /// formats them with 17 significant digits, exact below 2^53 (unlike Lua's own 14 when concatenating).
-  static constexpr std::string_view kFunctions =
-      detail::joinedText<detail::window_log::kCountedByUnits, detail::window_log::kPhases>;
+  static constexpr std::array<std::string_view, 2> kFunctions{detail::window_log::kCountedByUnits,
+                                                              detail::window_log::kPhases};
 
   /// Every other decision: count, record when admitted (or when refusals count), answer. After kFastPath,
   /// which has read `start` and `live`.
@@ -127,10 +126,11 @@ return answer
 
   /// Checks one key's log against its entries, for operators and the tests: every sum of the bookkeeping
   /// and of the nodes recomputed from the entries (`swl_scripts check_log`, run with EVAL and the Redis key
-  /// as KEYS[1], or SlidingWindowLimiter::check). Its work grows with the set, as it must: never a
+  /// as KEYS[1], or SlidingWindowLimiter::checkLog). Its work grows with the set, as it must: never a
   /// decision's. Answers {set kind ('entries' or 'units'), entries, units in the set, nodes of levels 1..4}
   /// or an error naming the first thing that disagrees.
   static constexpr std::string_view kCheckScriptName = "check_log";
+  /// The check script's Lua (kCheckScriptName says what it does), in detail/log/check.hpp.
   static constexpr std::string_view kCheckScript = detail::window_log::kCheck;
 };
 

@@ -106,7 +106,14 @@ std::string scriptText(std::string_view part, bool with_fast_path = false, std::
     if (with_fast_path) whole.append(Algorithm::kFastPath);
   }
   if constexpr (hasParts<Algorithm>) whole.append(Algorithm::kParts);
-  if constexpr (hasFunctions<Algorithm>) whole.append(Algorithm::kFunctions);
+  if constexpr (hasFunctions<Algorithm>) {
+    // one text, or several in order (the log's steps are written in two headers)
+    if constexpr (std::is_convertible_v<FunctionsPart<Algorithm>, std::string_view>) {
+      whole.append(Algorithm::kFunctions);
+    } else {
+      for (const std::string_view functions : Algorithm::kFunctions) whole.append(functions);
+    }
+  }
   return whole.append(part);
 }
 
