@@ -69,25 +69,42 @@ TEST_CASE("compact members are unique across threads, free of '#', and shorter t
   CHECK(longest < swl::UuidMember().next().size());
 }
 
-TEST_CASE("a forked child draws its own compact identity instead of repeating its parent's members") {
-  swl::CompactMember members;
-  const std::string parents = members.next();
+// What `draw()` gives in a child forked now (the child's first member, say).
+template <class Draw>
+std::string drawnInAChild(Draw draw) {
   int pipe_fds[2];
   REQUIRE(::pipe(pipe_fds) == 0);
   const pid_t child = ::fork();
   if (child == 0) {
-    const std::string childs = swl::CompactMember().next();
-    const ssize_t written = ::write(pipe_fds[1], childs.data(), childs.size());
-    ::_exit(written == static_cast<ssize_t>(childs.size()) ? 0 : 1);
+    const std::string drawn = draw();
+    const ssize_t written = ::write(pipe_fds[1], drawn.data(), drawn.size());
+    ::_exit(written == static_cast<ssize_t>(drawn.size()) ? 0 : 1);
   }
   ::close(pipe_fds[1]);
   char buffer[64];
   const ssize_t length = ::read(pipe_fds[0], buffer, sizeof buffer);
   ::close(pipe_fds[0]);
-  ::waitpid(child, nullptr, 0);
-  REQUIRE(length > 11);
-  const std::string childs(buffer, static_cast<std::size_t>(length));
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  REQUIRE(length > 0);
+  return std::string(buffer, static_cast<std::size_t>(length));
+}
+
+TEST_CASE("a forked child draws its own compact identity instead of repeating its parent's members") {
+  swl::CompactMember members;
+  const std::string parents = members.next();
+  const std::string childs = drawnInAChild([] { return swl::CompactMember().next(); });
+  REQUIRE(childs.size() > 11);
   CHECK(childs.substr(0, 11) != parents.substr(0, 11));
+}
+
+TEST_CASE("a forked child's UUID members differ from those its parent draws next") {
+  swl::UuidMember members;
+  members.next();  // the parent's generator is seeded before the fork, as in a server that forks workers
+  const std::string childs = drawnInAChild([&members] { return members.next(); });
+  CHECK(childs != members.next());
 }
 
 TEST_CASE("UUID members are random version 4 UUIDs") {

@@ -16,7 +16,6 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
-#include <random>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -62,8 +61,7 @@ class CompactMember {
     std::atomic<std::uint64_t> counter{0};
 
     void draw() {
-      std::random_device entropy;
-      std::uint64_t bits = (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy();
+      std::uint64_t bits = detail::entropy();
       for (char& digit : id) digit = kDigits[bits & 63], bits >>= 6;
       counter.store(0, std::memory_order_relaxed);
     }
@@ -86,7 +84,7 @@ class UuidMember {
  public:
   /// The next member: a new UUID.
   std::string next() {
-    std::mt19937_64& random = detail::threadRandom();
+    detail::ThreadRandom& random = detail::threadRandom();
     std::uint64_t high = random(), low = random();
     high = (high & 0xFFFFFFFFFFFF0FFFull) | 0x0000000000004000ull;  // version 4
     low = (low & 0x3FFFFFFFFFFFFFFFull) | 0x8000000000000000ull;    // RFC 4122 variant

@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
-#include <random>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -119,9 +118,7 @@ class ShardedLimiterCore {
   Reporting reporting() const { return reportingOf(options_); }
 
  private:
-  std::size_t randomShard() const {
-    return std::uniform_int_distribution<std::size_t>(0, shards_.size() - 1)(detail::threadRandom());
-  }
+  std::size_t randomShard() const { return static_cast<std::size_t>(detail::threadRandom().below(shards_.size())); }
 
   // Shard i's part of `limit`: the units dealt out as evenly as they go, the first shards taking the rest.
   Limit share(const Limit& limit, std::size_t i) const {
