@@ -23,6 +23,4 @@ namespace swl {
 /// `LocalLimiter(Limit limit, LocalLimiterOptions options = {})`. Its calls are the contract's (limiter.hpp).
 using LocalLimiter = LimiterFace<detail::LocalLimiterCore>;
 
-static_assert(keepsLimiterContract<LocalLimiter>());
-
 }  // namespace swl

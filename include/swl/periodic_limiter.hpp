@@ -28,6 +28,4 @@ namespace swl {
 template <class KeyPolicy = PrefixKey>
 using PeriodicLimiter = LimiterFace<detail::PeriodicLimiterCore<KeyPolicy>>;
 
-static_assert(keepsLimiterContract<PeriodicLimiter<>>());
-
 }  // namespace swl

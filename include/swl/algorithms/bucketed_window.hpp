@@ -23,6 +23,7 @@
 
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
+#include <swl/detail/script/lua_text.hpp>
 #include <swl/policies/keys.hpp>
 #include <swl/redis_limiter.hpp>
 
@@ -141,13 +142,11 @@ for i = 1, #names do
   if freed >= needed then return {0, remaining, (tonumber(names[i]) + 1) * width + window - now, reset_after} end
 end
 return redis.error_reply('swl bucketed_window: the buckets of ' .. key .. ' do not add up to their sum')
-)lua";
+)lua"sv;
 };
 
 /// A sliding window in at most B buckets per key, for large limits.
 template <unsigned Buckets = 64, class KeyPolicy = PrefixKey>
 using BucketedWindowLimiter = RedisLimiter<BucketedWindow<Buckets>, KeyPolicy>;
-
-static_assert(keepsLimiterContract<BucketedWindowLimiter<>>());
 
 }  // namespace swl

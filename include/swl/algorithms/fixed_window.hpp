@@ -15,6 +15,7 @@
 /// the arguments; everything around it is RedisLimiter's.
 
 #include <swl/decision.hpp>
+#include <swl/detail/script/lua_text.hpp>
 #include <swl/detail/script/period_count.hpp>
 #include <swl/policies/keys.hpp>
 #include <swl/redis_limiter.hpp>
@@ -52,13 +53,11 @@ if counted then
   redis.call('PEXPIRE', key, math.ceil(window / 1000))
 end
 return answer
-)lua";
+)lua"sv;
 };
 
 /// A counter per fixed window, on Redis.
 template <class KeyPolicy = PrefixKey>
 using FixedWindowLimiter = RedisLimiter<FixedWindow, KeyPolicy>;
-
-static_assert(keepsLimiterContract<FixedWindowLimiter<>>());
 
 }  // namespace swl

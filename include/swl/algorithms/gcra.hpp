@@ -15,6 +15,7 @@
 /// it is RedisLimiter's.
 
 #include <swl/decision.hpp>
+#include <swl/detail/script/lua_text.hpp>
 #include <swl/policies/keys.hpp>
 #include <swl/redis_limiter.hpp>
 
@@ -78,13 +79,11 @@ local next_moved = frac + cost * window
 local next_tat = tat + idiv(next_moved, limit)
 local next_frac = next_moved - idiv(next_moved, limit) * limit
 return {0, remaining, ceiling(next_tat, next_frac) - window - now, reset_after}
-)lua";
+)lua"sv;
 };
 
 /// A token bucket as one time per key, on Redis.
 template <class KeyPolicy = PrefixKey>
 using GcraLimiter = RedisLimiter<Gcra, KeyPolicy>;
-
-static_assert(keepsLimiterContract<GcraLimiter<>>());
 
 }  // namespace swl

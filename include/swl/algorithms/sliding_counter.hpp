@@ -16,6 +16,7 @@
 /// it is RedisLimiter's.
 
 #include <swl/decision.hpp>
+#include <swl/detail/script/lua_text.hpp>
 #include <swl/policies/keys.hpp>
 #include <swl/redis_limiter.hpp>
 
@@ -84,13 +85,11 @@ local at = 0
 if current > 0 then at = window - idiv((limit - cost) * window, current) end
 if at < 0 then at = 0 elseif at > window then at = window end
 return {0, remaining, window - elapsed + at, reset_after}
-)lua";
+)lua"sv;
 };
 
 /// The approximate sliding window, on Redis.
 template <class KeyPolicy = PrefixKey>
 using SlidingCounterLimiter = RedisLimiter<SlidingCounter, KeyPolicy>;
-
-static_assert(keepsLimiterContract<SlidingCounterLimiter<>>());
 
 }  // namespace swl

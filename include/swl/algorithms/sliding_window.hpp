@@ -25,6 +25,4 @@ namespace swl {
 template <class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
 using SlidingWindowLimiter = LimiterFace<detail::SlidingWindowLimiterCore<KeyPolicy, MemberPolicy, TtlPolicy>>;
 
-static_assert(keepsLimiterContract<SlidingWindowLimiter<>>());
-
 }  // namespace swl

@@ -20,6 +20,7 @@
 #include <swl/detail/log/layout.hpp>
 #include <swl/detail/log/phases.hpp>
 #include <swl/detail/log/sums.hpp>
+#include <swl/detail/script/lua_text.hpp>
 
 #include <array>
 #include <cstdint>
@@ -53,7 +54,7 @@ struct SlidingWindowLog {
 
   /// The log's parts without I/O, run before kFunctions: the sums a set counted by units keeps, and the
   /// searches over them. Their reads and writes come in as methods of an `io` object, so they are tested
-  /// alone in plain Lua 5.1 (tests/lua/test_log_sums.lua).
+  /// alone in plain Lua 5.1, after kLayout, whose numbers they read (tests/lua/test_log_sums.lua).
   static constexpr std::string_view kParts = detail::window_log::kSums;
 
   /// The log's steps, shared by its scripts below and MultiLimiter's, which keeps one log per rule. A
@@ -80,7 +81,7 @@ if record and (allowed or count_rejected) then
 end
 closeWindow(w, member, cost, now, ttl)
 return answerOf(w, allowed, cost, limit)
-)lua";
+)lua"sv;
 
   /// Settles a reservation (RedisLimiter::settle) or gives a lease back (RedisLimiter::giveBack), after
   /// the prelude and kFunctions: ARGV[3] is the units the entry now holds, ARGV[5] its member, ARGV[8]
@@ -90,7 +91,7 @@ return answerOf(w, allowed, cost, limit)
   /// The settle script's Lua (kSettleScriptName says what it does).
   static constexpr std::string_view kSettleScript = R"lua(
 return countedByUnits().changing().settle(key, ARGV[5], tonumber(ARGV[8]), cost, window)
-)lua";
+)lua"sv;
 
   /// A lease (LeasingLimiter), after the prelude and kFunctions: `cost` units for the request in hand and,
   /// when they fit, up to ARGV[8] units in all, the rest for the holder to use in its own memory until now
@@ -122,7 +123,7 @@ closeWindow(w, ARGV[5], leased, at, ttl, true)
 local answer = answerOf(w, true, cost, limit)
 answer[5] = leased
 return answer
-)lua";
+)lua"sv;
 
   /// Checks one key's log against its entries, for operators and the tests: every sum of the bookkeeping
   /// and of the nodes recomputed from the entries (`swl_scripts check_log`, run with EVAL and the Redis key

@@ -45,6 +45,4 @@ namespace swl {
 template <class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
 using LeasingLimiter = LimiterFace<detail::LeasingLimiterCore<KeyPolicy, MemberPolicy, TtlPolicy>>;
 
-static_assert(keepsLimiterContract<LeasingLimiter<>>());
-
 }  // namespace swl

@@ -27,6 +27,7 @@
 #include <swl/algorithm.hpp>
 #include <swl/algorithms/sliding_window.hpp>
 #include <swl/decision.hpp>
+#include <swl/detail/holds_error.hpp>
 #include <swl/detail/integer_text.hpp>
 #include <swl/detail/limiter/multi_limiter_core.hpp>
 #include <swl/detail/script/calls.hpp>
@@ -144,7 +145,7 @@ class MultiLimiter {
       return result;
     } catch (const Error&) {
       const std::exception_ptr cause = std::current_exception();
-      if (options_.on_failure == FailurePolicy::throw_error || detail::isInvalidArgument(cause)) {
+      if (options_.on_failure == FailurePolicy::throw_error || detail::holdsError<InvalidArgument>(cause)) {
         observation.report(keys.empty() ? std::string_view() : keys.front(), cost, nullptr, cause);
         throw;
       }

@@ -32,6 +32,4 @@ namespace swl {
 template <class Algorithm = SlidingWindowLog, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
 using ShardedLimiter = LimiterFace<detail::ShardedLimiterCore<Algorithm, MemberPolicy, TtlPolicy>>;
 
-static_assert(keepsLimiterContract<ShardedLimiter<>>());
-
 }  // namespace swl

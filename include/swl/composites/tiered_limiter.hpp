@@ -38,6 +38,4 @@ namespace swl {
 template <class RedisTier = SlidingWindowLimiter<>>
 using TieredLimiter = LimiterFace<detail::TieredLimiterCore<RedisTier>>;
 
-static_assert(keepsLimiterContract<TieredLimiter<>>());
-
 }  // namespace swl

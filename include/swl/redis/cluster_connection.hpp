@@ -33,6 +33,7 @@
 /// briefly for a read another thread has under way, and gives each node only the time that is left.
 
 #include <swl/connection_options.hpp>
+#include <swl/detail/holds_error.hpp>
 #include <swl/detail/io/checked_options.hpp>
 #include <swl/detail/io/topology.hpp>
 #include <swl/error.hpp>
@@ -46,7 +47,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -114,42 +114,44 @@ class ClusterConnection : public RedisClient {
   std::vector<ScriptReply> runMany(const std::vector<ScriptCall>& calls) override {
     const Clock::time_point deadline = deadlineOfCall();
     std::vector<ScriptReply> results(calls.size());
-    // Ordered by node, so every thread borrows from the pools in the same order and none waits on
-    // another that waits on it.
-    std::map<Node*, NodeBatch> batches;
+    std::vector<NodeBatch> batches;
     for (std::size_t i = 0; i < calls.size(); ++i) {
       try {
-        NodeBatch& batch = batches[&ownerOf(slotOf(calls[i]), deadline)];
+        NodeBatch& batch = batchOf(batches, &ownerOf(slotOf(calls[i]), deadline));
         batch.indices.push_back(i);
         batch.calls.push_back(calls[i]);
       } catch (const Error&) {
         results[i].error = std::current_exception();
       }
     }
-    for (auto& [node, batch] : batches) {
+    std::vector<std::optional<ConnectionPool::BorrowedConnection>> leases(batches.size());
+    for (std::size_t b = 0; b < batches.size(); ++b) {
+      const NodeBatch& batch = batches[b];
       try {
-        detail::breakerOf(node->pool)->refuseWhileOpen(node->endpoint);
-        batch.lease.emplace(node->pool.borrow());
-        detail::linkOf(**batch.lease).sendMany(batch.calls);
+        detail::breakerOf(batch.node->pool)->refuseWhileOpen(batch.node->endpoint);
+        leases[b].emplace(batch.node->pool.borrow());
+        detail::linkOf(**leases[b]).sendMany(batch.calls);
       } catch (const ConnectionError&) {  // no answer will come; a part written out may have run
-        batch.lease.reset();
+        leases[b].reset();
         for (std::size_t index : batch.indices) results[index].error = std::current_exception();
       }
     }
-    for (auto& [node, batch] : batches) {
-      if (!batch.lease) continue;
-      std::vector<ScriptReply> replies = detail::linkOf(**batch.lease).collectMany(batch.calls);
-      batch.lease.reset();
+    for (std::size_t b = 0; b < batches.size(); ++b) {
+      if (!leases[b]) continue;
+      const NodeBatch& batch = batches[b];
+      std::vector<ScriptReply> replies = detail::linkOf(**leases[b]).collectMany(batch.calls);
+      leases[b].reset();
       for (std::size_t i = 0; i < replies.size(); ++i) results[batch.indices[i]] = std::move(replies[i]);
     }
     // Every connection is back in its pool: redirections may now borrow from any of them.
-    for (auto& [node, batch] : batches) {
+    for (NodeBatch& batch : batches) {
       for (std::size_t index : batch.indices) {
         ScriptReply& result = results[index];
-        if (result.error && !isRefusedByBreaker(result.error)) refreshAfterFailure(*node, deadline);
+        if (result.error && !detail::holdsError<CircuitOpenError>(result.error))
+          refreshAfterFailure(*batch.node, deadline);
         if (!result.reply || !result.reply->isError()) continue;
         try {
-          result.reply = answerOrFollow(calls[index], *node, std::move(result.reply), deadline);
+          result.reply = answerOrFollow(calls[index], *batch.node, std::move(result.reply), deadline);
         } catch (const Error&) {
           result.error = std::current_exception();
         }
@@ -198,10 +200,19 @@ class ClusterConnection : public RedisClient {
 
   // The calls of a batch that one master serves, and the connection they travel on.
   struct NodeBatch {
+    Node* node;
     std::vector<std::size_t> indices;
     std::vector<ScriptCall> calls;
-    std::optional<ConnectionPool::BorrowedConnection> lease;
   };
+
+  // The batch of `node`'s calls. The batches stay ordered by node, so every thread borrows from the pools
+  // in the same order and none waits on another that waits on it; a batch spans few masters.
+  static NodeBatch& batchOf(std::vector<NodeBatch>& batches, Node* node) {
+    auto at = std::find_if(batches.begin(), batches.end(),
+                           [node](const NodeBatch& batch) { return !std::less<Node*>()(batch.node, node); });
+    if (at == batches.end() || at->node != node) at = batches.insert(at, NodeBatch{node, {}, {}});
+    return *at;
+  }
 
   static std::uint16_t slotOf(const ScriptCall& call) {
     if (call.keyCount() == 0) return 0;  // any master runs a call without keys
@@ -249,7 +260,7 @@ class ClusterConnection : public RedisClient {
       reply = evaluateOn(first, call, false);
     } catch (const ConnectionError& error) {
       // A master may have died: its replica may be serving the slot by the next call.
-      if (!isRefusedByBreaker(std::current_exception())) refreshAfterFailure(first, deadline);
+      if (!detail::holdsError<CircuitOpenError>(std::current_exception())) refreshAfterFailure(first, deadline);
       throw;
     }
     return answerOrFollow(call, first, std::move(reply), deadline);
@@ -295,7 +306,7 @@ class ClusterConnection : public RedisClient {
       try {
         reply = evaluateOn(*asked, call, asking);
       } catch (const ConnectionError&) {
-        if (!isRefusedByBreaker(std::current_exception())) refreshAfterFailure(*asked, deadline);
+        if (!detail::holdsError<CircuitOpenError>(std::current_exception())) refreshAfterFailure(*asked, deadline);
         throw;
       }
     }
@@ -308,21 +319,19 @@ class ClusterConnection : public RedisClient {
     return detail::linkOf(*lease).evaluate(call, asking);
   }
 
-  static bool isRefusedByBreaker(const std::exception_ptr& error) {
-    try {
-      std::rethrow_exception(error);
-    } catch (const CircuitOpenError&) {
-      return true;
-    } catch (...) {
-      return false;
-    }
+  Node& nodeAt(const Address& address) {
+    const std::string endpoint = address.endpoint();
+    std::lock_guard<std::mutex> lock(nodes_mutex_);
+    if (Node* known = knownNode(endpoint)) return *known;
+    return *nodes_.emplace_back(std::make_unique<Node>(address, options_));
   }
 
-  Node& nodeAt(const Address& address) {
-    std::lock_guard<std::mutex> lock(nodes_mutex_);
-    std::unique_ptr<Node>& node = nodes_[address.endpoint()];
-    if (!node) node = std::make_unique<Node>(address, options_);
-    return *node;
+  // The node at "host:port" once met, else null (callers hold nodes_mutex_). A cluster has few nodes.
+  Node* knownNode(std::string_view endpoint) const {
+    for (const std::unique_ptr<Node>& node : nodes_) {
+      if (node->endpoint == endpoint) return node.get();
+    }
+    return nullptr;
   }
 
   // After a call failed on `failed`: the map is read again, within a quarter of a command timeout past
@@ -357,7 +366,7 @@ class ClusterConnection : public RedisClient {
     };
     for (const std::string& master : masters()) {
       std::lock_guard<std::mutex> lock(nodes_mutex_);
-      add(nodes_.at(master).get());
+      add(knownNode(master));
     }
     for (const Address& seed : seeds_) add(&nodeAt(seed));
     if (failed != nullptr) candidates.push_back(failed);
@@ -396,7 +405,7 @@ class ClusterConnection : public RedisClient {
   std::unique_ptr<SlotTable> slots_;  // which master serves each slot; null: ask the cluster
 
   std::mutex nodes_mutex_;
-  std::map<std::string, std::unique_ptr<Node>> nodes_;  // by "host:port"
+  std::vector<std::unique_ptr<Node>> nodes_;  // each "host:port" once
 
   std::mutex refresh_mutex_;  // one map reader at a time
   Clock::time_point last_refresh_{};

@@ -5,6 +5,7 @@
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
 #include <swl/detail/script/calls.hpp>
+#include <swl/detail/script/lua_text.hpp>
 #include <swl/detail/script/reply.hpp>
 #include <swl/error.hpp>
 #include <swl/limiter.hpp>
@@ -43,7 +44,7 @@ local function outliveLatest(slots)
   if left > 0 then redis.call('PEXPIRE', slots, math.ceil(left / 1000)) end
   return left
 end
-)lua";
+)lua"sv;
 
   // Takes a slot (cost 1) or counts the held ones (cost 0). ARGV[8] is the longest retry_after to answer.
   // Returns {allowed, remaining, retry_after_us, reset_after_us}; reset_after is the time until the
@@ -68,7 +69,7 @@ if allowed then return {1, limit - held, 0, reset_after} end
 -- the wait is never 0.
 local earliest = tonumber(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2])
 return {0, limit - held, math.min(earliest - now, tonumber(ARGV[8])), reset_after}
-)lua";
+)lua"sv;
 
   // Frees the slot ARGV[5]. Returns 1 when it was still held; 0 when it had expired, been released
   // already, or the key was reset.
@@ -78,7 +79,7 @@ if not expiry then return 0 end
 redis.call('ZREM', key, slot)
 if tonumber(expiry) <= now then return 0 end
 return 1
-)lua";
+)lua"sv;
 
   // The slot ARGV[5], if still held, now expires ARGV[8] microseconds from now. Returns 1 when extended.
   static constexpr std::string_view kExtendScript = R"lua(
@@ -92,7 +93,7 @@ end
 redis.call('ZADD', key, 'XX', text(now + tonumber(ARGV[8])), slot)
 outliveLatest(key)
 return 1
-)lua";
+)lua"sv;
 };
 
 // The three Scripts, each beside the text it views.

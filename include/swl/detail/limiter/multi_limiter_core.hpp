@@ -8,6 +8,7 @@
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
 #include <swl/detail/script/calls.hpp>
+#include <swl/detail/script/lua_text.hpp>
 #include <swl/detail/script/periods.hpp>
 #include <swl/detail/script/reply.hpp>
 #include <swl/error.hpp>
@@ -60,7 +61,7 @@ local function idiv(a, b)
   return q
 end
 local function text(n) return string.format('%.0f', n) end
-)lua";
+)lua"sv;
 
 inline constexpr std::string_view kMultiWindowScript = R"lua(
 -- Each rule's window: a period's count (kPeriodFunctions), or a log read as the log's own script reads
@@ -113,7 +114,7 @@ for _, rule in ipairs(rules) do
   result[#result + 1], result[#result + 2], result[#result + 3] = answer[2], answer[3], answer[4]
 end
 return result
-)lua";
+)lua"sv;
 
 // A multi-window script's reply: {allowed, then per rule: remaining, retry_after_us, reset_after_us}, as
 // one Decision per rule, rule i under limits[i]. A rule admitted iff its retry_after is 0, and `allowed`

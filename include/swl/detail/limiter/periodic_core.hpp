@@ -5,6 +5,7 @@
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
 #include <swl/detail/script/calls.hpp>
+#include <swl/detail/script/lua_text.hpp>
 #include <swl/detail/script/period_count.hpp>
 #include <swl/detail/script/periods.hpp>
 #include <swl/detail/script/reply.hpp>
@@ -38,7 +39,7 @@ if not start then return periods.missed(ARGV[8]) end
 local answer, counted = decideByCount(periods.units(key, start, finish), finish - now)
 if counted then periods.record(key, start, finish, counted) end
 return answer
-)lua";
+)lua"sv;
 
 inline const Script& periodicScript() {
   static const std::string text =

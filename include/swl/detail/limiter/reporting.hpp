@@ -7,6 +7,7 @@
 
 #include <swl/access_list.hpp>
 #include <swl/decision.hpp>
+#include <swl/detail/holds_error.hpp>
 #include <swl/error.hpp>
 #include <swl/observer.hpp>
 #include <swl/options.hpp>
@@ -72,21 +73,12 @@ inline Decision blindRefusal(const Limit& limit) {
   return decision;
 }
 
-inline bool isInvalidArgument(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const InvalidArgument&) {
-    return true;
-  } catch (...) {
-    return false;
-  }
-}
-
 // The failure policy: what a request of `cost` gets when no tier could decide it because of `error`.
 // Invalid input (and a call the client refused to send, such as keys in two cluster slots) is the
 // caller's mistake and stays an error whatever the policy: failing open on it would hide it.
 inline Outcome answerForFailure(FailurePolicy policy, const Limit& limit, std::int64_t cost, std::exception_ptr error) {
-  if (policy == FailurePolicy::throw_error || isInvalidArgument(error)) return {blindRefusal(limit), std::move(error)};
+  if (policy == FailurePolicy::throw_error || holdsError<InvalidArgument>(error))
+    return {blindRefusal(limit), std::move(error)};
   if (policy == FailurePolicy::deny) return {blindRefusal(limit), nullptr};
   Decision admitted;
   admitted.allowed = true;

@@ -3,6 +3,7 @@
 
 #include <swl/algorithms/sliding_window.hpp>
 #include <swl/decision.hpp>
+#include <swl/detail/holds_error.hpp>
 #include <swl/detail/limiter/refusal.hpp>
 #include <swl/detail/lru_map.hpp>
 #include <swl/error.hpp>
@@ -141,7 +142,7 @@ class TieredLimiterCore {
       const Limit& limit = requests[i].limitOr(this->limit());
       if (answers[j].ok()) {
         outcomes[i].decision = redisDecided(key, cost, limit, answers[j].decision, now);
-      } else if (insurance_ && !detail::isInvalidArgument(answers[j].error)) {
+      } else if (insurance_ && !detail::holdsError<InvalidArgument>(answers[j].error)) {
         causes[i] = answers[j].error;
         outcomes[i].decision = insuredAfter(key, cost, limit);
       } else {

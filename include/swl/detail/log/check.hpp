@@ -1,6 +1,8 @@
 #pragma once
 // The log's check: one key's log recomputed from its entries (SlidingWindowLog::kCheckScript).
 
+#include <swl/detail/script/lua_text.hpp>
+
 #include <string_view>
 
 namespace swl::detail::window_log {
@@ -19,7 +21,7 @@ for i = 1, #members, 2 do
   elseif score < 9007199254740992 then names[#names + 1], times[#times + 1] = member, score
   else
     local level = string.byte(member, 2)
-    if string.byte(member) ~= 35 or #member ~= 18 or level < 1 or level > 4 then return bad('holds a sum of another layout: ' .. member) end
+    if string.byte(member) ~= BOOKKEEPING_BYTE or #member ~= 18 or level < 1 or level > 4 then return bad('holds a sum of another layout: ' .. member) end
     local sum, index = struct.unpack('>dd', member, 3)
     if score ~= NODE_BAND[level] + 2 * index then return bad('holds node ' .. index .. ' of level ' .. level .. ' at score ' .. text(score)) end
     nodes[level][index] = sum
@@ -33,7 +35,7 @@ if #books == 0 then
     if next(nodes[level]) then return bad('is counted by entries but holds sums') end
   end
   if #marks > 1 then return bad('holds ' .. #marks .. ' marks') end
-  if #marks == 1 and string.byte(marks[1]) ~= 33 then return bad('holds ' .. marks[1] .. ' at score 0') end
+  if #marks == 1 and string.byte(marks[1]) ~= MARK_BYTE then return bad('holds ' .. marks[1] .. ' at score 0') end
   for _, member in ipairs(names) do
     if unitsOf(member) ~= 1 then return bad('is counted by entries but holds ' .. member) end
   end
@@ -82,6 +84,6 @@ for level = 1, 4 do
   end
 end
 return {'units', #names, #names + extra, counts[1], counts[2], counts[3], counts[4]}
-)lua";
+)lua"sv;
 
 }  // namespace swl::detail::window_log

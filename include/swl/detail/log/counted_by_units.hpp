@@ -2,6 +2,8 @@
 // The log's steps, first half: reading and writing a set counted by units, the `io` of its sums
 // (SlidingWindowLog::kFunctions is this, then phases.hpp).
 
+#include <swl/detail/script/lua_text.hpp>
+
 #include <string_view>
 
 namespace swl::detail::window_log {
@@ -40,7 +42,7 @@ local function countedByUnits()
   -- 'member=units'; otherwise one.
   local function unitsOf(member)
     local mark = string.byte(member)
-    if mark == 42 or mark == 43 then return (struct.unpack('>d', member, 2)) end  -- '*' or '+'
+    if mark == UNITS_BYTE or mark == SETTLED_BYTE then return (struct.unpack('>d', member, 2)) end
     local at = string.find(member, '[*=]%d+$')
     return at and tonumber(string.sub(member, at + 1)) or 1
   end
@@ -79,7 +81,7 @@ local function countedByUnits()
     local from = 2
     -- A mark beside a bookkeeping member: kFastPath leaves one when a member policy repeats a member
     -- recorded before the set was counted by units. It goes before any rank is read.
-    while low[from] ~= nil and string.byte(low[from]) == 33 do
+    while low[from] ~= nil and string.byte(low[from]) == MARK_BYTE do
       redis.call('ZREM', key, low[from])
       from = from + 1
     end
@@ -203,7 +205,7 @@ local function countedByUnits()
         -- unitsOf written out for this layout's entries: a Lua call per entry costs as much as its unpack
         local member = read[i]
         local mark = byte(member)
-        found[i] = (mark == 42 or mark == 43) and unpack('>d', member, 2) or unitsOf(member)
+        found[i] = (mark == UNITS_BYTE or mark == SETTLED_BYTE) and unpack('>d', member, 2) or unitsOf(member)
       end
       return found
     end
@@ -332,6 +334,6 @@ local function countedByUnits()
            freedAfter = nil, renumber = nil, settle = nil}
   return units
 end
-)lua";
+)lua"sv;
 
 }  // namespace swl::detail::window_log

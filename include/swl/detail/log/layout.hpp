@@ -2,6 +2,8 @@
 // The sliding window log's layout, and its busiest paths, which run before anything is defined: the
 // first parts of every script of the log (SlidingWindowLog, algorithms/sliding_window_log.hpp).
 
+#include <swl/detail/script/lua_text.hpp>
+
 #include <string_view>
 
 namespace swl::detail::window_log {
@@ -33,7 +35,10 @@ local TIMES_END = '(9007199254740992'  -- every entry's time lies below 2^53; su
 local TRIM, TRIM_EVERY = 16, 8         -- counted by entries: at most TRIM, on one call in TRIM_EVERY
 local UNITS_TRIM = 8                   -- counted by units: at most UNITS_TRIM, on every call that records
 local LOW = UNITS_TRIM + 3             -- members read at or below a window's start: marks, then entries
-)lua";
+-- A member's first byte says what it is: a mark ('!'), bookkeeping or a sum ('#'), an entry that carries
+-- its units ('*'), or one that carries them settled ('+').
+local MARK_BYTE, BOOKKEEPING_BYTE, UNITS_BYTE, SETTLED_BYTE = 33, 35, 42, 43
+)lua"sv;
 
 inline constexpr std::string_view kFastPath = R"lua(
 local start = text(now - window)
@@ -71,6 +76,6 @@ if redis_time then
     return answer
   end
 end
-)lua";
+)lua"sv;
 
 }  // namespace swl::detail::window_log

@@ -2,6 +2,8 @@
 // The log's steps, second half: a decision on one key in two phases, and its answer
 // (SlidingWindowLog::kFunctions is counted_by_units.hpp, then this).
 
+#include <swl/detail/script/lua_text.hpp>
+
 #include <string_view>
 
 namespace swl::detail::window_log {
@@ -18,7 +20,7 @@ openWindow = function(key, window, window_text, start, live, start_text)
              quiet = false, book = nil, horizon = nil, slid_read = nil, slid = nil, slid_units = nil, writes = nil}
   local low = redis.call('ZRANGEBYSCORE', key, '-inf', start_text or text(start), 'LIMIT', 0, LOW)
   w.quiet = live == 0 and #low == LOW  -- a window that holds nothing over many entries that slid out
-  if low[1] ~= nil and string.byte(low[1]) == 35 then  -- '#': a bookkeeping member
+  if low[1] ~= nil and string.byte(low[1]) == BOOKKEEPING_BYTE then
     local units = countedByUnits()
     local book = units.sums.decode(low[1])
     if not book then
@@ -34,7 +36,7 @@ openWindow = function(key, window, window_text, start, live, start_text)
   -- marked '!' alone, has none: nothing in it has left for good.
   w.mark, w.marks, w.low = '!' .. window_text, {}, {}
   for _, member in ipairs(low) do
-    if string.byte(member) == 33 and #w.low == 0 then w.marks[#w.marks + 1] = member else w.low[#w.low + 1] = member end
+    if string.byte(member) == MARK_BYTE and #w.low == 0 then w.marks[#w.marks + 1] = member else w.low[#w.low + 1] = member end
   end
   if w.marks[1] ~= nil and w.marks[1] ~= w.mark then
     local marked_window, horizon = string.match(w.marks[1], '^!(%d+)@?(%d*)$')
@@ -136,6 +138,6 @@ local function answerOf(w, allowed, cost, limit)
   -- remaining is below 0 when counted refusals filled the window past the limit
   return {allowed and 1 or 0, limit - w.held, retry_after, reset_after}
 end
-)lua";
+)lua"sv;
 
 }  // namespace swl::detail::window_log

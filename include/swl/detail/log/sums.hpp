@@ -2,6 +2,8 @@
 // The sums that keep every count and search over a set of the log counted by units bounded: a part
 // without I/O (SlidingWindowLog::kParts), tested alone in plain Lua 5.1 (tests/lua/test_log_sums.lua).
 
+#include <swl/detail/script/lua_text.hpp>
+
 #include <string_view>
 
 namespace swl::detail::window_log {
@@ -61,7 +63,7 @@ local function logSums(pack, unpack)
                        book.writes, tail[1], tail[2], tail[3], tail[4], gone[1], gone[2], gone[3], gone[4])
   end
   local function decode(name)
-    if #name ~= 121 or string.byte(name) ~= 35 then return nil end  -- '#' and the fifteen doubles
+    if #name ~= 121 or string.byte(name) ~= BOOKKEEPING_BYTE then return nil end  -- '#' then fifteen doubles
     local extra, oldest, next, newest, last_unit, horizon, writes, t1, t2, t3, t4, g1, g2, g3, g4 =
       unpack(FIELDS, name, 2)
     return {extra = extra, oldest = oldest, next = next, newest = newest, last_unit = last_unit, horizon = horizon,
@@ -199,6 +201,6 @@ local function logSearches(sums)
 
   return {unitsBefore = unitsBefore, entryOfUnit = entryOfUnit}
 end
-)lua";
+)lua"sv;
 
 }  // namespace swl::detail::window_log

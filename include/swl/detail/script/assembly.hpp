@@ -5,6 +5,7 @@
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
 #include <swl/detail/limiter/reporting.hpp>
+#include <swl/detail/script/lua_text.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 #include <swl/redis/hash_slot.hpp>
@@ -65,7 +66,7 @@ local function idiv(a, b)
 end
 -- An integer as Redis should store it: Lua would print only 14 significant digits.
 local function text(n) return string.format('%.0f', n) end
-)lua";
+)lua"sv;
 
 // Whether Member<T> names something: the optional parts of an algorithm, one alias each below.
 template <template <class> class Member, class T, class = void>
@@ -117,28 +118,6 @@ std::string scriptText(std::string_view part, bool with_fast_path = false, std::
   return whole.append(part);
 }
 
-// The one Script its limiters run. (A Script views its text, so each text is kept beside it.)
-template <class Algorithm>
-const Script& scriptOf() {
-  static const std::string text = scriptText<Algorithm>(Algorithm::kScript, true);
-  static const Script script(Algorithm::kScriptName, text);
-  return script;
-}
-
-template <class Algorithm>
-const Script& settleScriptOf() {
-  static const std::string text = scriptText<Algorithm>(Algorithm::kSettleScript);
-  static const Script script(Algorithm::kSettleScriptName, text);
-  return script;
-}
-
-template <class Algorithm>
-const Script& leaseScriptOf() {
-  static const std::string text = scriptText<Algorithm>(Algorithm::kLeaseScript);
-  static const Script script(Algorithm::kLeaseScriptName, text);
-  return script;
-}
-
 // A blocking limiter's scripts (LimiterOptions::block_for): its algorithm's script, whole after the
 // prelude, runs inside these as a function, so that one refusal blocks the key for every process.
 inline constexpr std::string_view kBlockOpening = R"lua(
@@ -153,7 +132,7 @@ if blocked then record = false end
 
 -- The decision as it would be without blocking (record = false while blocked, so it writes nothing).
 local function decideUnblocked()
-)lua";
+)lua"sv;
 
 inline constexpr std::string_view kBlockClosing = R"lua(
 end
@@ -171,7 +150,7 @@ if answer[1] == 0 then
   answer[3] = math.max(answer[3], block_for)
 end
 return answer
-)lua";
+)lua"sv;
 
 // `script` (which opens with kScriptPrelude) as a blocking limiter runs it: its part after the prelude
 // inside kBlockOpening and kBlockClosing.
@@ -185,18 +164,30 @@ inline std::string blockingText(std::string_view script) {
       .append(kBlockClosing);
 }
 
-template <class Algorithm>
-const Script& blockingScriptOf() {
-  static const std::string text = blockingText(scriptOf<Algorithm>().text());
-  static const Script script(std::string(Algorithm::kScriptName) + "_blocking", text);
-  return script;
+// Which of an algorithm's scripts: the one its limiters decide with, or, for an algorithm that has them
+// (the log), the one that settles a reservation or the one that leases units.
+enum class ScriptRole { decide, settle, lease };
+
+// The name and the own part (after the prelude and the algorithm's shared parts) of `role`'s script.
+template <class Algorithm, ScriptRole role>
+constexpr std::array<std::string_view, 2> nameAndPartOf() {
+  if constexpr (role == ScriptRole::decide) return {Algorithm::kScriptName, Algorithm::kScript};
+  if constexpr (role == ScriptRole::settle) return {Algorithm::kSettleScriptName, Algorithm::kSettleScript};
+  if constexpr (role == ScriptRole::lease) return {Algorithm::kLeaseScriptName, Algorithm::kLeaseScript};
 }
 
-template <class Algorithm>
-const Script& blockingLeaseScriptOf() {
-  static const std::string text = blockingText(leaseScriptOf<Algorithm>().text());
-  static const Script script(std::string(Algorithm::kLeaseScriptName) + "_blocking", text);
-  return script;
+// The one Script that plays `role` for the algorithm's limiters, or for a blocking limiter's
+// (LimiterOptions::block_for) the same run inside kBlockOpening and kBlockClosing; each made on first use.
+// (A Script views its text, so each text is kept beside it.)
+template <class Algorithm, ScriptRole role = ScriptRole::decide>
+const Script& scriptOf(bool blocking = false) {
+  constexpr auto name_and_part = nameAndPartOf<Algorithm, role>();
+  static const std::string text = scriptText<Algorithm>(name_and_part[1], role == ScriptRole::decide);
+  static const Script script(name_and_part[0], text);
+  if (!blocking) return script;
+  static const std::string blocking_text = blockingText(text);
+  static const Script blocking_script(std::string{name_and_part[0]} + "_blocking", blocking_text);
+  return blocking_script;
 }
 
 // The key that holds `redis_key`'s block, in its hash slot (a script's keys must share one on a

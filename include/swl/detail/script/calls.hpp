@@ -71,7 +71,7 @@ class LimiterCalls {
   class Request {
    public:
     ScriptCall call() const {
-      const Script& script = calls_->block_length_ ? blockingScriptOf<Algorithm>() : scriptOf<Algorithm>();
+      const Script& script = scriptOf<Algorithm>(calls_->block_length_.has_value());
       if constexpr (hasArgument<Algorithm>) {
         return preludeCall(script, redis_key_, prelude(calls_->count_rejected_), {Algorithm::kArgument}, block());
       } else {
@@ -152,7 +152,7 @@ class LimiterCalls {
     return {std::move(limit), IntegerText(actual), now, IntegerText(receipt.units)};
   }
   ScriptCall settleCall(const Receipt& receipt, const SettleTexts& texts) const {
-    return preludeCall(settleScriptOf<Algorithm>(), receipt.redis_key,
+    return preludeCall(scriptOf<Algorithm, ScriptRole::settle>(), receipt.redis_key,
                        {texts.limit.window, texts.limit.max_requests, texts.actual, nowArgument(texts.now),
                         receipt.member, texts.limit.ttl, "0"},
                        {texts.recorded});
@@ -164,7 +164,7 @@ class LimiterCalls {
   };
   ScriptCall leaseCall(const Request& request, const LeaseTexts& texts, const Receipt& previous) const {
     return preludeCall(
-        block_length_ ? blockingLeaseScriptOf<Algorithm>() : leaseScriptOf<Algorithm>(), request.redis_key_,
+        scriptOf<Algorithm, ScriptRole::lease>(block_length_.has_value()), request.redis_key_,
         request.prelude("0"),
         {texts.units, texts.duration, texts.room_divisor, previous.member, texts.previous_units, texts.previous_used},
         request.block());

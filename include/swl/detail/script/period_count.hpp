@@ -3,6 +3,8 @@
 // and the periodic quota's (periods the client computes, calendar days say) are the same decision over
 // different periods, made here once.
 
+#include <swl/detail/script/lua_text.hpp>
+
 #include <string_view>
 
 namespace swl::detail {
@@ -25,6 +27,6 @@ local function decideByCount(count, ends_in)
   if allowed then return {1, remaining, 0, reset_after}, counted end
   return {0, remaining, ends_in, reset_after}, counted
 end
-)lua";
+)lua"sv;
 
 }  // namespace swl::detail

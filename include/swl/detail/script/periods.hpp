@@ -4,6 +4,7 @@
 
 #include <swl/decision.hpp>
 #include <swl/detail/limiter/reporting.hpp>
+#include <swl/detail/script/lua_text.hpp>
 #include <swl/error.hpp>
 #include <swl/options.hpp>
 #include <swl/periods.hpp>
@@ -54,7 +55,7 @@ local function countedByPeriods()
   end
   return {of = periodOf, missed = missed, units = unitsIn, record = recordUnits}
 end
-)lua";
+)lua"sv;
 
 // The bounds a periodic script chooses from, as its text. With a client clock, the period holding that
 // clock's now; on Redis's clock (read only inside the script), the period holding this host's now and
