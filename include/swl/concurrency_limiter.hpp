@@ -284,11 +284,10 @@ class ConcurrencyLimiter {
   // expiry follows its latest slot) and `extra` as ARGV[8]. Every text it views lives in this frame.
   Reply run(const Script& script, const std::string& redis_key, std::string_view cost, std::string_view member,
             std::string_view extra, const Concurrency& concurrency) {
-    const detail::IntegerText now(detail::scriptNow(options_.clock, concurrency.slot_ttl));
+    const detail::ScriptNow now(options_.clock, concurrency.slot_ttl);
     const detail::IntegerText slot_ttl(concurrency.slot_ttl.count()), max_in_flight(concurrency.max_in_flight);
-    return redis_->run(detail::preludeCall(
-        script, redis_key, {slot_ttl, max_in_flight, cost, detail::nowArgument(options_.clock, now), member, {}, "0"},
-        {extra}));
+    return redis_->run(detail::preludeCall(script, redis_key,
+                                           {slot_ttl, max_in_flight, cost, now.argument(), member, {}, "0"}, {extra}));
   }
 
   bool releaseSlot(const std::string& redis_key, const std::string& member) {

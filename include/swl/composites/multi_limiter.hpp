@@ -162,10 +162,7 @@ class MultiLimiter {
     validate(keys, cost, limits);
     std::vector<std::string> redis_keys;
     redis_keys.reserve(keys.size());
-    const std::int64_t now_us = clientNow(limits);
-    const detail::IntegerText now(now_us);
-    std::optional<std::chrono::microseconds> client_now;
-    if (!options_.clock.isRedisTime()) client_now = std::chrono::microseconds(now_us);
+    const detail::ScriptNow now = scriptNow(limits);
     // Each rule's window, limit and expiry as the script takes them, and a periodic rule's periods.
     std::array<detail::IntegerText, 3 * ScriptCall::kMaxKeys> rule_texts;
     std::array<std::string, ScriptCall::kMaxKeys> period_bounds;
@@ -175,17 +172,17 @@ class MultiLimiter {
       rule_texts[3 * i] = detail::IntegerText(limit.window.count());
       rule_texts[3 * i + 1] = detail::IntegerText(limit.max_requests);
       rule_texts[3 * i + 2] = detail::IntegerText(ttl_.ttl(limit.window).count());
-      if (rules_[i].bounds) period_bounds[i] = rules_[i].bounds->textFor(client_now);
+      if (rules_[i].bounds) period_bounds[i] = rules_[i].bounds->textFor(now.clientNow());
     }
     const std::string member = detail::checkedMember("swl::MultiLimiter", members_.next());
     const detail::IntegerText cost_text(cost);
-    const std::string_view now_text = detail::nowArgument(options_.clock, now);
     const std::string_view count_rejected = options_.rejected == RejectedRequests::counted ? "1" : "0";
 
     // The call's keys and arguments are views, so they go on the stack: at most 9 rules.
     std::array<std::string_view, ScriptCall::kMaxKeys> key_views;
     std::copy(redis_keys.begin(), redis_keys.end(), key_views.begin());
-    std::array<std::string_view, 4 + 4 * ScriptCall::kMaxKeys> args{cost_text.view(), now_text, member, count_rejected};
+    std::array<std::string_view, 4 + 4 * ScriptCall::kMaxKeys> args{cost_text.view(), now.argument(), member,
+                                                                    count_rejected};
     std::size_t arg_count = 4;
     for (std::size_t i = 0; i < rules_.size(); ++i) {
       for (std::size_t j = 0; j < 3; ++j) args[arg_count++] = rule_texts[3 * i + j];
@@ -254,11 +251,11 @@ class MultiLimiter {
     return limit;
   }
 
-  // Client-clock time in microseconds (past every rule's window), or 0 when the script reads Redis's clock.
-  std::int64_t clientNow(const std::vector<Limit>& limits) const {
+  // Now as the script takes it, past every rule's window.
+  detail::ScriptNow scriptNow(const std::vector<Limit>& limits) const {
     std::chrono::microseconds longest{0};
     for (std::size_t i = 0; i < rules_.size(); ++i) longest = std::max(longest, limitOf(i, limits).window);
-    return detail::scriptNow(options_.clock, longest);
+    return detail::ScriptNow(options_.clock, longest);
   }
 
   MultiDecision decodeReply(ReplyView reply, const std::vector<Limit>& limits) const {

@@ -75,10 +75,10 @@ class Link {
   // them (a cluster follows MOVED and ASK); only NOSCRIPT is handled here. `asking` sends ASKING in the
   // same write, as the target of an ASK redirection wants.
   Reply evaluate(const ScriptCall& call, bool asking = false) {
-    Reply reply = send(call, asking);
+    Reply reply = evaluateOnce(call, asking);
     if (reply->isError("NOSCRIPT")) {
       load(call.script());
-      reply = send(call, asking);
+      reply = evaluateOnce(call, asking);
     }
     return reply;
   }
@@ -209,7 +209,7 @@ class Link {
   }
 
   Reply commandOn(redisContext& context, const std::string_view* argv, std::size_t argc) {
-    redisReply* reply = send(context, argv, argc);
+    redisReply* reply = roundTrip(context, argv, argc);
     if (reply == nullptr) broke("waiting for a reply");
     breaker_->recordSuccess();
     return Reply(reply);
@@ -230,7 +230,7 @@ class Link {
 
   ContextPtr handshake(ContextPtr context) {
     auto run = [&](std::initializer_list<std::string_view> argv) {
-      redisReply* reply = send(*context, argv.begin(), argv.size());
+      redisReply* reply = roundTrip(*context, argv.begin(), argv.size());
       if (reply == nullptr) throwContextError(*context, endpoint_, "during the handshake");
       return Reply(reply);
     };
@@ -274,7 +274,7 @@ class Link {
   }
 
   // One call, preceded by ASKING when `asking`, and followed by WAIT when replicas must acknowledge it.
-  Reply send(const ScriptCall& call, bool asking) {
+  Reply evaluateOnce(const ScriptCall& call, bool asking) {
     if (!asking && waits() == 0) return command(call.argv(), call.argc());
     static constexpr std::string_view kAsking[] = {"ASKING"};
     const std::size_t first = asking ? 1 : 0;
@@ -327,7 +327,7 @@ class Link {
   }
 
   // One command on `context`, arguments binary-safe; null when hiredis reports an error on the context.
-  static redisReply* send(redisContext& context, const std::string_view* argv, std::size_t argc) {
+  static redisReply* roundTrip(redisContext& context, const std::string_view* argv, std::size_t argc) {
     HiredisArgv hiredis_argv;
     hiredis_argv.assign(argv, argc);
     return static_cast<redisReply*>(

@@ -4,6 +4,7 @@
 #include <swl/algorithm.hpp>
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
+#include <swl/detail/limiter/script_batch.hpp>
 #include <swl/detail/script/calls.hpp>
 #include <swl/detail/script/lua_text.hpp>
 #include <swl/detail/script/period_count.hpp>
@@ -16,6 +17,7 @@
 #include <swl/policies/keys.hpp>
 #include <swl/redis/client.hpp>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -28,10 +30,13 @@
 
 namespace swl::detail {
 
-// PeriodicLimiter's script, after kScriptPrelude, kPeriodFunctions and kPeriodCount. ARGV[1] is the
-// periods' usual length (unused), ARGV[5] and ARGV[6] are unused (no members; the key expires when its
-// period ends).
-inline constexpr std::string_view kPeriodicScript = R"lua(
+// PeriodicLimiter's scripts, put together as every algorithm's are (scriptOf<PeriodicWindow>(blocking)):
+// the prelude, the periods' functions and the count by periods, then kScript. ARGV[1] is the periods'
+// usual length (unused), ARGV[5] and ARGV[6] are unused (no members; the key expires when its period ends).
+struct PeriodicWindow {
+  static constexpr std::string_view kScriptName = "periodic_window";
+  static constexpr std::array<std::string_view, 2> kFunctions{kPeriodFunctions, kPeriodCount};
+  static constexpr std::string_view kScript = R"lua(
 -- ARGV[8]  the bounds of the periods around the client's now, 'b0 b1 ...' (kPeriodFunctions)
 local periods = countedByPeriods()
 local start, finish = periods.of(ARGV[8])
@@ -40,20 +45,7 @@ local answer, counted = decideByCount(periods.units(key, start, finish), finish 
 if counted then periods.record(key, start, finish, counted) end
 return answer
 )lua"sv;
-
-inline const Script& periodicScript() {
-  static const std::string text =
-      std::string(kScriptPrelude).append(kPeriodFunctions).append(kPeriodCount).append(kPeriodicScript);
-  static const Script script("periodic_window", text);
-  return script;
-}
-
-// The same under LimiterOptions::block_for (algorithm.hpp's blockingText).
-inline const Script& blockingPeriodicScript() {
-  static const std::string text = blockingText(periodicScript().text());
-  static const Script script("periodic_window_blocking", text);
-  return script;
-}
+};
 
 template <class KeyPolicy = PrefixKey>
 class PeriodicLimiterCore {
@@ -80,38 +72,13 @@ class PeriodicLimiterCore {
   }
 
   std::vector<Outcome> decideMany(const std::vector<AcquireRequest>& requests) {
-    std::vector<Outcome> outcomes(requests.size());
-    std::vector<Texts> texts;
-    std::vector<std::size_t> sent;  // texts[i] answers requests[sent[i]]
-    texts.reserve(requests.size()), sent.reserve(requests.size());
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-      const Limit& limit = requests[i].limitOr(limit_);
-      try {
-        validate(requests[i].key, requests[i].cost, limit);
-        texts.push_back(textsFor(requests[i].key, limit, requests[i].cost));
-        sent.push_back(i);
-      } catch (const InvalidArgument&) {
-        outcomes[i] = {blindRefusal(limit), std::current_exception()};
-      }
-    }
-    std::vector<ScriptCall> calls;
-    calls.reserve(sent.size());
-    for (const Texts& call_texts : texts) calls.push_back(callOf(call_texts));
-    std::vector<ScriptReply> replies = redis_->runMany(calls);
-    for (std::size_t i = 0; i < replies.size(); ++i) {
-      const Limit& limit = requests[sent[i]].limitOr(limit_);
-      Outcome& outcome = outcomes[sent[i]];
-      if (!replies[i].error) {
-        try {
-          outcome.decision = decodeDecision(*replies[i].reply, limit.max_requests);
-          continue;
-        } catch (const Error&) {
-          replies[i].error = std::current_exception();
-        }
-      }
-      outcome = {blindRefusal(limit), std::move(replies[i].error)};
-    }
-    return outcomes;
+    return decidedInOneBatch(
+        *redis_, requests, limit_,
+        [this](const AcquireRequest& request, const Limit& limit) {
+          validate(request.key, request.cost, limit);
+          return textsFor(request.key, limit, request.cost);
+        },
+        [this](const Texts& texts) { return callOf(texts); });
   }
 
   Usage peek(std::string_view key, const Limit& limit) {
@@ -138,7 +105,7 @@ class PeriodicLimiterCore {
   // The Redis key that holds `key`'s count, for operators and tests.
   std::string redisKey(std::string_view key) const { return keys_.key(key); }
 
-  static const Script& script() { return periodicScript(); }
+  static const Script& script() { return scriptOf<PeriodicWindow>(); }
 
  protected:
   Reporting reporting() const { return reportingOf(options_); }
@@ -147,27 +114,29 @@ class PeriodicLimiterCore {
   // One call's keys and arguments as text, owned while the call is in use.
   struct Texts {
     std::string redis_key, block_key;  // block_key: empty unless the limiter blocks
-    IntegerText window, limit, cost, now;
+    IntegerText window, limit, cost;
+    ScriptNow now;
     std::string bounds;
   };
 
   Texts textsFor(std::string_view key, const Limit& limit, std::int64_t cost) const {
-    const std::int64_t now = scriptNow(options_.clock, limit.window);
-    std::optional<std::chrono::microseconds> client_now;
-    if (!options_.clock.isRedisTime()) client_now = std::chrono::microseconds(now);
+    const ScriptNow now(options_.clock, limit.window);
     std::string redis_key = redisKey(key);
     std::string block_key = block_length_ ? blockKeyOf(redis_key) : std::string();
-    return {
-        std::move(redis_key), std::move(block_key), IntegerText(limit.window.count()), IntegerText(limit.max_requests),
-        IntegerText(cost),    IntegerText(now),     bounds_->textFor(client_now)};
+    return {std::move(redis_key),
+            std::move(block_key),
+            IntegerText(limit.window.count()),
+            IntegerText(limit.max_requests),
+            IntegerText(cost),
+            now,
+            bounds_->textFor(now.clientNow())};
   }
 
   ScriptCall callOf(const Texts& texts) const {
     const std::string_view count_rejected = options_.rejected == RejectedRequests::counted ? "1" : "0";
-    const PreludeArguments prelude{texts.window, texts.limit, texts.cost,    nowArgument(options_.clock, texts.now),
-                                   {},           {},          count_rejected};
-    if (!block_length_) return preludeCall(periodicScript(), texts.redis_key, prelude, {texts.bounds});
-    return preludeCall(blockingPeriodicScript(), texts.redis_key, prelude, {texts.bounds},
+    const PreludeArguments prelude{texts.window, texts.limit, texts.cost, texts.now.argument(), {}, {}, count_rejected};
+    if (!block_length_) return preludeCall(scriptOf<PeriodicWindow>(), texts.redis_key, prelude, {texts.bounds});
+    return preludeCall(scriptOf<PeriodicWindow>(true), texts.redis_key, prelude, {texts.bounds},
                        BlockArguments{texts.block_key, *block_length_});
   }
 

@@ -4,6 +4,7 @@
 #include <swl/algorithm.hpp>
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
+#include <swl/detail/limiter/script_batch.hpp>
 #include <swl/detail/script/calls.hpp>
 #include <swl/detail/script/reply.hpp>
 #include <swl/error.hpp>
@@ -51,7 +52,7 @@ class RedisLimiterCore {
   // algorithm makes of a limit that changes.
   Decision decide(std::string_view key, std::int64_t cost, const Limit& limit) {
     const auto request = calls_.prepare(key, cost, limit);
-    return request.decide(*redis_->run(request.call()));
+    return request.decode(*redis_->run(request.call()));
   }
 
   Usage peek(std::string_view key, const Limit& limit) {
@@ -71,35 +72,12 @@ class RedisLimiterCore {
   }
 
   std::vector<Outcome> decideMany(const std::vector<AcquireRequest>& requests) {
-    std::vector<Outcome> outcomes(requests.size());
-    std::vector<typename Calls::Request> prepared;
-    std::vector<std::size_t> sent;  // prepared[i] answers requests[sent[i]]
-    prepared.reserve(requests.size()), sent.reserve(requests.size());
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-      try {
-        prepared.push_back(calls_.prepare(requests[i].key, requests[i].cost, requests[i].limitOr(limit())));
-        sent.push_back(i);
-      } catch (const InvalidArgument&) {
-        outcomes[i] = {detail::blindRefusal(requests[i].limitOr(limit())), std::current_exception()};
-      }
-    }
-    std::vector<ScriptCall> calls;
-    calls.reserve(prepared.size());
-    for (const auto& request : prepared) calls.push_back(request.call());
-    std::vector<ScriptReply> replies = redis_->runMany(calls);
-    for (std::size_t i = 0; i < replies.size(); ++i) {
-      Outcome& outcome = outcomes[sent[i]];
-      if (!replies[i].error) {
-        try {
-          outcome.decision = prepared[i].decide(*replies[i].reply);
-          continue;
-        } catch (const Error&) {
-          replies[i].error = std::current_exception();
-        }
-      }
-      outcome = {detail::blindRefusal(prepared[i].limit()), std::move(replies[i].error)};
-    }
-    return outcomes;
+    return decidedInOneBatch(
+        *redis_, requests, limit(),
+        [this](const AcquireRequest& request, const Limit& limit) {
+          return calls_.prepare(request.key, request.cost, limit);
+        },
+        [](const typename Calls::Request& request) { return request.call(); });
   }
 
   // The Redis key that holds `key`'s state, for operators and tests.

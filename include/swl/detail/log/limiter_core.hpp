@@ -59,7 +59,7 @@ class SlidingWindowLimiterCore : public RedisLimiterCore<SlidingWindowLog, KeyPo
     Reservation reservation;
     try {
       const auto request = calls_.prepare(key, estimate, limit);
-      const Decision decision = request.decide(*redis_->run(request.call()));
+      const Decision decision = request.decode(*redis_->run(request.call()));
       // A refusal is recorded too when rejections count: then it has an entry to settle as well.
       if (decision.allowed || this->options().rejected == RejectedRequests::counted) {
         reservation.receipt = request.receipt();

@@ -24,22 +24,31 @@
 
 namespace swl::detail {
 
-// Client-clock time in microseconds for a script's ARGV[4], or 0 when the script reads Redis's clock.
-// Scores hold times exactly only below 2^53 us, and a window must fit before now.
-inline std::int64_t scriptNow(const Clock& clock, std::chrono::microseconds window) {
-  if (clock.isRedisTime()) return 0;
-  const std::int64_t now = clock.now().count();
-  if (now < window.count() || now >= kLargestExact) {
-    throw InvalidArgument("swl: the clock reads " + std::to_string(now) +
-                          " us, outside the window .. 2^53 us that scores can hold exactly");
+// Now as a script takes it (ARGV[4]): the client's clock in microseconds, as text, or nothing when the
+// script reads Redis's own. Scores hold times exactly only below 2^53 us, and `window` (the longest the
+// call reads) must fit before now.
+class ScriptNow {
+ public:
+  ScriptNow(const Clock& clock, std::chrono::microseconds window) {
+    if (clock.isRedisTime()) return;
+    const std::int64_t now = clock.now().count();
+    if (now < window.count() || now >= kLargestExact) {
+      throw InvalidArgument("swl: the clock reads " + std::to_string(now) +
+                            " us, outside the window .. 2^53 us that scores can hold exactly");
+    }
+    client_now_ = std::chrono::microseconds(now);
+    text_ = IntegerText(now);
   }
-  return now;
-}
 
-// What the scripts take as now: nothing when they read Redis's clock.
-inline std::string_view nowArgument(const Clock& clock, const IntegerText& now) {
-  return clock.isRedisTime() ? std::string_view() : now.view();
-}
+  // The argument: '' on Redis's clock.
+  std::string_view argument() const noexcept { return text_.view(); }
+  // The client's clock, or none on Redis's.
+  const std::optional<std::chrono::microseconds>& clientNow() const noexcept { return client_now_; }
+
+ private:
+  std::optional<std::chrono::microseconds> client_now_;
+  IntegerText text_;
+};
 
 // A member policy's member as the log can record it. The log's own members begin with, or hold, bytes
 // below ',' ('!', '#', '*', '+', ')') and '=' (which marked units in sets of 0.2): a member holding one
@@ -82,7 +91,7 @@ class LimiterCalls {
     const Limit& limit() const noexcept { return limit_.limit; }
 
     // The script's answer to this request.
-    Decision decide(ReplyView reply) const { return decodeDecision(reply, limit().max_requests); }
+    Decision decode(ReplyView reply) const { return decodeDecision(reply, limit().max_requests); }
 
     // Where this request's entry is, for settling it later.
     Receipt receipt() const { return {redis_key_, member_, cost_, limit()}; }
@@ -97,8 +106,7 @@ class LimiterCalls {
     }
 
     PreludeArguments prelude(std::string_view count_rejected) const {
-      return {limit_.window, limit_.max_requests, cost_text_,    calls_->nowArgument(now_),
-              member_,       limit_.ttl,          count_rejected};
+      return {limit_.window, limit_.max_requests, cost_text_, now_.argument(), member_, limit_.ttl, count_rejected};
     }
 
     Request(const LimiterCalls& calls, const LimitArguments& limit, std::string redis_key, std::string member,
@@ -110,7 +118,7 @@ class LimiterCalls {
           member_(std::move(member)),
           cost_(cost),
           cost_text_(cost),
-          now_(calls.now(limit.limit)) {}
+          now_(calls.options_.clock, limit.limit.window) {}
 
     const LimiterCalls* calls_;
     LimitArguments limit_;
@@ -119,7 +127,7 @@ class LimiterCalls {
     std::string member_;
     std::int64_t cost_;
     IntegerText cost_text_;
-    IntegerText now_;
+    ScriptNow now_;
   };
 
   LimiterCalls(Limit limit, LimiterOptions options, KeyPolicy keys, MemberPolicy members, TtlPolicy ttl)
@@ -131,29 +139,35 @@ class LimiterCalls {
         block_length_(blockLength(options_.block_for, Algorithm::kName)),
         own_(arguments(limit)) {}
 
-  // Throws InvalidArgument for a request no limit could take; nothing has been sent then.
-  Request prepare(std::string_view key, std::int64_t cost) { return prepare(key, cost, own_); }
-
-  // The same under a limit chosen for this call (a tenant's plan): checked as the constructor checks one.
+  // A request under `limit`, the limiter's own or one chosen for this call (a tenant's plan), checked as
+  // the constructor checks one. Throws InvalidArgument for a request no limit could take; nothing has
+  // been sent then.
   Request prepare(std::string_view key, std::int64_t cost, const Limit& limit) {
-    if (limit == own_.limit) return prepare(key, cost, own_);
-    return prepare(key, cost, arguments(limit));
+    const bool own = limit == own_.limit;
+    std::optional<LimitArguments> chosen;
+    if (!own) chosen = arguments(limit);  // the limit first: a cost is measured against a valid one
+    validate(key, cost, limit);
+    std::string member;
+    if constexpr (Algorithm::kRecordsMembers) member = checkedMember(Algorithm::kName, members_.next());
+    return Request(*this, own ? own_ : *chosen, redisKey(key), std::move(member), cost);
   }
 
   // settle()'s call for `receipt` now holding `actual` units, in the window it was recorded under. The
   // texts it views live in `texts`.
   struct SettleTexts {
     LimitArguments limit;
-    IntegerText actual, now, recorded;
+    IntegerText actual;
+    ScriptNow now;
+    IntegerText recorded;
   };
   SettleTexts settleTexts(const Receipt& receipt, std::int64_t actual) const {
     LimitArguments limit = arguments(receipt.limit);
-    const IntegerText now(this->now(limit.limit));
+    const ScriptNow now(options_.clock, limit.limit.window);
     return {std::move(limit), IntegerText(actual), now, IntegerText(receipt.units)};
   }
   ScriptCall settleCall(const Receipt& receipt, const SettleTexts& texts) const {
     return preludeCall(scriptOf<Algorithm, ScriptRole::settle>(), receipt.redis_key,
-                       {texts.limit.window, texts.limit.max_requests, texts.actual, nowArgument(texts.now),
+                       {texts.limit.window, texts.limit.max_requests, texts.actual, texts.now.argument(),
                         receipt.member, texts.limit.ttl, "0"},
                        {texts.recorded});
   }
@@ -164,8 +178,7 @@ class LimiterCalls {
   };
   ScriptCall leaseCall(const Request& request, const LeaseTexts& texts, const Receipt& previous) const {
     return preludeCall(
-        scriptOf<Algorithm, ScriptRole::lease>(block_length_.has_value()), request.redis_key_,
-        request.prelude("0"),
+        scriptOf<Algorithm, ScriptRole::lease>(block_length_.has_value()), request.redis_key_, request.prelude("0"),
         {texts.units, texts.duration, texts.room_divisor, previous.member, texts.previous_units, texts.previous_used},
         request.block());
   }
@@ -186,24 +199,12 @@ class LimiterCalls {
   const Limit& limit() const noexcept { return own_.limit; }
   const LimiterOptions& options() const noexcept { return options_; }
 
-  // Client-clock time in microseconds, or 0 when the script reads Redis's clock.
-  std::int64_t now(const Limit& limit) const { return scriptNow(options_.clock, limit.window); }
-
  private:
-  Request prepare(std::string_view key, std::int64_t cost, const LimitArguments& limit) {
-    validate(key, cost, limit.limit);
-    std::string member;
-    if constexpr (Algorithm::kRecordsMembers) member = checkedMember(Algorithm::kName, members_.next());
-    return Request(*this, limit, redisKey(key), std::move(member), cost);
-  }
-
   LimitArguments arguments(const Limit& limit) const {
     Algorithm::check(checkedLimit(limit));
     const std::chrono::milliseconds ttl = checkedTtl(ttl_, limit.window, Algorithm::kName);
     return {limit, IntegerText(limit.window.count()), IntegerText(limit.max_requests), IntegerText(ttl.count())};
   }
-
-  std::string_view nowArgument(const IntegerText& now) const { return detail::nowArgument(options_.clock, now); }
 
   LimiterOptions options_;
   KeyPolicy keys_;
