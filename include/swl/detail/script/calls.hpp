@@ -7,7 +7,7 @@
 #include <swl/algorithm.hpp>
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
-#include <swl/detail/limiter/reporting.hpp>
+#include <swl/detail/request_checks.hpp>
 #include <swl/detail/script/reply.hpp>
 #include <swl/error.hpp>
 #include <swl/options.hpp>
