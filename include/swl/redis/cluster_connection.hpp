@@ -366,7 +366,7 @@ class ClusterConnection : public RedisClient {
     };
     for (const std::string& master : masters()) {
       std::lock_guard<std::mutex> lock(nodes_mutex_);
-      add(knownNode(master));
+      if (Node* node = knownNode(master)) add(node);  // every master was met through nodeAt, and stays
     }
     for (const Address& seed : seeds_) add(&nodeAt(seed));
     if (failed != nullptr) candidates.push_back(failed);

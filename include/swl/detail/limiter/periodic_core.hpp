@@ -135,9 +135,9 @@ class PeriodicLimiterCore {
   ScriptCall callOf(const Texts& texts) const {
     const std::string_view count_rejected = options_.rejected == RejectedRequests::counted ? "1" : "0";
     const PreludeArguments prelude{texts.window, texts.limit, texts.cost, texts.now.argument(), {}, {}, count_rejected};
-    if (!block_length_) return preludeCall(scriptOf<PeriodicWindow>(), texts.redis_key, prelude, {texts.bounds});
-    return preludeCall(scriptOf<PeriodicWindow>(true), texts.redis_key, prelude, {texts.bounds},
-                       BlockArguments{texts.block_key, *block_length_});
+    std::optional<BlockArguments> block;
+    if (block_length_) block = BlockArguments{texts.block_key, *block_length_};
+    return preludeCall(scriptOf<PeriodicWindow>(block.has_value()), texts.redis_key, prelude, {texts.bounds}, block);
   }
 
   // A limit per call changes the quota; the periods, and so the window, are the limiter's own.
