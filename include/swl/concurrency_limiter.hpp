@@ -16,7 +16,7 @@
 /// expires unless extended or released first (microseconds). A holder that crashes never releases its
 /// slot: it frees itself slot_ttl after it was taken (or last extended). Acquiring, releasing and
 /// extending are one EVALSHA each, atomic on the server, so any number of processes and threads agree
-/// exactly; they run after kScriptPrelude (algorithm.hpp), so the clock (LimiterOptions::clock) works
+/// exactly; they run after the prelude (detail/script/assembly.hpp), so the clock (LimiterOptions::clock) works
 /// as for every limiter. ARGV[1] (the window) is slot_ttl, ARGV[2] (the limit) max_in_flight.
 ///
 /// tryAcquire keeps the limiter contract's promises for one decision (limiter.hpp): invalid input throws
@@ -224,7 +224,7 @@ class ConcurrencyLimiter {
   Slot acquire(std::string_view key, Deadline deadline) { return acquire(key, concurrency_, deadline); }
   /// The same under a concurrency chosen for this call, as tryAcquire(key, concurrency).
   Slot acquire(std::string_view key, const Concurrency& concurrency, Deadline deadline) {
-    return detail::retriedUntil(deadline, [&] { return tryAcquire(key, concurrency); });
+    return detail::retriedUntil(deadline.at(), [&] { return tryAcquire(key, concurrency); });
   }
 
   /// How many slots of `key` are held now (expired ones are dropped, nothing is taken). Errors are thrown.

@@ -47,6 +47,8 @@
 /// it lacks.
 
 #include <swl/decision.hpp>
+#include <swl/detail/limiter/contract.hpp>
+#include <swl/detail/limiter/face_helpers.hpp>
 #include <swl/detail/limiter/reporting.hpp>
 #include <swl/error.hpp>
 #include <swl/options.hpp>
@@ -79,49 +81,6 @@ class Deadline {
  private:
   std::chrono::steady_clock::time_point at_;
 };
-
-namespace detail::contract {
-
-// Each member the contract names, as the type a call of it gives.
-template <class L>
-using TryAcquire = decltype(std::declval<L&>().tryAcquire(std::string_view(), std::int64_t()));
-template <class L>
-using TryAcquireUnder = decltype(std::declval<L&>().tryAcquire(std::string_view(), std::int64_t(), Limit()));
-template <class L>
-using TryAcquireMany = decltype(std::declval<L&>().tryAcquireMany(std::declval<const std::vector<AcquireRequest>&>()));
-template <class L>
-using Acquire = decltype(std::declval<L&>().acquire(std::string_view(), std::int64_t(), std::declval<Deadline>()));
-template <class L>
-using AcquireUnder =
-    decltype(std::declval<L&>().acquire(std::string_view(), std::int64_t(), Limit(), std::declval<Deadline>()));
-template <class L>
-using Peek = decltype(std::declval<L&>().peek(std::string_view()));
-template <class L>
-using PeekUnder = decltype(std::declval<L&>().peek(std::string_view(), Limit()));
-template <class L>
-using Reset = decltype(std::declval<L&>().reset(std::string_view()));
-template <class L>
-using LimitOf = decltype(std::declval<const L&>().limit());
-template <class L>
-using Validate = decltype(std::declval<const L&>().validate(std::string_view(), std::int64_t()));
-template <class L>
-using ValidateUnder = decltype(std::declval<const L&>().validate(std::string_view(), std::int64_t(), Limit()));
-template <class L>
-using Decide = decltype(std::declval<L&>().decide(std::string_view(), std::int64_t()));
-template <class L>
-using DecideUnder = decltype(std::declval<L&>().decide(std::string_view(), std::int64_t(), Limit()));
-template <class L>
-using DecideMany = decltype(std::declval<L&>().decideMany(std::declval<const std::vector<AcquireRequest>&>()));
-
-// Whether L has the member and a call of it gives R.
-template <template <class> class Member, class L, class R, class = void>
-struct Gives : std::false_type {};
-template <template <class> class Member, class L, class R>
-struct Gives<Member, L, R, std::void_t<Member<L>>> : std::is_same<Member<L>, R> {};
-template <template <class> class Member, class L, class R>
-inline constexpr bool gives = Gives<Member, L, R>::value;
-
-}  // namespace detail::contract
 
 /// Whether L keeps the shape of the contract above (its meaning is for the tests to show).
 template <class L>
@@ -176,50 +135,6 @@ constexpr bool keepsLimiterContract() {
                 "a limiter needs Decision decide(std::string_view key, std::int64_t cost) for composites");
   return isLimiter<L>;
 }
-
-namespace detail {
-
-// decideMany for a limiter without a cheaper way: decide() each request in turn.
-template <class Limiter>
-std::vector<Outcome> eachDecided(Limiter& limiter, const std::vector<AcquireRequest>& requests) {
-  std::vector<Outcome> outcomes(requests.size());
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    const Limit& limit = requests[i].limitOr(limiter.limit());
-    try {
-      outcomes[i].decision = limiter.decide(requests[i].key, requests[i].cost, limit);
-    } catch (const Error&) {
-      outcomes[i] = {blindRefusal(limit), std::current_exception()};
-    }
-  }
-  return outcomes;
-}
-
-inline const Decision& decisionIn(const Decision& decision) noexcept { return decision; }
-// An answer that holds a decision and more (ConcurrencyLimiter's Slot).
-template <class Answer>
-auto decisionIn(const Answer& answer) noexcept -> decltype(answer.decision()) {
-  return answer.decision();
-}
-
-// The waiting of acquire: `try_once()` until its answer (a Decision, or what holds one) admits, sleeping
-// each refusal's retry_after, or until that sleep would end after the deadline: then the refusal.
-template <class TryOnce>
-auto retriedUntil(Deadline deadline, TryOnce&& try_once) {
-  for (;;) {
-    auto answer = try_once();
-    const Decision& decision = decisionIn(answer);
-    if (decision.allowed || std::chrono::steady_clock::now() + decision.retry_after > deadline.at()) return answer;
-    std::this_thread::sleep_for(decision.retry_after);
-  }
-}
-
-// Whether a limiter's tiers may answer in place of one that failed (see LimiterFace).
-template <class L, class = void>
-struct AnswersForFailures : std::false_type {};
-template <class L>
-struct AnswersForFailures<L, std::enable_if_t<L::kAnswersForFailures>> : std::true_type {};
-
-}  // namespace detail
 
 /// The contract's public methods, written once for every limiter, over a core that supplies only what
 /// differs (as robin_map is a thin face over robin_hash). A limiter is LimiterFace<its core>, and its core
@@ -299,7 +214,7 @@ class LimiterFace : public Core {
   }
   /// acquire under a limit chosen for this call.
   Decision acquire(std::string_view key, std::int64_t cost, const Limit& limit, Deadline deadline) {
-    return detail::retriedUntil(deadline, [&] { return tryAcquire(key, cost, limit); });
+    return detail::retriedUntil(deadline.at(), [&] { return tryAcquire(key, cost, limit); });
   }
 
   /// The decision without the observer and the failure policy, for composites: throws swl::Error.
