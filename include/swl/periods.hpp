@@ -9,7 +9,8 @@
 /// periods (swl::calendar component); any other cut of time is a Periods too.
 
 #include <swl/decision.hpp>
-#include <swl/detail/limiter/reporting.hpp>
+#include <swl/detail/messages.hpp>
+#include <swl/detail/request_checks.hpp>
 #include <swl/error.hpp>
 
 #include <chrono>

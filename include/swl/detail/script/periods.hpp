@@ -3,7 +3,7 @@
 // call sends (PeriodBounds): what PeriodicLimiter and MultiLimiter's periodic rules share.
 
 #include <swl/decision.hpp>
-#include <swl/detail/limiter/reporting.hpp>
+#include <swl/detail/messages.hpp>
 #include <swl/detail/script/lua_text.hpp>
 #include <swl/error.hpp>
 #include <swl/options.hpp>

@@ -5,7 +5,7 @@
 /// blocking, async, multi-rule and concurrency limiters all read their replies here.
 
 #include <swl/decision.hpp>
-#include <swl/detail/limiter/reporting.hpp>
+#include <swl/detail/request_checks.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 
