@@ -80,24 +80,23 @@ inline bool isTimeout(const redisContext& context) noexcept {
 // (every script call swl makes) convert without touching the heap.
 class HiredisArgv {
  public:
-  HiredisArgv() = default;
-  HiredisArgv(const HiredisArgv&) = delete;  // points into itself
-  HiredisArgv& operator=(const HiredisArgv&) = delete;
-
-  void assign(const std::string_view* argv, std::size_t argc) {
+  HiredisArgv(const std::string_view* argv, std::size_t argc) : count_(static_cast<int>(argc)) {
     if (argc > kOnStack) {
       pointers_on_heap_.resize(argc), lengths_on_heap_.resize(argc);
       pointers_ = pointers_on_heap_.data(), lengths_ = lengths_on_heap_.data();
-    } else {
-      pointers_ = pointers_on_stack_.data(), lengths_ = lengths_on_stack_.data();
     }
     for (std::size_t i = 0; i < argc; ++i) pointers_[i] = argv[i].data(), lengths_[i] = argv[i].size();
   }
+  HiredisArgv(const HiredisArgv&) = delete;  // points into itself
+  HiredisArgv& operator=(const HiredisArgv&) = delete;
+
+  int count() const noexcept { return count_; }
   const char** pointers() noexcept { return pointers_; }
   const std::size_t* lengths() const noexcept { return lengths_; }
 
  private:
   static constexpr std::size_t kOnStack = 16;
+  int count_;
   std::array<const char*, kOnStack> pointers_on_stack_;
   std::array<std::size_t, kOnStack> lengths_on_stack_;
   std::vector<const char*> pointers_on_heap_;
@@ -108,11 +107,9 @@ class HiredisArgv {
 
 // A whole command in RESP, as hiredis formats it: what the async connection queues and may resend.
 inline std::string formattedCommand(const std::string_view* argv, std::size_t argc) {
-  HiredisArgv hiredis_argv;
-  hiredis_argv.assign(argv, argc);
+  HiredisArgv words(argv, argc);
   char* command = nullptr;
-  const auto length =
-      redisFormatCommandArgv(&command, static_cast<int>(argc), hiredis_argv.pointers(), hiredis_argv.lengths());
+  const auto length = redisFormatCommandArgv(&command, words.count(), words.pointers(), words.lengths());
   if (length < 0 || command == nullptr) throw Error("swl: out of memory formatting a Redis command");
   std::string text(command, static_cast<std::size_t>(length));
   redisFreeCommand(command);

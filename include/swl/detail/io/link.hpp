@@ -273,9 +273,10 @@ class Link {
     return peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
   }
 
-  // One call, preceded by ASKING when `asking`, and followed by WAIT when replicas must acknowledge it.
+  // One call, preceded by ASKING when `asking`, and followed by WAIT when replicas must acknowledge it;
+  // most calls need neither, and go out alone.
   Reply evaluateOnce(const ScriptCall& call, bool asking) {
-    if (!asking && waits() == 0) return command(call.argv(), call.argc());
+    if (!asking && options_.replica_acks == 0) return commandOn(connected(), call.argv(), call.argc());
     static constexpr std::string_view kAsking[] = {"ASKING"};
     const std::size_t first = asking ? 1 : 0;
     Reply reply, acknowledged;
@@ -328,21 +329,17 @@ class Link {
 
   // One command on `context`, arguments binary-safe; null when hiredis reports an error on the context.
   static redisReply* roundTrip(redisContext& context, const std::string_view* argv, std::size_t argc) {
-    HiredisArgv hiredis_argv;
-    hiredis_argv.assign(argv, argc);
-    return static_cast<redisReply*>(
-        redisCommandArgv(&context, static_cast<int>(argc), hiredis_argv.pointers(), hiredis_argv.lengths()));
+    HiredisArgv words(argv, argc);
+    return static_cast<redisReply*>(redisCommandArgv(&context, words.count(), words.pointers(), words.lengths()));
   }
 
   template <class ArgvOf>
   void queue(std::size_t count, ArgvOf&& argv_of) {
     redisContext& context = connected();
-    HiredisArgv hiredis_argv;
     for (std::size_t i = 0; i < count; ++i) {
       const auto [argv, argc] = argv_of(i);
-      hiredis_argv.assign(argv, argc);
-      if (redisAppendCommandArgv(&context, static_cast<int>(argc), hiredis_argv.pointers(), hiredis_argv.lengths()) !=
-          REDIS_OK) {
+      HiredisArgv words(argv, argc);
+      if (redisAppendCommandArgv(&context, words.count(), words.pointers(), words.lengths()) != REDIS_OK) {
         broke("queueing a pipelined command");  // nothing was written yet: the half-built batch goes with it
       }
     }
