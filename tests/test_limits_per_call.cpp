@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -201,6 +202,23 @@ TEST_CASE("a limit given per call no limiter could hold is refused with a messag
   open.on_failure = swl::FailurePolicy::allow;
   swl::SlidingWindowLimiter<> lenient(time.connection, kOwn, open);
   CHECK_THROWS_AS(lenient.tryAcquire("k", 1, swl::Limit{0, 1s}), swl::InvalidArgument);
+}
+
+TEST_CASE("validate and a listed key refuse a limit given per call no limiter could hold, as tryAcquire does") {
+  ManualTime time;
+  swl::LimiterOptions listed = time.options;
+  auto access = std::make_shared<swl::AccessList>();
+  access->allow("vip");
+  listed.access = access;
+  swl::SlidingWindowLimiter<> log(time.connection, kOwn, listed);
+  CHECK_THROWS_WITH(log.validate("k", 1, swl::Limit{0, 1s}), Catch::Contains("max_requests 0 is not in 1..2^53-1"));
+  CHECK_THROWS_WITH(log.tryAcquire("vip", 1, swl::Limit{0, 1s}), Catch::Contains("max_requests 0"));
+  CHECK(log.tryAcquire("vip", 1, kFree).tier == swl::Tier::allow_list);
+  swl::GcraLimiter<> gcra(time.connection, kOwn, time.options);
+  CHECK_THROWS_WITH(gcra.validate("k", 1, swl::Limit{std::int64_t{1} << 40, 1'000'000s}),
+                    Catch::Contains("too fine to count exactly"));
+  CHECK_NOTHROW(gcra.validate("k", 1, kFree));
+  CHECK(time.connection.command({"DBSIZE"})->integer() == 0);  // validate sends nothing
 }
 
 TEST_CASE("the in-memory limiter takes a limit per call as the log in Redis does") {

@@ -4,9 +4,10 @@
 /// its scripts are put together and called. An algorithm (swl/algorithms/) is a type with
 ///     static constexpr std::string_view kName;        // "swl::FixedWindowLimiter", for messages
 ///     static constexpr std::string_view kScriptName;  // "fixed_window", for messages
-///     static constexpr std::string_view kScript;      // its Lua, run after kScriptPrelude below
+///     static constexpr std::string_view kScript;      // its Lua, run after the prelude (below)
 ///     static constexpr bool kRecordsMembers;          // whether it records a member per request (the log)
 ///     static void check(const Limit&);                // throws InvalidArgument for limits it cannot keep exactly
+///                                                     // (or a const member, for an algorithm with state)
 /// and, optionally,
 ///     static constexpr std::string_view kLayout;      // Lua run first: the numbers all its scripts share
 ///     static constexpr std::string_view kFastPath;    // Lua run before kFunctions by kScript alone: its
@@ -15,12 +16,17 @@
 ///                                                     // (the log's sums)
 ///     static constexpr std::string_view kFunctions;   // Lua run before kScript, shared with other scripts
 ///                                                     // (or an array of texts, run in order)
-///     static constexpr std::string_view kArgument;    // its own parameter, sent as ARGV[8] (bucketed: buckets)
+///     auto argument(std::optional<std::chrono::microseconds> client_now) const;
+///                                                     // its own parameter for a call at client_now (none on
+///                                                     // Redis's clock), sent as ARGV[8]: the bucketed
+///                                                     // window's buckets, the periods' bounds around now;
+///                                                     // something a std::string_view can be made of
 ///     static constexpr std::string_view kSettleScriptName, kSettleScript;  // it can settle reservations
 ///     static constexpr std::string_view kLeaseScriptName, kLeaseScript;    // it can lease units
 /// (kSettleScript and kLeaseScript run after the prelude and kFunctions too).
 /// Every script takes the arguments the prelude reads, treats cost 0 as a peek that records nothing, and
-/// answers {allowed, remaining, retry_after_us, reset_after_us}.
+/// answers {allowed, remaining, retry_after_us, reset_after_us}. A limiter holds one algorithm, made by
+/// default unless the limiter is given one (PeriodicLimiter gives its periods).
 ///
 /// Every script an algorithm's limiters run is assembled in one place, detail/script/assembly.hpp: the
 /// prelude (which reads the arguments every script takes), then the algorithm's parts. `swl_scripts`
@@ -41,7 +47,8 @@ struct IsAlgorithm : std::false_type {};
 /// The case where T has every required member; their types decide.
 template <class T>
 struct IsAlgorithm<T, std::void_t<decltype(T::kName), decltype(T::kScriptName), decltype(T::kScript),
-                                  decltype(T::kRecordsMembers), decltype(T::check(std::declval<const Limit&>()))>>
+                                  decltype(T::kRecordsMembers),
+                                  decltype(std::declval<const T&>().check(std::declval<const Limit&>()))>>
     : std::bool_constant<std::is_convertible_v<decltype(T::kName), std::string_view> &&
                          std::is_convertible_v<decltype(T::kScriptName), std::string_view> &&
                          std::is_convertible_v<decltype(T::kScript), std::string_view> &&

@@ -28,6 +28,7 @@
 #include <swl/redis_limiter.hpp>
 
 #include <chrono>
+#include <optional>
 #include <string_view>
 
 namespace swl {
@@ -45,8 +46,10 @@ struct BucketedWindow {
   static constexpr std::string_view kScriptName = "bucketed_window";
   /// No member per request: a bucket keeps only its units.
   static constexpr bool kRecordsMembers = false;
-  /// B, sent to the script as ARGV[8].
-  static constexpr std::string_view kArgument = detail::kDecimalText<Buckets>;
+  /// B, sent to the script as ARGV[8] with every call.
+  std::string_view argument(const std::optional<std::chrono::microseconds>& /*client_now*/) const noexcept {
+    return detail::kDecimalText<Buckets>;
+  }
   /// Any limit: the buckets hold units, so every limit is kept as it is.
   static void check(const Limit&) {}
 

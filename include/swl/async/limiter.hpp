@@ -57,7 +57,8 @@ class AsyncLimiter {
                MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
       : redis_(&redis),
         calls_(
-            std::make_shared<Calls>(limit, std::move(options), std::move(keys), std::move(members), std::move(ttl))) {
+            std::make_shared<Calls>(limit, std::move(options), std::move(keys), std::move(members), std::move(ttl),
+                                    Algorithm())) {
     if (calls_->options().access) {
       throw InvalidArgument(std::string(Algorithm::kName) +
                             ": LimiterOptions::access is not taken by the async limiter; ask the list "

@@ -23,7 +23,7 @@
 
 namespace swl::detail {
 
-// The Lua of the slots; each part runs after kScriptPrelude and kFunctions.
+// The Lua of the slots; each part runs after the prelude and kFunctions.
 struct ConcurrencySlots {
   static constexpr std::string_view kFunctions = R"lua(
 -- Concurrency slots. A key is a sorted set: member = one holder's slot id, score = when that slot

@@ -36,6 +36,8 @@ namespace swl::detail {
 
 // Several sliding window logs decided together, all or nothing, in one atomic Lua script: the log of
 // algorithms/sliding_window_log.hpp, whose steps (SlidingWindowLog::kFunctions) it runs for each rule's key.
+// Its arguments open its prelude, followed by the clock and the integer helpers every script shares
+// (kClockAndIntegers).
 inline constexpr std::string_view kMultiWindowArguments = R"lua(
 -- KEYS[i]  rule i's sorted set: the sliding window log (SlidingWindowLog::kFunctions has its layout)
 -- ARGV[1]  cost: units this request asks of every rule (1 <= cost <= each limit, checked by the client)
@@ -49,18 +51,6 @@ inline constexpr std::string_view kMultiWindowArguments = R"lua(
 -- The request is recorded in every log only if every rule admits it: no rule pays for a refusal.
 local cost = tonumber(ARGV[1])
 local now_text = ARGV[2]
-local redis_time = now_text == ''
-if redis_time then
-  local time = redis.call('TIME')
-  now_text = time[1] .. string.format('%06d', tonumber(time[2]))
-end
-local now = tonumber(now_text)
-local function idiv(a, b)
-  local q = math.floor(a / b)
-  if q * b > a then q = q - 1 elseif (q + 1) * b <= a then q = q + 1 end
-  return q
-end
-local function text(n) return string.format('%.0f', n) end
 )lua"sv;
 
 inline constexpr std::string_view kMultiWindowScript = R"lua(

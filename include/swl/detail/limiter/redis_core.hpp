@@ -4,7 +4,7 @@
 #include <swl/algorithm.hpp>
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
-#include <swl/detail/limiter/script_batch.hpp>
+#include <swl/detail/limiter/reporting.hpp>
 #include <swl/detail/script/calls.hpp>
 #include <swl/detail/script/reply.hpp>
 #include <swl/error.hpp>
@@ -15,8 +15,8 @@
 #include <swl/policies/ttl.hpp>
 #include <swl/redis/client.hpp>
 
-#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <string>
@@ -43,9 +43,11 @@ class RedisLimiterCore {
  public:
   static constexpr std::int64_t kLargestExact = detail::kLargestExact;
 
+  // `algorithm`: made by default, unless it has state of its own (PeriodicLimiter's periods).
   RedisLimiterCore(RedisClient& redis, Limit limit, LimiterOptions options = {}, KeyPolicy keys = KeyPolicy(),
-                   MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
-      : redis_(&redis), calls_(limit, std::move(options), std::move(keys), std::move(members), std::move(ttl)) {}
+                   MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy(), Algorithm algorithm = Algorithm())
+      : redis_(&redis),
+        calls_(limit, std::move(options), std::move(keys), std::move(members), std::move(ttl), std::move(algorithm)) {}
 
   // One EVALSHA, under the limiter's own limit or one chosen for this call (a tenant's plan): the key's
   // state is the same whatever limit a call brings; docs/limits.md ("Limits per tenant") says what each
@@ -71,13 +73,39 @@ class RedisLimiterCore {
     calls_.validate(key, cost, limit);
   }
 
+  // The requests' calls in one runMany. A request refused before sending (InvalidArgument) and a call or
+  // reply that failed answer their own request alone, with a blind refusal and the error.
   std::vector<Outcome> decideMany(const std::vector<AcquireRequest>& requests) {
-    return decidedInOneBatch(
-        *redis_, requests, limit(),
-        [this](const AcquireRequest& request, const Limit& limit) {
-          return calls_.prepare(request.key, request.cost, limit);
-        },
-        [](const typename Calls::Request& request) { return request.call(); });
+    std::vector<Outcome> outcomes(requests.size());
+    std::vector<typename Calls::Request> prepared;  // each stays where it is while its call is in use
+    std::vector<std::size_t> sent;                  // prepared[i] answers requests[sent[i]]
+    prepared.reserve(requests.size()), sent.reserve(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      const Limit& asked = requests[i].limitOr(limit());
+      try {
+        prepared.push_back(calls_.prepare(requests[i].key, requests[i].cost, asked));
+        sent.push_back(i);
+      } catch (const InvalidArgument&) {
+        outcomes[i] = {blindRefusal(asked), std::current_exception()};
+      }
+    }
+    std::vector<ScriptCall> calls;
+    calls.reserve(prepared.size());
+    for (const typename Calls::Request& request : prepared) calls.push_back(request.call());
+    std::vector<ScriptReply> replies = redis_->runMany(calls);
+    for (std::size_t i = 0; i < replies.size(); ++i) {
+      Outcome& outcome = outcomes[sent[i]];
+      if (!replies[i].error) {
+        try {
+          outcome.decision = prepared[i].decode(*replies[i].reply);
+          continue;
+        } catch (const Error&) {
+          replies[i].error = std::current_exception();
+        }
+      }
+      outcome = {blindRefusal(prepared[i].limit()), std::move(replies[i].error)};
+    }
+    return outcomes;
   }
 
   // The Redis key that holds `key`'s state, for operators and tests.

@@ -4,24 +4,27 @@
 
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
-#include <swl/detail/limiter/reporting.hpp>
+#include <swl/detail/request_checks.hpp>
 #include <swl/detail/script/lua_text.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 #include <swl/redis/hash_slot.hpp>
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 namespace swl::detail {
 
-// The opening of every algorithm's script: the arguments, read the same way for all, and integer helpers.
-inline constexpr std::string_view kScriptPrelude = R"lua(
+// The arguments of a call on one key, read the same way by every algorithm's script: the first part of
+// its prelude.
+inline constexpr std::string_view kOneKeyArguments = R"lua(
 -- swl: one atomic rate-limit decision for one key. This prelude reads the arguments every algorithm
 -- takes; the algorithm's own part follows it (include/swl/algorithms/).
 -- KEYS[1]  the key's state
@@ -44,18 +47,22 @@ local key = KEYS[1]
 local window = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3] or 1)
+local record = cost > 0
+local count_rejected = ARGV[7] == '1'
+local now_text = ARGV[4]
+)lua"sv;
 
+// The second part of every prelude, MultiLimiter's too, once its arguments have set now_text: the clock,
+// and integer helpers.
+inline constexpr std::string_view kClockAndIntegers = R"lua(
 -- Times sent back to Redis are built from integer parts: Lua formats a concatenated number with 14
 -- significant digits and would cut the last digits off a 16-digit microsecond time.
-local now_text = ARGV[4]
 local redis_time = now_text == nil or now_text == ''
 if redis_time then
   local time = redis.call('TIME')
   now_text = time[1] .. string.format('%06d', tonumber(time[2]))
 end
 local now = tonumber(now_text)  -- below 2^53, so exact in a Lua double
-local record = cost > 0
-local count_rejected = ARGV[7] == '1'
 
 -- Every value below stays an integer under 2^53, exact in a Lua double; two helpers keep it so.
 -- a // b: the quotient of two doubles can round up to the next integer, so it is checked.
@@ -67,6 +74,12 @@ end
 -- An integer as Redis should store it: Lua would print only 14 significant digits.
 local function text(n) return string.format('%.0f', n) end
 )lua"sv;
+
+// The opening of every algorithm's script: its arguments, the clock and the integer helpers.
+inline const std::string& scriptPrelude() {
+  static const std::string prelude = std::string(kOneKeyArguments).append(kClockAndIntegers);
+  return prelude;
+}
 
 // Whether Member<T> names something: the optional parts of an algorithm, one alias each below.
 template <template <class> class Member, class T, class = void>
@@ -83,7 +96,7 @@ using PartsPart = decltype(T::kParts);
 template <class T>
 using FunctionsPart = decltype(T::kFunctions);
 template <class T>
-using ArgumentPart = decltype(T::kArgument);
+using ArgumentPart = decltype(std::declval<const T&>().argument(std::optional<std::chrono::microseconds>()));
 
 template <class T>
 inline constexpr bool hasLayout = Provides<LayoutPart, T>::value;
@@ -96,12 +109,13 @@ inline constexpr bool hasFunctions = Provides<FunctionsPart, T>::value;
 template <class T>
 inline constexpr bool hasArgument = Provides<ArgumentPart, T>::value;
 
-// The prelude, the algorithm's layout, its fast path (for its decisions alone), its parts, its functions
-// and then `part`: how every script is put together. (MultiLimiter's brings a prelude of its own, since it takes
-// a key and a limit per rule.)
+// The prelude (`arguments`, then the clock and the integer helpers), the algorithm's layout, its fast
+// path (for its decisions alone), its parts, its functions and then `part`: how every script is put
+// together. (MultiLimiter's reads arguments of its own, a key and a limit per rule.)
 template <class Algorithm>
-std::string scriptText(std::string_view part, bool with_fast_path = false, std::string_view prelude = kScriptPrelude) {
-  std::string whole(prelude);
+std::string scriptText(std::string_view part, bool with_fast_path = false,
+                       std::string_view arguments = kOneKeyArguments) {
+  std::string whole = std::string(arguments).append(kClockAndIntegers);
   if constexpr (hasLayout<Algorithm>) whole.append(Algorithm::kLayout);
   if constexpr (hasFastPath<Algorithm>) {
     if (with_fast_path) whole.append(Algorithm::kFastPath);
@@ -152,16 +166,14 @@ end
 return answer
 )lua"sv;
 
-// `script` (which opens with kScriptPrelude) as a blocking limiter runs it: its part after the prelude
+// `script` (which opens with the prelude) as a blocking limiter runs it: its part after the prelude
 // inside kBlockOpening and kBlockClosing.
 inline std::string blockingText(std::string_view script) {
-  if (script.substr(0, kScriptPrelude.size()) != kScriptPrelude) {
+  const std::string& prelude = scriptPrelude();
+  if (script.substr(0, prelude.size()) != prelude) {
     throw InvalidArgument("swl: a script to run blocking does not open with the prelude");
   }
-  return std::string(kScriptPrelude)
-      .append(kBlockOpening)
-      .append(script.substr(kScriptPrelude.size()))
-      .append(kBlockClosing);
+  return std::string(prelude).append(kBlockOpening).append(script.substr(prelude.size())).append(kBlockClosing);
 }
 
 // Which of an algorithm's scripts: the one its limiters decide with, or, for an algorithm that has them
@@ -216,7 +228,7 @@ inline const Script& forgetScript() {
   return forget;
 }
 
-// The arguments every script reads in its prelude, in ARGV order: kScriptPrelude says what each one
+// The arguments every script reads in its prelude, in ARGV order: kOneKeyArguments says what each one
 // means. A script's own arguments follow from ARGV[8].
 struct PreludeArguments {
   std::string_view window, limit, cost, now, member, ttl, count_rejected;

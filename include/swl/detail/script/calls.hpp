@@ -82,7 +82,7 @@ class LimiterCalls {
     ScriptCall call() const {
       const Script& script = scriptOf<Algorithm>(calls_->block_length_.has_value());
       if constexpr (hasArgument<Algorithm>) {
-        return preludeCall(script, redis_key_, prelude(calls_->count_rejected_), {Algorithm::kArgument}, block());
+        return preludeCall(script, redis_key_, prelude(calls_->count_rejected_), {argument_}, block());
       } else {
         return preludeCall(script, redis_key_, prelude(calls_->count_rejected_), {}, block());
       }
@@ -118,7 +118,8 @@ class LimiterCalls {
           member_(std::move(member)),
           cost_(cost),
           cost_text_(cost),
-          now_(calls.options_.clock, limit.limit.window) {}
+          now_(calls.options_.clock, limit.limit.window),
+          argument_(calls.argumentAt(now_)) {}
 
     const LimiterCalls* calls_;
     LimitArguments limit_;
@@ -128,10 +129,13 @@ class LimiterCalls {
     std::int64_t cost_;
     IntegerText cost_text_;
     ScriptNow now_;
+    std::string argument_;  // the algorithm's own (ARGV[8]), if it takes one
   };
 
-  LimiterCalls(Limit limit, LimiterOptions options, KeyPolicy keys, MemberPolicy members, TtlPolicy ttl)
-      : options_(std::move(options)),
+  LimiterCalls(Limit limit, LimiterOptions options, KeyPolicy keys, MemberPolicy members, TtlPolicy ttl,
+               Algorithm algorithm)
+      : algorithm_(std::move(algorithm)),
+        options_(std::move(options)),
         keys_(std::move(keys)),
         members_(std::move(members)),
         ttl_(std::move(ttl)),
@@ -146,7 +150,7 @@ class LimiterCalls {
     const bool own = limit == own_.limit;
     std::optional<LimitArguments> chosen;
     if (!own) chosen = arguments(limit);  // the limit first: a cost is measured against a valid one
-    validate(key, cost, limit);
+    checkRequest(Algorithm::kName, "tryAcquire", key, cost, limit.max_requests);
     std::string member;
     if constexpr (Algorithm::kRecordsMembers) member = checkedMember(Algorithm::kName, members_.next());
     return Request(*this, own ? own_ : *chosen, redisKey(key), std::move(member), cost);
@@ -191,21 +195,34 @@ class LimiterCalls {
 
   static Usage usage(ReplyView reply, const Request& peek) { return decodeUsage(reply, peek.limit().max_requests); }
 
+  // Throws what prepare() would, sending nothing.
   void validate(std::string_view key, std::int64_t cost, const Limit& limit) const {
+    if (limit != own_.limit) arguments(limit);
     checkRequest(Algorithm::kName, "tryAcquire", key, cost, limit.max_requests);
   }
 
   std::string redisKey(std::string_view key) const { return keys_.key(key); }
   const Limit& limit() const noexcept { return own_.limit; }
   const LimiterOptions& options() const noexcept { return options_; }
+  const Algorithm& algorithm() const noexcept { return algorithm_; }
 
  private:
   LimitArguments arguments(const Limit& limit) const {
-    Algorithm::check(checkedLimit(limit));
+    algorithm_.check(checkedLimit(limit));
     const std::chrono::milliseconds ttl = checkedTtl(ttl_, limit.window, Algorithm::kName);
     return {limit, IntegerText(limit.window.count()), IntegerText(limit.max_requests), IntegerText(ttl.count())};
   }
 
+  // The algorithm's own argument for a call at `now`, as text; none for an algorithm that takes none.
+  std::string argumentAt(const ScriptNow& now) const {
+    if constexpr (hasArgument<Algorithm>) {
+      return std::string(std::string_view(algorithm_.argument(now.clientNow())));
+    } else {
+      return {};
+    }
+  }
+
+  Algorithm algorithm_;
   LimiterOptions options_;
   KeyPolicy keys_;
   MemberPolicy members_;
