@@ -21,14 +21,15 @@
 
 #include <swl/error.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
-#include <functional>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace swl {
 
@@ -45,34 +46,35 @@ class AccessList {
  public:
   /// Admits `key` without counting it.
   void allow(std::string_view key) {
-    change("allow", key, [](Lists& lists, std::string name) { lists.allowed.keys.insert(std::move(name)); });
+    change("allow", key, [](Lists& lists, std::string name) { List::add(lists.allowed.keys, std::move(name)); });
   }
   /// Refuses `key` without asking Redis.
   void deny(std::string_view key) {
-    change("deny", key, [](Lists& lists, std::string name) { lists.denied.keys.insert(std::move(name)); });
+    change("deny", key, [](Lists& lists, std::string name) { List::add(lists.denied.keys, std::move(name)); });
   }
   /// Every key that starts with `prefix`.
   void allowPrefix(std::string_view prefix) {
     change("allowPrefix", prefix,
-           [](Lists& lists, std::string name) { lists.allowed.prefixes.insert(std::move(name)); });
+           [](Lists& lists, std::string name) { List::add(lists.allowed.prefixes, std::move(name)); });
   }
   /// Every key that starts with `prefix`.
   void denyPrefix(std::string_view prefix) {
-    change("denyPrefix", prefix, [](Lists& lists, std::string name) { lists.denied.prefixes.insert(std::move(name)); });
+    change("denyPrefix", prefix,
+           [](Lists& lists, std::string name) { List::add(lists.denied.prefixes, std::move(name)); });
   }
 
   /// Takes a key, or a prefix, off both lists (what was never listed is left alone).
   void unlist(std::string_view key) {
     change("unlist", key, [](Lists& lists, const std::string& name) {
-      lists.allowed.keys.erase(name);
-      lists.denied.keys.erase(name);
+      List::remove(lists.allowed.keys, name);
+      List::remove(lists.denied.keys, name);
     });
   }
   /// Takes a prefix off both lists, as unlist() does a key.
   void unlistPrefix(std::string_view prefix) {
     change("unlistPrefix", prefix, [](Lists& lists, const std::string& name) {
-      lists.allowed.prefixes.erase(name);
-      lists.denied.prefixes.erase(name);
+      List::remove(lists.allowed.prefixes, name);
+      List::remove(lists.denied.prefixes, name);
     });
   }
 
@@ -95,20 +97,39 @@ class AccessList {
 
  private:
   // One list: exact keys, and prefixes with the lengths they come in (a key is looked up once per length).
+  // Sorted vectors searched by halves: lists change rarely and are read on every decision, and a vector
+  // costs every file that includes swl less to compile than a std::set.
   struct List {
-    std::set<std::string, std::less<>> keys;
-    std::set<std::string, std::less<>> prefixes;
-    std::set<std::size_t> prefix_lengths;  // of `prefixes`, remade after every change
+    std::vector<std::string> keys;               // sorted, each once
+    std::vector<std::string> prefixes;           // sorted, each once
+    std::vector<std::size_t> prefix_lengths;     // of `prefixes`, ascending, remade after every change
+
+    static std::vector<std::string>::const_iterator find(const std::vector<std::string>& sorted,
+                                                         std::string_view name) {
+      const auto at = std::lower_bound(sorted.begin(), sorted.end(), name,
+                                       [](const std::string& listed, std::string_view sought) { return listed < sought; });
+      return at != sorted.end() && *at == name ? at : sorted.end();
+    }
+    static void add(std::vector<std::string>& sorted, std::string name) {
+      const auto at = std::lower_bound(sorted.begin(), sorted.end(), name);
+      if (at == sorted.end() || *at != name) sorted.insert(at, std::move(name));
+    }
+    static void remove(std::vector<std::string>& sorted, std::string_view name) {
+      const auto at = find(sorted, name);
+      if (at != sorted.end()) sorted.erase(at);
+    }
 
     void indexPrefixes() {
       prefix_lengths.clear();
-      for (const std::string& prefix : prefixes) prefix_lengths.insert(prefix.size());
+      for (const std::string& prefix : prefixes) prefix_lengths.push_back(prefix.size());
+      std::sort(prefix_lengths.begin(), prefix_lengths.end());
+      prefix_lengths.erase(std::unique(prefix_lengths.begin(), prefix_lengths.end()), prefix_lengths.end());
     }
     bool holds(std::string_view key) const {
-      if (keys.find(key) != keys.end()) return true;
+      if (find(keys, key) != keys.end()) return true;
       for (const std::size_t length : prefix_lengths) {
         if (length > key.size()) break;
-        if (prefixes.find(key.substr(0, length)) != prefixes.end()) return true;
+        if (find(prefixes, key.substr(0, length)) != prefixes.end()) return true;
       }
       return false;
     }

@@ -43,7 +43,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -304,7 +303,7 @@ class AsyncConnection {
   // Replies on one connection come in send order, so one SCRIPT LOAD sent after the failed call
   // serves every call that met the same empty cache; the call itself goes out again right behind it.
   void repeatAfterLoad(Pending pending) {
-    auto& loaded_at = script_loaded_at_[pending.script];
+    std::uint64_t& loaded_at = loadedAt(pending.script);
     if (loaded_at < pending.sequence) {
       const std::string_view load[] = {"SCRIPT", "LOAD", pending.script->text()};
       Pending loading;
@@ -315,6 +314,14 @@ class AsyncConnection {
     }
     pending.repeated = true;
     send(std::move(pending));
+  }
+
+  // When `script` was last loaded here: the sequence of its SCRIPT LOAD, 0 before the first.
+  std::uint64_t& loadedAt(const Script* script) {
+    for (auto& [known, loaded_at] : script_loaded_at_) {
+      if (known == script) return loaded_at;
+    }
+    return script_loaded_at_.emplace_back(script, 0).second;
   }
 
   static void onConnect(const redisAsyncContext* context, int status) {
@@ -427,7 +434,7 @@ class AsyncConnection {
   Clock::time_point last_reply_at_{};
   Clock::time_point timer_due_{};
   std::uint64_t sent_ = 0;
-  std::unordered_map<const Script*, std::uint64_t> script_loaded_at_;
+  std::vector<std::pair<const Script*, std::uint64_t>> script_loaded_at_;  // a connection meets few scripts
   std::shared_ptr<detail::CircuitBreaker> breaker_;
   EventPtr timeout_timer_;
   EventPtr deferred_event_;
