@@ -100,14 +100,15 @@ class AccessList {
   // Sorted vectors searched by halves: lists change rarely and are read on every decision, and a vector
   // costs every file that includes swl less to compile than a std::set.
   struct List {
-    std::vector<std::string> keys;               // sorted, each once
-    std::vector<std::string> prefixes;           // sorted, each once
-    std::vector<std::size_t> prefix_lengths;     // of `prefixes`, ascending, remade after every change
+    std::vector<std::string> keys;            // sorted, each once
+    std::vector<std::string> prefixes;        // sorted, each once
+    std::vector<std::size_t> prefix_lengths;  // of `prefixes`, ascending, remade after every change
 
     static std::vector<std::string>::const_iterator find(const std::vector<std::string>& sorted,
                                                          std::string_view name) {
-      const auto at = std::lower_bound(sorted.begin(), sorted.end(), name,
-                                       [](const std::string& listed, std::string_view sought) { return listed < sought; });
+      const auto at =
+          std::lower_bound(sorted.begin(), sorted.end(), name,
+                           [](const std::string& listed, std::string_view sought) { return listed < sought; });
       return at != sorted.end() && *at == name ? at : sorted.end();
     }
     static void add(std::vector<std::string>& sorted, std::string name) {

@@ -46,9 +46,9 @@ template <class T, class = void>
 struct IsAlgorithm : std::false_type {};
 /// The case where T has every required member; their types decide.
 template <class T>
-struct IsAlgorithm<T, std::void_t<decltype(T::kName), decltype(T::kScriptName), decltype(T::kScript),
-                                  decltype(T::kRecordsMembers),
-                                  decltype(std::declval<const T&>().check(std::declval<const Limit&>()))>>
+struct IsAlgorithm<
+    T, std::void_t<decltype(T::kName), decltype(T::kScriptName), decltype(T::kScript), decltype(T::kRecordsMembers),
+                   decltype(std::declval<const T&>().check(std::declval<const Limit&>()))>>
     : std::bool_constant<std::is_convertible_v<decltype(T::kName), std::string_view> &&
                          std::is_convertible_v<decltype(T::kScriptName), std::string_view> &&
                          std::is_convertible_v<decltype(T::kScript), std::string_view> &&

@@ -56,9 +56,8 @@ class AsyncLimiter {
   AsyncLimiter(AsyncConnection& redis, Limit limit, LimiterOptions options = {}, KeyPolicy keys = KeyPolicy(),
                MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
       : redis_(&redis),
-        calls_(
-            std::make_shared<Calls>(limit, std::move(options), std::move(keys), std::move(members), std::move(ttl),
-                                    Algorithm())) {
+        calls_(std::make_shared<Calls>(limit, std::move(options), std::move(keys), std::move(members), std::move(ttl),
+                                       Algorithm())) {
     if (calls_->options().access) {
       throw InvalidArgument(std::string(Algorithm::kName) +
                             ": LimiterOptions::access is not taken by the async limiter; ask the list "

@@ -49,4 +49,3 @@ auto retriedUntil(std::chrono::steady_clock::time_point deadline, TryOnce&& try_
 }
 
 }  // namespace swl::detail
-

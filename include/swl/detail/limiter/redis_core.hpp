@@ -45,7 +45,8 @@ class RedisLimiterCore {
 
   // `algorithm`: made by default, unless it has state of its own (PeriodicLimiter's periods).
   RedisLimiterCore(RedisClient& redis, Limit limit, LimiterOptions options = {}, KeyPolicy keys = KeyPolicy(),
-                   MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy(), Algorithm algorithm = Algorithm())
+                   MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy(),
+                   Algorithm algorithm = Algorithm())
       : redis_(&redis),
         calls_(limit, std::move(options), std::move(keys), std::move(members), std::move(ttl), std::move(algorithm)) {}
 
