@@ -103,7 +103,7 @@ if [ "$config" = hiredis1 ]; then
   # header, not Debian's 0.14 one. A build check: configure, then compile the TLS test and an example.
   if [ -f ../shared/deps/hiredis-1.0.2.tar.gz ]; then
     prefix=$(build_hiredis 1.0.2)
-    PKG_CONFIG_PATH=$prefix/lib/pkgconfig cmake -S . -B build-hiredis1/build-1.0.2 -DCMAKE_BUILD_TYPE=Debug \
+    PKG_CONFIG_PATH=$prefix/lib/pkgconfig cmake -S . -B build-hiredis1/build-1.0.2 -DCMAKE_BUILD_TYPE=None \
       -DSWL_BUILD_TESTS=ON -DSWL_BUILD_EXAMPLES=ON | grep 'swl: hiredis'
     cmake --build build-hiredis1/build-1.0.2 -j"$(nproc)" --target test_tls basic
     echo "hiredis 1.0.2: swl and its TLS test build"

@@ -76,6 +76,21 @@ TEST_CASE("a key is found by name or by any prefix, whatever prefixes of other l
   CHECK(access.listingOf("aab") == swl::Listing::unlisted);
 }
 
+TEST_CASE("a key or prefix listed twice is listed once: one unlist takes it off, and keys around it stay") {
+  swl::AccessList access;
+  for (const char* key : {"m", "c", "x", "m", "a", "m"}) access.allow(key);
+  access.denyPrefix("p:");
+  access.denyPrefix("p:");
+  access.unlist("m");
+  access.unlistPrefix("p:");
+  CHECK(access.listingOf("m") == swl::Listing::unlisted);
+  CHECK(access.listingOf("p:1") == swl::Listing::unlisted);
+  for (const char* key : {"a", "c", "x"}) CHECK(access.listingOf(key) == swl::Listing::allowed);
+  CHECK(access.listingOf("b") == swl::Listing::unlisted);
+  access.unlist("never listed");  // leaves the rest alone
+  CHECK(access.listingOf("x") == swl::Listing::allowed);
+}
+
 TEST_CASE("a key denied by name under an allowed prefix is denied, and once unlisted it is limited again") {
   auto access = usualLists();
   access->deny("internal:leaked-token");
