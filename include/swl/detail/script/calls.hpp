@@ -147,7 +147,7 @@ class LimiterCalls {
   // the constructor checks one. Throws InvalidArgument for a request no limit could take; nothing has
   // been sent then.
   Request prepare(std::string_view key, std::int64_t cost, const Limit& limit) {
-    const bool own = limit == own_.limit;
+    const bool own = &limit == &own_.limit || limit == own_.limit;  // most calls pass limit() itself
     std::optional<LimitArguments> chosen;
     if (!own) chosen = arguments(limit);  // the limit first: a cost is measured against a valid one
     checkRequest(Algorithm::kName, "tryAcquire", key, cost, limit.max_requests);
