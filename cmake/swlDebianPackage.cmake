@@ -16,9 +16,10 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE all)
 set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libhiredis-dev (>= 0.14)")
-# swl::async, swl::tls, swl::calendar, swl::prometheus and swl::grpc; a Redis to limit against.
+# swl::async, swl::asio (or swl::boost_asio), swl::tls, swl::calendar, swl::prometheus and swl::grpc; a
+# Redis to limit against.
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS
-    "libevent-dev, libssl-dev, libhowardhinnant-date-dev, prometheus-cpp-dev, libgrpc++-dev, redis-server | valkey-server")
+    "libevent-dev, libasio-dev | libboost1.81-dev, libssl-dev, libhowardhinnant-date-dev, prometheus-cpp-dev, libgrpc++-dev, redis-server | valkey-server")
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
     "Exact distributed rate limiting on Redis for C++17 services.\n\
 swl decides whether to serve a request with one atomic Lua script per call on a\n\

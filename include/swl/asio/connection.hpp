@@ -1,0 +1,85 @@
+#pragma once
+/// \file
+/// AsioConnection: one hiredis async context on an Asio executor, for the services that run on Asio
+/// (Boost.Beast, asio-grpc, anything written with co_await). What AsioLimiter (asio/limiter.hpp) runs on.
+///
+///   asio::io_context io;
+///   auto redis = swl::AsioConnection::tcp(io.get_executor(), "127.0.0.1", 6379);
+///   swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{100, std::chrono::seconds(10)});
+///
+/// The same promises as the blocking Connection: EVALSHA only; NOSCRIPT loads the script and repeats that
+/// call once; nothing else is ever sent twice. Its work runs on a strand of the executor, so any thread may
+/// start calls and any number of threads may run the io_context. The socket is hiredis's: Asio watches it
+/// through a posix::stream_descriptor and never closes it.
+///
+/// Every call has a deadline (by default now + ConnectionOptions::command_timeout). A call past it ends
+/// with a TimeoutError, and its reply, when it comes, is dropped: the connection stays up for the calls
+/// behind it (hiredis's own timeout would fail them all). A lost connection fails the calls on it; the
+/// next call connects again, after the circuit breaker's cool-down when connecting failed
+/// (ConnectionOptions::breaker_cooldown). TLS needs hiredis 1.x, as for every connection.
+///
+/// Needs Asio (Debian libasio-dev, or libboost-dev with SWL_USE_BOOST_ASIO: asio/backend.hpp) and the
+/// CMake target swl::asio (or swl::boost_asio).
+
+#include <swl/asio/backend.hpp>
+#include <swl/connection_options.hpp>
+#include <swl/detail/asio/session.hpp>
+
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace swl {
+
+/// One hiredis async context on an Asio executor (asio/connection.hpp says how it times calls out and
+/// reconnects). A handle: movable; destroying it closes the connection, and the calls in flight end with
+/// a ConnectionError.
+class AsioConnection {
+ public:
+  /// The strand every call's work runs on.
+  using executor_type = detail::AsioSession::Strand;
+
+  /// A connection to host:port, made on `executor`'s next turns; calls made before then wait for it.
+  static AsioConnection tcp(const asio::any_io_executor& executor, std::string host, int port,
+                            ConnectionOptions options = {}) {
+    return AsioConnection(executor, Address{std::move(host), port}, options);
+  }
+  /// A connection over the Unix socket at `path`, as tcp() makes one.
+  static AsioConnection unixSocket(const asio::any_io_executor& executor, std::string path,
+                                   ConnectionOptions options = {}) {
+    return AsioConnection(executor, Address::unixSocket(std::move(path)), options);
+  }
+
+  AsioConnection(AsioConnection&&) noexcept = default;
+  AsioConnection& operator=(AsioConnection&& other) noexcept {
+    if (this != &other) {
+      close();
+      session_ = std::move(other.session_);
+    }
+    return *this;
+  }
+  ~AsioConnection() { close(); }
+
+  /// Closes the connection for good, from any thread: the calls in flight end with a ConnectionError,
+  /// and so do later ones.
+  void close() {
+    if (!session_) return;
+    const auto strand = session_->strand();
+    asio::dispatch(strand, [session = std::move(session_)] { session->close(); });
+  }
+
+  executor_type get_executor() const noexcept { return session_->strand(); }
+  /// "host:port" or "unix:/path": how messages name the server.
+  const std::string& endpoint() const noexcept { return session_->endpoint(); }
+
+  /// For AsioLimiter: the state every call shares.
+  const std::shared_ptr<detail::AsioSession>& session() const noexcept { return session_; }
+
+ private:
+  AsioConnection(const asio::any_io_executor& executor, const Address& address, const ConnectionOptions& options)
+      : session_(std::make_shared<detail::AsioSession>(executor, address, options)) {}
+
+  std::shared_ptr<detail::AsioSession> session_;
+};
+
+}  // namespace swl

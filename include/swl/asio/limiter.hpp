@@ -1,0 +1,333 @@
+#pragma once
+/// \file
+/// AsioLimiter: any algorithm's limiter for services on Asio, its decisions awaited on the caller's event
+/// loop with any completion token: a callback, `asio::use_future`, or `asio::use_awaitable` in a C++20
+/// coroutine (swl itself stays C++17).
+///
+///   asio::io_context io;
+///   auto redis = swl::AsioConnection::tcp(io.get_executor(), "127.0.0.1", 6379);
+///   swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{100, std::chrono::seconds(10)});
+///
+///   // in a coroutine
+///   swl::Decision decision = co_await limiter.async_try_acquire("user:42", 1, asio::use_awaitable);
+///   if (!decision) co_return reply429(decision.retry_after);
+///
+/// The same scripts, policies, options and decisions as RedisLimiter: the failure policy, the observer,
+/// shadow mode, the access list, block_for and limits per call. Each operation
+///
+/// - completes once, on its handler's associated executor (the connection's strand for a handler without
+///   one), never inside the function that started it; any thread may start one;
+/// - has a deadline, by default now + ConnectionOptions::command_timeout: a call Redis has not answered by
+///   then is answered by the failure policy (Tier::fail_open or Tier::fail_closed, or under
+///   FailurePolicy::throw_error the error code AsioErrc::timeout), and its late reply is dropped. It may
+///   still have been counted: Redis runs a call it received, whoever waits for the answer;
+/// - honours its handler's cancellation slot (any cancellation type): it ends at once with
+///   `asio::error::operation_aborted` and a refusal (Tier::fail_closed). Cancelled before it was sent, it
+///   recorded nothing; cancelled after, Redis may still count it, as for a deadline.
+///
+/// A request no limit could take (empty key, cost outside 1..limit, a bad limit) throws InvalidArgument
+/// from the call that starts the operation (async_try_acquire itself, also under use_awaitable), before
+/// anything is sent. The handler's error_code is otherwise set only under FailurePolicy::throw_error (an AsioErrc)
+/// and for cancellation; what went wrong, with the server's address, goes to the observer.
+///
+/// Signatures: async_try_acquire and async_try_acquire_many `void(error_code, Decision)` and
+/// `void(error_code, std::vector<Outcome>)` (each Outcome holds its own error, as tryAcquireMany's do);
+/// async_peek `void(error_code, Usage)`; async_reset `void(error_code, bool)`. docs/asio.md has more.
+
+#include <swl/algorithms/sliding_window_log.hpp>
+#include <swl/asio/backend.hpp>
+#include <swl/asio/connection.hpp>
+#include <swl/asio/error_code.hpp>
+#include <swl/decision.hpp>
+#include <swl/detail/asio/operation.hpp>
+#include <swl/detail/limiter/reporting.hpp>
+#include <swl/detail/script/assembly.hpp>
+#include <swl/detail/script/calls.hpp>
+#include <swl/detail/script/reply.hpp>
+#include <swl/options.hpp>
+#include <swl/policies/keys.hpp>
+#include <swl/policies/members.hpp>
+#include <swl/policies/ttl.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace swl {
+
+/// Any algorithm's limiter over an AsioConnection, answering through Asio completion tokens
+/// (asio/limiter.hpp says what each operation promises).
+template <class Algorithm, class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
+class AsioLimiter {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  /// A limiter of `limit` over `redis`. It shares the connection's state: calls in flight finish even
+  /// when the limiter or the connection handle is gone first.
+  AsioLimiter(const AsioConnection& redis, Limit limit, LimiterOptions options = {}, KeyPolicy keys = KeyPolicy(),
+              MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
+      : session_(redis.session()),
+        calls_(std::make_shared<Calls>(limit, std::move(options), std::move(keys), std::move(members), std::move(ttl),
+                                       Algorithm())) {}
+
+  /// One unit for `key` under the limiter's own limit.
+  template <class CompletionToken>
+  auto async_try_acquire(std::string_view key, CompletionToken&& token) {
+    return async_try_acquire(key, 1, limit(), timeout(), std::forward<CompletionToken>(token));
+  }
+  /// `cost` units for `key` under the limiter's own limit.
+  template <class CompletionToken>
+  auto async_try_acquire(std::string_view key, std::int64_t cost, CompletionToken&& token) {
+    return async_try_acquire(key, cost, limit(), timeout(), std::forward<CompletionToken>(token));
+  }
+  /// Under a limit chosen for this call (a tenant's plan), as RedisLimiter::tryAcquire(key, cost, limit).
+  template <class CompletionToken>
+  auto async_try_acquire(std::string_view key, std::int64_t cost, const Limit& limit, CompletionToken&& token) {
+    return async_try_acquire(key, cost, limit, timeout(), std::forward<CompletionToken>(token));
+  }
+  /// With a deadline `timeout` from now instead of the connection's command_timeout.
+  template <class CompletionToken>
+  auto async_try_acquire(std::string_view key, std::int64_t cost, const Limit& limit, Clock::duration timeout,
+                         CompletionToken&& token) {
+    // Checked here, not when the operation starts (a coroutine's starts at co_await, inside Asio): bad
+    // input throws from this call, wherever the caller is.
+    Prepared prepared = prepare(*calls_, key, cost, limit);
+    return asio::async_initiate<CompletionToken, void(asio_error_code, Decision)>(
+        [calls = calls_, session = session_](auto handler, Prepared prepared, Clock::time_point deadline) {
+          startTryAcquire(std::move(handler), calls, session, std::move(prepared), deadline);
+        },
+        token, std::move(prepared), Clock::now() + timeout);
+  }
+
+  /// Each request decided as async_try_acquire would, all sent at once; a failure spoils only its own
+  /// Outcome, whose error the failure policy may answer, as tryAcquireMany does.
+  template <class CompletionToken>
+  auto async_try_acquire_many(std::vector<AcquireRequest> requests, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(asio_error_code, std::vector<Outcome>)>(
+        [calls = calls_, session = session_](auto handler, std::vector<AcquireRequest> requests,
+                                             Clock::time_point deadline) {
+          startBatch(std::move(handler), calls, session, std::move(requests), deadline);
+        },
+        token, std::move(requests), Clock::now() + timeout());
+  }
+
+  /// What `key` has used of the limiter's own limit, recording nothing. Errors come as the error code.
+  template <class CompletionToken>
+  auto async_peek(std::string_view key, CompletionToken&& token) {
+    auto request = std::make_shared<Request>(calls_->preparePeek(key, calls_->limit()));
+    return asio::async_initiate<CompletionToken, void(asio_error_code, Usage)>(
+        [session = session_](auto handler, std::shared_ptr<Request> request, Clock::time_point deadline) {
+          const auto operation = detail::AsioOperation<Usage>::start(std::move(handler), session);
+          send(
+              operation, [request] { return request->call(); }, deadline,
+              [operation, request](ReplyView reply) { operation->complete({}, Calls::usage(reply, *request)); });
+        },
+        token, std::move(request), Clock::now() + timeout());
+  }
+
+  /// Forgets `key`: whether there was anything. Errors come as the error code.
+  template <class CompletionToken>
+  auto async_reset(std::string_view key, CompletionToken&& token) {
+    if (key.empty()) throw InvalidArgument(std::string(Algorithm::kName) + "::reset: the key is empty");
+    return asio::async_initiate<CompletionToken, void(asio_error_code, bool)>(
+        [session = session_](auto handler, std::string redis_key, Clock::time_point deadline) {
+          const auto operation = detail::AsioOperation<bool>::start(std::move(handler), session);
+          send(
+              operation, [redis_key] { return ScriptCall(detail::forgetScript(), {redis_key}, {}); }, deadline,
+              [operation](ReplyView reply) { operation->complete({}, reply.integer() > 0); });
+        },
+        token, calls_->redisKey(key), Clock::now() + timeout());
+  }
+
+  /// The limiter's own limit.
+  const Limit& limit() const noexcept { return calls_->limit(); }
+  /// Throws what async_try_acquire would for bad input.
+  void validate(std::string_view key, std::int64_t cost, const Limit& limit) const {
+    calls_->validate(key, cost, limit);
+  }
+  /// The Redis key that holds `key`'s state, for operators and tests.
+  std::string redisKey(std::string_view key) const { return calls_->redisKey(key); }
+
+ private:
+  using Calls = detail::LimiterCalls<Algorithm, KeyPolicy, MemberPolicy, TtlPolicy>;
+  using Request = typename Calls::Request;
+  using Session = detail::AsioSession;
+
+  Clock::duration timeout() const noexcept { return session_->options().command_timeout; }
+
+  // A request checked, with what the access list answers for it or else its call's arguments, and its
+  // observation started.
+  struct Prepared {
+    std::string key;
+    std::int64_t cost;
+    Limit limit;
+    detail::Observation observation;
+    std::optional<Decision> listed;
+    std::shared_ptr<Request> request;
+  };
+
+  static Prepared prepare(Calls& calls, std::string_view key, std::int64_t cost, const Limit& limit) {
+    const LimiterOptions& options = calls.options();
+    Prepared prepared{std::string(key), cost, limit, detail::Observation(options.observer, Tier::redis), {}, {}};
+    try {
+      prepared.listed = detail::listedAnswer(options.access.get(), key, limit);
+      if (prepared.listed) {
+        calls.validate(key, cost, limit);
+      } else {
+        prepared.request = std::make_shared<Request>(calls.prepare(key, cost, limit));
+      }
+    } catch (const InvalidArgument&) {
+      prepared.observation.report(key, cost, nullptr, std::current_exception());
+      throw;
+    }
+    return prepared;
+  }
+
+  template <class Handler>
+  static void startTryAcquire(Handler handler, const std::shared_ptr<Calls>& calls,
+                              const std::shared_ptr<Session>& session, Prepared prepared, Clock::time_point deadline) {
+    const auto operation = detail::AsioOperation<Decision>::start(std::move(handler), session);
+    if (prepared.listed) {
+      detail::enforce(calls->options().enforcement, *prepared.listed);
+      prepared.observation.report(prepared.key, prepared.cost, &*prepared.listed, nullptr);
+      return operation->complete({}, *prepared.listed, true);
+    }
+    const std::shared_ptr<Request> request = std::move(prepared.request);
+    // What the call's end means, whichever way it ends.
+    auto decide = [operation, calls, observation = prepared.observation, key = std::move(prepared.key),
+                   cost = prepared.cost, limit = prepared.limit](ReplyView reply, std::exception_ptr error) {
+      Outcome outcome;
+      if (!error) {
+        try {
+          outcome.decision = detail::decodeDecision(reply, limit.max_requests);
+        } catch (const Error&) {
+          error = std::current_exception();
+        }
+      }
+      if (error && operation->cancelled()) {
+        observation.report(key, cost, nullptr, error);
+        return operation->complete(asio::error::operation_aborted, detail::blindRefusal(limit));
+      }
+      const LimiterOptions& options = calls->options();
+      if (error) outcome = detail::answerForFailure(options.on_failure, limit, cost, error);
+      detail::enforce(options.enforcement, outcome);
+      observation.report(key, cost, outcome, error);
+      operation->complete(outcome.ok() ? asio_error_code() : asio_error_code(errorCodeOf(outcome.error)),
+                          outcome.decision);
+    };
+    asio::dispatch(session->strand(), [operation, request, deadline, decide = std::move(decide)]() mutable {
+      if (operation->cancelled()) {
+        // Never sent: nothing was counted.
+        return decide(ReplyView(), std::make_exception_ptr(detail::cancelledError(operation->session().endpoint())));
+      }
+      operation->sent(operation->session().run(request->call(), deadline, std::move(decide)));
+    });
+  }
+
+  template <class Handler>
+  static void startBatch(Handler handler, const std::shared_ptr<Calls>& calls, const std::shared_ptr<Session>& session,
+                         std::vector<AcquireRequest> requests, Clock::time_point deadline) {
+    struct Batch {
+      std::vector<AcquireRequest> requests;
+      std::optional<detail::ListedBatch> listed;
+      std::vector<Outcome> outcomes;  // of the requests the list did not answer
+      std::vector<std::shared_ptr<Request>> prepared;
+      std::size_t waiting = 0;
+    };
+    auto batch = std::make_shared<Batch>();
+    batch->requests = std::move(requests);
+    const Limit& own = calls->limit();
+    batch->listed.emplace(
+        calls->options().access.get(), batch->requests, own,
+        [&calls](std::string_view key, std::int64_t cost, const Limit& limit) { calls->validate(key, cost, limit); });
+    const std::vector<AcquireRequest>& rest = batch->listed->any() ? batch->listed->rest() : batch->requests;
+    batch->outcomes.resize(rest.size());
+    batch->prepared.resize(rest.size());
+    for (std::size_t i = 0; i < rest.size(); ++i) {
+      const Limit& asked = rest[i].limitOr(own);
+      try {
+        batch->prepared[i] = std::make_shared<Request>(calls->prepare(rest[i].key, rest[i].cost, asked));
+        ++batch->waiting;
+      } catch (const InvalidArgument&) {
+        batch->outcomes[i] = {detail::blindRefusal(asked), std::current_exception()};
+      }
+    }
+    const auto operation = detail::AsioOperation<std::vector<Outcome>>::start(std::move(handler), session);
+    // Reports the whole batch once its last call has ended.
+    auto finish = [operation, calls, batch] {
+      const detail::Reporting reporting = detail::reportingOf(calls->options());
+      const detail::ReportedBatch reported(reporting, batch->requests, calls->limit());
+      std::vector<Outcome> all =
+          batch->listed->any() ? batch->listed->merge(std::move(batch->outcomes)) : std::move(batch->outcomes);
+      std::vector<Outcome> outcomes = reported.report(std::move(all));
+      if (operation->cancelled()) return operation->complete(asio::error::operation_aborted, std::move(outcomes));
+      operation->complete({}, std::move(outcomes));
+    };
+    asio::dispatch(session->strand(), [operation, batch, deadline, finish] {
+      if (batch->waiting == 0) return finish();
+      for (std::size_t i = 0; i < batch->prepared.size(); ++i) {
+        const std::shared_ptr<Request>& request = batch->prepared[i];
+        if (!request) continue;
+        auto end = [batch, i, finish](ReplyView reply, std::exception_ptr error) {
+          Outcome& outcome = batch->outcomes[i];
+          const Limit& limit = batch->prepared[i]->limit();
+          if (!error) {
+            try {
+              outcome.decision = detail::decodeDecision(reply, limit.max_requests);
+            } catch (const Error&) {
+              error = std::current_exception();
+            }
+          }
+          if (error) outcome = {detail::blindRefusal(limit), std::move(error)};
+          if (--batch->waiting == 0) finish();
+        };
+        if (operation->cancelled()) {
+          end(ReplyView(), std::make_exception_ptr(detail::cancelledError(operation->session().endpoint())));
+        } else {
+          operation->sent(operation->session().run(request->call(), deadline, std::move(end)));
+        }
+      }
+    });
+  }
+
+  // Sends the call `call_of()` makes, on the strand (it views texts `call_of` holds), for an operation whose
+  // errors are its error code (peek, reset): `answer` reads the reply.
+  template <class Result, class CallOf, class Answer>
+  static void send(const std::shared_ptr<detail::AsioOperation<Result>>& operation, CallOf call_of,
+                   Clock::time_point deadline, Answer answer) {
+    auto end = [operation, answer = std::move(answer)](ReplyView reply, const std::exception_ptr& error) {
+      if (error) {
+        return operation->complete(operation->cancelled() ? asio_error_code(asio::error::operation_aborted)
+                                                          : asio_error_code(errorCodeOf(error)),
+                                   Result());
+      }
+      try {
+        answer(reply);
+      } catch (const Error&) {
+        operation->complete(asio_error_code(errorCodeOf(std::current_exception())), Result());
+      }
+    };
+    asio::dispatch(operation->session().strand(), [operation, call_of, deadline, end = std::move(end)]() mutable {
+      if (operation->cancelled()) {
+        return end(ReplyView(), std::make_exception_ptr(detail::cancelledError(operation->session().endpoint())));
+      }
+      operation->sent(operation->session().run(call_of(), deadline, std::move(end)));
+    });
+  }
+
+  std::shared_ptr<Session> session_;
+  std::shared_ptr<Calls> calls_;
+};
+
+/// The exact sliding window log, on Asio.
+template <class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
+using AsioSlidingWindowLimiter = AsioLimiter<SlidingWindowLog, KeyPolicy, MemberPolicy, TtlPolicy>;
+
+}  // namespace swl

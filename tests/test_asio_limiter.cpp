@@ -1,0 +1,376 @@
+#include <swl/asio/limiter.hpp>
+#include <swl/swl.hpp>
+
+#include "support/redis_server.hpp"
+
+#include <catch2/catch.hpp>
+
+#ifdef SWL_USE_BOOST_ASIO
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/use_future.hpp>
+#else
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/use_future.hpp>
+#endif
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using swl::test::patient;
+using swl::test::RedisServer;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+swl::AsioConnection connect(swl::asio::io_context& io, const RedisServer& server,
+                            swl::ConnectionOptions options = patient()) {
+  return swl::AsioConnection::tcp(io.get_executor(), "127.0.0.1", server.port(), options);
+}
+
+// Turns the io_context until `done()` or the deadline; false on the deadline.
+template <class Done>
+bool runUntil(swl::asio::io_context& io, Done done, std::chrono::milliseconds deadline = 20s) {
+  const auto until = Clock::now() + deadline;
+  io.restart();
+  while (!done()) {
+    if (Clock::now() > until) return false;
+    io.run_one_for(10ms);
+    io.restart();
+  }
+  return true;
+}
+
+// Every completion of a test, by call index: a second one shows up as a count of 2.
+struct Completions {
+  explicit Completions(std::size_t calls) : decisions(calls), errors(calls), counts(calls, 0) {}
+  auto of(std::size_t call) {
+    return [this, call](swl::asio_error_code error, swl::Decision decision) {
+      decisions[call] = decision;
+      errors[call] = error;
+      ++counts[call];
+      ++completed;
+    };
+  }
+  bool eachOnce() const {
+    for (int count : counts) {
+      if (count != 1) return false;
+    }
+    return true;
+  }
+  int admitted() const {
+    int admitted = 0;
+    for (const swl::Decision& decision : decisions) admitted += decision.allowed ? 1 : 0;
+    return admitted;
+  }
+  std::vector<swl::Decision> decisions;
+  std::vector<swl::asio_error_code> errors;
+  std::vector<int> counts;
+  std::size_t completed = 0;
+};
+
+}  // namespace
+
+TEST_CASE("1,000 calls in flight on one Asio connection admit exactly the limit, each completed once") {
+  RedisServer server;
+  swl::asio::io_context io;
+  auto redis = connect(io, server);
+  swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{100, 60s});
+  Completions completions(1000);
+
+  for (std::size_t i = 0; i < 1000; ++i) limiter.async_try_acquire("shared", 1, completions.of(i));
+  CHECK(completions.completed == 0);  // never inside the call that started it
+  REQUIRE(runUntil(io, [&] { return completions.completed == 1000; }));
+
+  CHECK(completions.eachOnce());
+  CHECK(completions.admitted() == 100);
+  for (std::size_t i = 0; i < 1000; ++i) {
+    CHECK(!completions.errors[i]);
+    CHECK(completions.decisions[i].tier == swl::Tier::redis);
+  }
+  CHECK(redis.endpoint() == "127.0.0.1:" + std::to_string(server.port()));
+}
+
+TEST_CASE("use_future: a decision, a peek, a batch and a reset awaited from a thread the io_context does not run on") {
+  RedisServer server;
+  swl::asio::io_context io;
+  auto work = swl::asio::make_work_guard(io);
+  std::thread runner([&] { io.run(); });
+  {
+    auto redis = connect(io, server);
+    swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{3, 60s});
+
+    const swl::Decision first = limiter.async_try_acquire("user", 2, swl::asio::use_future).get();
+    CHECK(first.allowed);
+    CHECK(first.remaining == 1);
+    CHECK(limiter.async_peek("user", swl::asio::use_future).get().used == 2);
+    const std::vector<swl::Outcome> batch =
+        limiter.async_try_acquire_many({{"user", 1}, {"user", 1}, {"other", 9}}, swl::asio::use_future).get();
+    REQUIRE(batch.size() == 3);
+    CHECK(batch[0].decision.allowed);
+    CHECK(!batch[1].decision.allowed);
+    CHECK(batch[1].decision.retry_after > 0us);
+    CHECK(!batch[2].ok());  // a cost above the limit spoils its own Outcome only
+    CHECK(limiter.async_reset("user", swl::asio::use_future).get());
+    CHECK(!limiter.async_reset("user", swl::asio::use_future).get());
+    CHECK(limiter.async_peek("user", swl::asio::use_future).get().used == 0);
+  }
+  work.reset();
+  runner.join();
+}
+
+TEST_CASE("a request no limit could take throws InvalidArgument from the call that starts it, and nothing is sent") {
+  RedisServer server;
+  swl::asio::io_context io;
+  auto redis = connect(io, server);
+  swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{5, 60s});
+  int completed = 0;
+  auto count = [&](swl::asio_error_code, swl::Decision) { ++completed; };
+  CHECK_THROWS_AS(limiter.async_try_acquire("", 1, count), swl::InvalidArgument);
+  CHECK_THROWS_AS(limiter.async_try_acquire("key", 6, count), swl::InvalidArgument);
+  CHECK_THROWS_AS(limiter.async_try_acquire("key", 1, swl::Limit{0, 1s}, count), swl::InvalidArgument);
+  CHECK_THROWS_AS(limiter.async_peek("", [](swl::asio_error_code, swl::Usage) {}), swl::InvalidArgument);
+  io.run_for(50ms);
+  CHECK(completed == 0);
+  CHECK(server.connect().command({"DBSIZE"})->integer() == 0);
+}
+
+TEST_CASE(
+    "while Redis is stopped every Asio call is answered by the failure policy by its deadline, and the calls "
+    "after it resumes are exact") {
+  RedisServer server;
+  swl::asio::io_context io;
+  auto redis = connect(io, server);
+  swl::LimiterOptions options;
+  options.on_failure = swl::FailurePolicy::allow;
+  swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{10, 60s}, options);
+  Completions warm(1);
+  limiter.async_try_acquire("key", 1, warm.of(0));
+  REQUIRE(runUntil(io, [&] { return warm.completed == 1; }));
+
+  server.pause();
+  Completions stalled(20);
+  std::vector<Clock::duration> waited(20);
+  const auto started = Clock::now();
+  for (std::size_t i = 0; i < 20; ++i) {
+    limiter.async_try_acquire("key", 1, limiter.limit(), 300ms,
+                              [&, i, done = stalled.of(i)](swl::asio_error_code error, swl::Decision decision) mutable {
+                                waited[i] = Clock::now() - started;
+                                done(error, decision);
+                              });
+  }
+  const bool answered = runUntil(
+      io, [&] { return stalled.completed == 20; }, 10s);
+  server.resume();
+  REQUIRE(answered);
+  CHECK(stalled.eachOnce());
+  for (std::size_t i = 0; i < 20; ++i) {
+    CHECK(stalled.decisions[i].tier == swl::Tier::fail_open);
+    CHECK(!stalled.errors[i]);
+    CHECK(waited[i] >= 300ms);
+    CHECK(waited[i] < 300ms + 2s);  // a loaded machine may be late, never by the whole window
+  }
+
+  // Redis ran the stalled calls when it resumed (it had read them): 1 + up to 20 entries, and the
+  // connection, still up, decides the next calls exactly against what is there.
+  swl::Connection blocking = server.connect();
+  const auto server_count = [&] { return swl::SlidingWindowLimiter<>(blocking, limiter.limit()).peek("key").used; };
+  Completions after(12);
+  for (std::size_t i = 0; i < 12; ++i) limiter.async_try_acquire("key", 1, after.of(i));
+  REQUIRE(runUntil(io, [&] { return after.completed == 12; }));
+  CHECK(after.eachOnce());
+  for (const swl::Decision& decision : after.decisions) CHECK(decision.tier == swl::Tier::redis);
+  CHECK(server_count() == 10);
+  CHECK(after.admitted() == 0);  // the 20 stalled calls were counted when Redis resumed: it was full
+}
+
+TEST_CASE(
+    "an Asio call cancelled before it was sent records nothing, and cancelled after, it ends at once with "
+    "operation_aborted") {
+  RedisServer server;
+  swl::asio::io_context io;
+  auto redis = connect(io, server);
+  swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{10, 60s});
+
+  SECTION("before it was sent") {
+    swl::asio::cancellation_signal signal;
+    Completions completions(1);
+    limiter.async_try_acquire("key", 1, swl::asio::bind_cancellation_slot(signal.slot(), completions.of(0)));
+    signal.emit(swl::asio::cancellation_type::terminal);  // the io_context has not run: nothing went out
+    REQUIRE(runUntil(io, [&] { return completions.completed == 1; }));
+    CHECK(completions.errors[0] == swl::asio::error::operation_aborted);
+    CHECK(!completions.decisions[0].allowed);
+    CHECK(server.connect().command({"EXISTS", limiter.redisKey("key")})->integer() == 0);
+  }
+  SECTION("after it was sent, to a stopped Redis") {
+    Completions warm(1);
+    limiter.async_try_acquire("key", 1, warm.of(0));
+    REQUIRE(runUntil(io, [&] { return warm.completed == 1; }));
+    server.pause();
+    swl::asio::cancellation_signal signal;
+    Completions completions(1);
+    limiter.async_try_acquire("key", 1, swl::asio::bind_cancellation_slot(signal.slot(), completions.of(0)));
+    io.run_for(100ms);  // sent, and no answer
+    CHECK(completions.completed == 0);
+    const auto cancelled_at = Clock::now();
+    signal.emit(swl::asio::cancellation_type::terminal);
+    const bool ended = runUntil(
+        io, [&] { return completions.completed == 1; }, 5s);
+    const auto took = Clock::now() - cancelled_at;
+    server.resume();
+    REQUIRE(ended);
+    CHECK(took < 2s);  // not the 5 s deadline
+    CHECK(completions.errors[0] == swl::asio::error::operation_aborted);
+    // Redis read it before it stopped: it counts it when it resumes, as the docs say.
+    Completions after(1);
+    limiter.async_try_acquire("key", 1, after.of(0));
+    REQUIRE(runUntil(io, [&] { return after.completed == 1; }));
+    CHECK(after.decisions[0].remaining == 7);
+  }
+}
+
+TEST_CASE("after the server restarts, the next Asio calls connect again and decide") {
+  RedisServer server;
+  swl::asio::io_context io;
+  auto redis = connect(io, server);
+  swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{5, 60s});
+  Completions before(2);
+  for (std::size_t i = 0; i < 2; ++i) limiter.async_try_acquire("key", 1, before.of(i));
+  REQUIRE(runUntil(io, [&] { return before.completed == 2; }));
+  CHECK(before.admitted() == 2);
+
+  server.stop();
+  server.start();  // empty: the log and the script cache are gone
+  // The first call after the restart may meet the closed connection; within a few, one connects again.
+  swl::Decision decision;
+  bool decided = false;
+  for (int attempt = 0; attempt < 20 && !decided; ++attempt) {
+    Completions again(1);
+    limiter.async_try_acquire("key", 1, again.of(0));
+    REQUIRE(runUntil(io, [&] { return again.completed == 1; }));
+    decision = again.decisions[0];
+    decided = !again.errors[0];
+    if (!decided) std::this_thread::sleep_for(20ms);
+  }
+  CHECK(decision.tier == swl::Tier::redis);
+  CHECK(decision.allowed);
+  CHECK(decision.remaining == 4);  // a fresh server: only this call is in the window
+}
+
+TEST_CASE("8 threads starting Asio calls on one connection, 4 threads running it, admit exactly the limit") {
+  RedisServer server;
+  swl::asio::io_context io;
+  auto work = swl::asio::make_work_guard(io);
+  std::vector<std::thread> runners;
+  for (int i = 0; i < 4; ++i) runners.emplace_back([&] { io.run(); });
+  {
+    auto redis = connect(io, server);
+    swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{300, 60s});
+    std::atomic<int> admitted{0}, completed{0}, failed{0};
+    std::vector<std::thread> callers;
+    for (int t = 0; t < 8; ++t) {
+      callers.emplace_back([&] {
+        for (int i = 0; i < 100; ++i) {
+          limiter.async_try_acquire("shared", 1, [&](swl::asio_error_code error, swl::Decision decision) {
+            if (error) ++failed;
+            if (decision.allowed) ++admitted;
+            ++completed;
+          });
+        }
+      });
+    }
+    for (std::thread& caller : callers) caller.join();
+    const auto until = Clock::now() + 20s;
+    while (completed < 800 && Clock::now() < until) std::this_thread::sleep_for(5ms);
+    CHECK(completed == 800);
+    CHECK(failed == 0);
+    CHECK(admitted == 300);
+  }
+  work.reset();
+  for (std::thread& runner : runners) runner.join();
+}
+
+TEST_CASE("an Asio limiter loads its script again after SCRIPT FLUSH, sending no call twice") {
+  RedisServer server;
+  swl::asio::io_context io;
+  auto redis = connect(io, server);
+  swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{50, 60s});
+  Completions first(10);
+  for (std::size_t i = 0; i < 10; ++i) limiter.async_try_acquire("key", 1, first.of(i));
+  REQUIRE(runUntil(io, [&] { return first.completed == 10; }));
+  server.connect().command({"SCRIPT", "FLUSH"});
+  Completions second(30);
+  for (std::size_t i = 0; i < 30; ++i) limiter.async_try_acquire("key", 1, second.of(i));
+  REQUIRE(runUntil(io, [&] { return second.completed == 30; }));
+  CHECK(second.eachOnce());
+  CHECK(second.admitted() == 30);
+  swl::Connection blocking = server.connect();
+  CHECK(swl::SlidingWindowLimiter<>(blocking, limiter.limit()).peek("key").used == 40);
+}
+
+TEST_CASE("the observer, shadow mode, the access list and throw_error apply on Asio as on every limiter") {
+  RedisServer server;
+  swl::asio::io_context io;
+  auto redis = connect(io, server);
+  std::mutex mutex;
+  std::vector<swl::Verdict> verdicts;
+  swl::LimiterOptions options;
+  options.observer = [&](const swl::DecisionEvent& event) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    verdicts.push_back(event.verdict);
+  };
+
+  SECTION("shadow mode admits a refusal and marks it") {
+    options.enforcement = swl::Enforcement::shadow;
+    swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{1, 60s}, options);
+    Completions completions(2);
+    for (std::size_t i = 0; i < 2; ++i) limiter.async_try_acquire("key", 1, completions.of(i));
+    REQUIRE(runUntil(io, [&] { return completions.completed == 2; }));
+    CHECK(completions.decisions[1].allowed);
+    CHECK(completions.decisions[1].shadow_rejected);
+    CHECK(verdicts == std::vector<swl::Verdict>{swl::Verdict::allowed, swl::Verdict::shadow_rejected});
+  }
+  SECTION("the access list answers listed keys without Redis") {
+    auto access = std::make_shared<swl::AccessList>();
+    access->allow("vip");
+    access->deny("abuser");
+    options.access = access;
+    swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{1, 60s}, options);
+    Completions completions(3);
+    limiter.async_try_acquire("vip", 1, completions.of(0));
+    limiter.async_try_acquire("abuser", 1, completions.of(1));
+    CHECK(completions.completed == 0);  // never inside the call that started it
+    limiter.async_try_acquire("other", 1, completions.of(2));
+    REQUIRE(runUntil(io, [&] { return completions.completed == 3; }));
+    CHECK(completions.decisions[0].tier == swl::Tier::allow_list);
+    CHECK(completions.decisions[1].tier == swl::Tier::deny_list);
+    CHECK(completions.decisions[2].tier == swl::Tier::redis);
+    CHECK(server.connect().command({"EXISTS", limiter.redisKey("vip")})->integer() == 0);
+  }
+  SECTION("throw_error gives the error's code when Redis cannot answer; deny refuses without one") {
+    server.stop();
+    options.on_failure = swl::FailurePolicy::throw_error;
+    swl::AsioSlidingWindowLimiter<> throwing(redis, swl::Limit{1, 60s}, options);
+    options.on_failure = swl::FailurePolicy::deny;
+    swl::AsioSlidingWindowLimiter<> denying(redis, swl::Limit{1, 60s}, options);
+    Completions completions(2);
+    throwing.async_try_acquire("key", 1, completions.of(0));
+    denying.async_try_acquire("key", 1, completions.of(1));
+    REQUIRE(runUntil(io, [&] { return completions.completed == 2; }));
+    CHECK(completions.errors[0] == swl::AsioErrc::connection);
+    CHECK(completions.errors[0].category().name() == std::string("swl"));
+    CHECK(!completions.errors[1]);
+    CHECK(completions.decisions[1].tier == swl::Tier::fail_closed);
+    CHECK(verdicts == std::vector<swl::Verdict>{swl::Verdict::error, swl::Verdict::rejected});
+  }
+}
