@@ -7,10 +7,12 @@
 // Modes: raw (bare hiredis, --pipeline D commands per round trip), sync (a Connection and a limiter
 // per thread), pool (one ConnectionPool of --threads connections shared by --threads threads through one
 // limiter), batch (tryAcquireMany of --pipeline requests per thread), async (one event loop and
-// AsyncConnection per thread, --pipeline requests in flight on each). With --cluster, --host/--port
+// AsyncConnection per thread, --pipeline requests in flight on each), asio (the same on an io_context
+// and AsioConnection per thread, through AsioLimiter's callbacks). With --cluster, --host/--port
 // name one node of a Redis Cluster, and pool and batch run over one ClusterConnection shared by the
 // threads (a pool of --threads connections per master).
 // Progress goes to stderr; the last stdout line is one JSON object.
+#include <swl/asio/limiter.hpp>
 #include <swl/async/limiter.hpp>
 #include <swl/swl.hpp>
 
@@ -52,7 +54,7 @@ struct Settings {
 
 [[noreturn]] void usage(const std::string& problem) {
   std::cerr << "swl_bench: " << problem << "\n"
-            << "usage: swl_bench [--host H] [--port P] [--mode raw|sync|pool|batch|async] [--threads T]\n"
+            << "usage: swl_bench [--host H] [--port P] [--mode raw|sync|pool|batch|async|asio] [--threads T]\n"
             << "                 [--keys K] [--limit L] [--window-ms W] [--requests N] [--pipeline D]\n"
             << "                 [--cluster]   (--host/--port is a cluster node; modes pool and batch)\n"
             << "                 [--replica-acks N] [--command-timeout-ms T]   (ConnectionOptions; sync, pool, batch)\n"
@@ -244,6 +246,26 @@ void runAsync(const Settings& settings, int thread, Tally& tally) {
   }
 }
 
+void runAsio(const Settings& settings, int thread, Tally& tally) {
+  swl::asio::io_context io(1);
+  auto redis = swl::AsioConnection::tcp(io.get_executor(), settings.host, settings.port, settings.connection);
+  swl::AsioSlidingWindowLimiter<> limiter(redis, limitOf(settings), {}, kBenchKeys);
+  KeyPicker keys(settings.keys, thread);
+  std::int64_t to_send = share(settings, thread), to_answer = to_send;
+  std::function<void()> sendOne = [&] {
+    --to_send;
+    const auto started = Clock::now();
+    limiter.async_try_acquire(keys.next(), 1, [&, started](swl::asio_error_code error, swl::Decision decision) {
+      if (error) usage("redis failed during --mode asio: " + error.message());
+      tally.record(decision.allowed, Clock::now() - started);
+      if (--to_answer == 0) redis.close();
+      if (to_send > 0) sendOne();  // keep --pipeline requests in flight
+    });
+  };
+  for (int i = 0; i < settings.pipeline && to_send > 0; ++i) sendOne();
+  io.run();
+}
+
 double percentile(std::vector<float>& sorted, double fraction) {
   if (sorted.empty()) return 0;
   return sorted[std::min(sorted.size() - 1, static_cast<std::size_t>(fraction * sorted.size()))];
@@ -300,6 +322,8 @@ int main(int argc, char** argv) {
     work = [&](int t) { runBatch(settings, t, tallies[t], settings.cluster ? shared.get() : nullptr); };
   else if (settings.mode == "async")
     work = [&](int t) { runAsync(settings, t, tallies[t]); };
+  else if (settings.mode == "asio")
+    work = [&](int t) { runAsio(settings, t, tallies[t]); };
   else
     usage("unknown mode " + settings.mode);
 

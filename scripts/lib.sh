@@ -16,7 +16,7 @@ install_missing() {
 
 # Builds bench/swl_bench (Release) in build-bench, installing what it needs; sets SWL_BENCH to its path.
 build_swl_bench() {
-  install_missing g++ make cmake pkg-config libhiredis-dev libevent-dev redis-server redis-tools python3
+  install_missing g++ make cmake pkg-config libhiredis-dev libevent-dev libasio-dev redis-server redis-tools python3
   cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DSWL_BUILD_TESTS=OFF -DSWL_BUILD_EXAMPLES=OFF \
     -DSWL_BUILD_BENCHMARKS=ON >/dev/null
   cmake --build build-bench -j"$(nproc)" --target swl_bench >/dev/null
