@@ -17,6 +17,7 @@
 #include <asio/use_future.hpp>
 #endif
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -373,4 +374,43 @@ TEST_CASE("the observer, shadow mode, the access list and throw_error apply on A
     CHECK(completions.decisions[1].tier == swl::Tier::fail_closed);
     CHECK(verdicts == std::vector<swl::Verdict>{swl::Verdict::error, swl::Verdict::rejected});
   }
+}
+
+TEST_CASE("an Asio limiter over a pool spreads its calls over every connection and still admits exactly the limit") {
+  RedisServer server;
+  swl::asio::io_context io;
+  auto work = swl::asio::make_work_guard(io);
+  std::vector<std::thread> runners;
+  for (int i = 0; i < 2; ++i) runners.emplace_back([&] { io.run(); });
+  {
+    auto pool = swl::AsioConnectionPool::tcp(io.get_executor(), "127.0.0.1", server.port(), 4, patient());
+    CHECK(pool.size() == 4);
+    swl::AsioSlidingWindowLimiter<> limiter(pool, swl::Limit{250, 60s});
+    std::atomic<int> admitted{0}, completed{0}, failed{0};
+    std::vector<std::thread> callers;
+    for (int t = 0; t < 4; ++t) {
+      callers.emplace_back([&] {
+        for (int i = 0; i < 100; ++i) {
+          limiter.async_try_acquire("shared", 1, [&](swl::asio_error_code error, swl::Decision decision) {
+            if (error) ++failed;
+            if (decision.allowed) ++admitted;
+            ++completed;
+          });
+        }
+      });
+    }
+    for (std::thread& caller : callers) caller.join();
+    const auto until = Clock::now() + 20s;
+    while (completed < 400 && Clock::now() < until) std::this_thread::sleep_for(5ms);
+    CHECK(completed == 400);
+    CHECK(failed == 0);
+    CHECK(admitted == 250);
+    // The pool's four connections, and the one asking.
+    const std::string clients(server.connect().command({"CLIENT", "LIST"})->text());
+    CHECK(std::count(clients.begin(), clients.end(), '\n') == 5);
+  }
+  work.reset();
+  for (std::thread& runner : runners) runner.join();
+  CHECK_THROWS_AS(swl::AsioConnectionPool::tcp(std::vector<swl::asio::any_io_executor>{}, "127.0.0.1", 1),
+                  swl::InvalidArgument);
 }

@@ -28,6 +28,9 @@ check_consumer(consumer "consumer ok: swl::Limit: max_requests 0" "report swl's 
 if(EXISTS ${WORK_DIR}/consumer/async_consumer)
   check_consumer(async_consumer "async consumer ok: failed as expected" "report the unreachable server")
 endif()
+if(EXPECT_ASIO OR EXISTS ${WORK_DIR}/consumer/asio_consumer)  # built wherever this build has swl::asio
+  check_consumer(asio_consumer "asio consumer ok: failed as expected" "report the unreachable server")
+endif()
 if(EXISTS ${WORK_DIR}/consumer/calendar_consumer)
   check_consumer(calendar_consumer "calendar consumer ok: a day of 23 hours" "compute Berlin's short day")
 endif()

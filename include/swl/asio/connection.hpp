@@ -1,7 +1,8 @@
 #pragma once
 /// \file
-/// AsioConnection: one hiredis async context on an Asio executor, for the services that run on Asio
-/// (Boost.Beast, asio-grpc, anything written with co_await). What AsioLimiter (asio/limiter.hpp) runs on.
+/// AsioConnection: one hiredis async context on an Asio executor (and AsioConnectionPool, several), for the services
+/// that run on Asio (Boost.Beast, asio-grpc, anything written with co_await). What AsioLimiter (asio/limiter.hpp) runs
+/// on.
 ///
 ///   asio::io_context io;
 ///   auto redis = swl::AsioConnection::tcp(io.get_executor(), "127.0.0.1", 6379);
@@ -25,9 +26,11 @@
 #include <swl/connection_options.hpp>
 #include <swl/detail/asio/session.hpp>
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace swl {
 
@@ -76,10 +79,54 @@ class AsioConnection {
   const std::shared_ptr<detail::AsioSession>& session() const noexcept { return session_; }
 
  private:
-  AsioConnection(const asio::any_io_executor& executor, const Address& address, const ConnectionOptions& options)
-      : session_(std::make_shared<detail::AsioSession>(executor, address, options)) {}
+  friend class AsioConnectionPool;
+
+  AsioConnection(const asio::any_io_executor& executor, const Address& address, const ConnectionOptions& options,
+                 std::shared_ptr<detail::CircuitBreaker> breaker = nullptr)
+      : session_(std::make_shared<detail::AsioSession>(executor, address, options, std::move(breaker))) {}
 
   std::shared_ptr<detail::AsioSession> session_;
+};
+
+/// Several AsioConnections to one server, for a limiter whose calls are more than one connection's worth
+/// (one hiredis context, one strand, is one core's): AsioLimiter spreads its calls over them in turn.
+/// They share one circuit breaker, as a blocking ConnectionPool's connections do.
+///
+///   std::vector<asio::io_context> loops(4);   // one per core, each run by its own thread
+///   auto redis = swl::AsioConnectionPool::tcp({loops[0].get_executor(), ...}, "127.0.0.1", 6379);
+class AsioConnectionPool {
+ public:
+  /// `size` connections to host:port, each on a strand of its own of `executor` (an io_context that
+  /// several threads run).
+  static AsioConnectionPool tcp(const asio::any_io_executor& executor, const std::string& host, int port,
+                                std::size_t size, const ConnectionOptions& options = {}) {
+    return AsioConnectionPool(std::vector<asio::any_io_executor>(size, executor), Address{host, port}, options);
+  }
+  /// A connection to host:port on each of `executors` (one io_context per core, say).
+  static AsioConnectionPool tcp(const std::vector<asio::any_io_executor>& executors, const std::string& host, int port,
+                                const ConnectionOptions& options = {}) {
+    return AsioConnectionPool(executors, Address{host, port}, options);
+  }
+
+  /// Closes every connection, from any thread.
+  void close() {
+    for (AsioConnection& connection : connections_) connection.close();
+  }
+  std::size_t size() const noexcept { return connections_.size(); }
+  const std::vector<AsioConnection>& connections() const noexcept { return connections_; }
+
+ private:
+  AsioConnectionPool(const std::vector<asio::any_io_executor>& executors, const Address& address,
+                     const ConnectionOptions& options) {
+    if (executors.empty()) throw InvalidArgument("swl::AsioConnectionPool: a pool needs at least one connection");
+    const auto breaker = detail::breakerFor(options);
+    connections_.reserve(executors.size());
+    for (const asio::any_io_executor& executor : executors) {
+      connections_.push_back(AsioConnection(executor, address, options, breaker));
+    }
+  }
+
+  std::vector<AsioConnection> connections_;
 };
 
 }  // namespace swl

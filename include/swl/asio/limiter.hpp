@@ -49,6 +49,7 @@
 #include <swl/policies/members.hpp>
 #include <swl/policies/ttl.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -73,9 +74,14 @@ class AsioLimiter {
   /// when the limiter or the connection handle is gone first.
   AsioLimiter(const AsioConnection& redis, Limit limit, LimiterOptions options = {}, KeyPolicy keys = KeyPolicy(),
               MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
-      : session_(redis.session()),
-        calls_(std::make_shared<Calls>(limit, std::move(options), std::move(keys), std::move(members), std::move(ttl),
-                                       Algorithm())) {}
+      : AsioLimiter(std::vector<std::shared_ptr<Session>>{redis.session()}, limit, std::move(options), std::move(keys),
+                    std::move(members), std::move(ttl)) {}
+
+  /// The same over a pool: each call goes to the pool's next connection in turn.
+  AsioLimiter(const AsioConnectionPool& redis, Limit limit, LimiterOptions options = {}, KeyPolicy keys = KeyPolicy(),
+              MemberPolicy members = MemberPolicy(), TtlPolicy ttl = TtlPolicy())
+      : AsioLimiter(sessionsOf(redis), limit, std::move(options), std::move(keys), std::move(members), std::move(ttl)) {
+  }
 
   /// One unit for `key` under the limiter's own limit.
   template <class CompletionToken>
@@ -100,7 +106,7 @@ class AsioLimiter {
     // input throws from this call, wherever the caller is.
     Prepared prepared = prepare(*calls_, key, cost, limit);
     return asio::async_initiate<CompletionToken, void(asio_error_code, Decision)>(
-        [calls = calls_, session = session_](auto handler, Prepared prepared, Clock::time_point deadline) {
+        [calls = calls_, session = nextSession()](auto handler, Prepared prepared, Clock::time_point deadline) {
           startTryAcquire(std::move(handler), calls, session, std::move(prepared), deadline);
         },
         token, std::move(prepared), Clock::now() + timeout);
@@ -111,8 +117,8 @@ class AsioLimiter {
   template <class CompletionToken>
   auto async_try_acquire_many(std::vector<AcquireRequest> requests, CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(asio_error_code, std::vector<Outcome>)>(
-        [calls = calls_, session = session_](auto handler, std::vector<AcquireRequest> requests,
-                                             Clock::time_point deadline) {
+        [calls = calls_, session = nextSession()](auto handler, std::vector<AcquireRequest> requests,
+                                                  Clock::time_point deadline) {
           startBatch(std::move(handler), calls, session, std::move(requests), deadline);
         },
         token, std::move(requests), Clock::now() + timeout());
@@ -123,7 +129,7 @@ class AsioLimiter {
   auto async_peek(std::string_view key, CompletionToken&& token) {
     auto request = std::make_shared<Request>(calls_->preparePeek(key, calls_->limit()));
     return asio::async_initiate<CompletionToken, void(asio_error_code, Usage)>(
-        [session = session_](auto handler, std::shared_ptr<Request> request, Clock::time_point deadline) {
+        [session = nextSession()](auto handler, std::shared_ptr<Request> request, Clock::time_point deadline) {
           const auto operation = detail::AsioOperation<Usage>::start(std::move(handler), session);
           send(
               operation, [request] { return request->call(); }, deadline,
@@ -137,7 +143,7 @@ class AsioLimiter {
   auto async_reset(std::string_view key, CompletionToken&& token) {
     if (key.empty()) throw InvalidArgument(std::string(Algorithm::kName) + "::reset: the key is empty");
     return asio::async_initiate<CompletionToken, void(asio_error_code, bool)>(
-        [session = session_](auto handler, std::string redis_key, Clock::time_point deadline) {
+        [session = nextSession()](auto handler, std::string redis_key, Clock::time_point deadline) {
           const auto operation = detail::AsioOperation<bool>::start(std::move(handler), session);
           send(
               operation, [redis_key] { return ScriptCall(detail::forgetScript(), {redis_key}, {}); }, deadline,
@@ -160,7 +166,31 @@ class AsioLimiter {
   using Request = typename Calls::Request;
   using Session = detail::AsioSession;
 
-  Clock::duration timeout() const noexcept { return session_->options().command_timeout; }
+  AsioLimiter(std::vector<std::shared_ptr<Session>> sessions, Limit limit, LimiterOptions options, KeyPolicy keys,
+              MemberPolicy members, TtlPolicy ttl)
+      : sessions_(std::make_shared<Sessions>(std::move(sessions))),
+        calls_(std::make_shared<Calls>(limit, std::move(options), std::move(keys), std::move(members), std::move(ttl),
+                                       Algorithm())) {}
+
+  static std::vector<std::shared_ptr<Session>> sessionsOf(const AsioConnectionPool& pool) {
+    std::vector<std::shared_ptr<Session>> sessions;
+    for (const AsioConnection& connection : pool.connections()) sessions.push_back(connection.session());
+    return sessions;
+  }
+
+  // The connections, taken in turn by calls that may start on any thread.
+  struct Sessions {
+    explicit Sessions(std::vector<std::shared_ptr<Session>> all) : all(std::move(all)) {}
+    std::vector<std::shared_ptr<Session>> all;
+    std::atomic<std::size_t> next{0};
+  };
+
+  const std::shared_ptr<Session>& nextSession() const noexcept {
+    if (sessions_->all.size() == 1) return sessions_->all.front();
+    return sessions_->all[sessions_->next.fetch_add(1, std::memory_order_relaxed) % sessions_->all.size()];
+  }
+
+  Clock::duration timeout() const noexcept { return sessions_->all.front()->options().command_timeout; }
 
   // A request checked, with what the access list answers for it or else its call's arguments, and its
   // observation started.
@@ -322,7 +352,7 @@ class AsioLimiter {
     });
   }
 
-  std::shared_ptr<Session> session_;
+  std::shared_ptr<Sessions> sessions_;
   std::shared_ptr<Calls> calls_;
 };
 

@@ -42,13 +42,15 @@ class AsioSession : public std::enable_shared_from_this<AsioSession> {
   // error.
   using Callback = std::function<void(ReplyView reply, std::exception_ptr error)>;
 
-  AsioSession(const asio::any_io_executor& executor, const Address& address, const ConnectionOptions& options)
+  // `breaker`: shared by the connections of a pool to one server; a breaker of its own when null.
+  AsioSession(const asio::any_io_executor& executor, const Address& address, const ConnectionOptions& options,
+              std::shared_ptr<CircuitBreaker> breaker = nullptr)
       : strand_(asio::make_strand(executor)),
         address_(checkedAddress("swl::AsioConnection", address)),
         endpoint_(address_.endpoint()),
         options_(checkedOptions(options)),
         dialer_(options_),
-        breaker_(breakerFor(options_)),
+        breaker_(breaker ? std::move(breaker) : breakerFor(options_)),
         deadline_timer_(strand_) {
     if (options_.replica_acks > 0) {
       throw InvalidArgument(
