@@ -9,7 +9,8 @@ int main() {
   auto redis = swl::AsioConnection::tcp(io.get_executor(), "127.0.0.1", 1);  // nothing listens on port 1
   swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{5, std::chrono::seconds(1)});
   limiter.async_try_acquire("k", 1, [&](swl::asio_error_code error, swl::Decision) {
-    std::cout << "asio consumer ok: " << (error == swl::AsioErrc::connection ? "failed as expected" : "decided") << "\n";
+    std::cout << "asio consumer ok: " << (error == swl::AsioErrc::connection ? "failed as expected" : "decided")
+              << "\n";
     status = error == swl::AsioErrc::connection ? 0 : 1;
     redis.close();
   });
