@@ -233,29 +233,22 @@ class AsioLimiter {
     // What the call's end means, whichever way it ends.
     auto decide = [operation, calls, observation = prepared.observation, key = std::move(prepared.key),
                    cost = prepared.cost, limit = prepared.limit](ReplyView reply, std::exception_ptr error) {
-      Outcome outcome;
-      if (!error) {
-        try {
-          outcome.decision = detail::decodeDecision(reply, limit.max_requests);
-        } catch (const Error&) {
-          error = std::current_exception();
-        }
-      }
-      if (error && operation->cancelled()) {
-        observation.report(key, cost, nullptr, error);
+      Outcome outcome = detail::outcomeOf(reply, std::move(error), limit.max_requests);
+      if (!outcome.ok() && operation->cancelled()) {
+        observation.report(key, cost, nullptr, outcome.error);
         return operation->complete(asio::error::operation_aborted, detail::blindRefusal(limit));
       }
       const LimiterOptions& options = calls->options();
-      if (error) outcome = detail::answerForFailure(options.on_failure, limit, cost, error);
-      detail::enforce(options.enforcement, outcome);
-      observation.report(key, cost, outcome, error);
+      outcome =
+          detail::reported(std::move(outcome), options.on_failure, options.enforcement, observation, key, cost, limit);
       operation->complete(outcome.ok() ? asio_error_code() : asio_error_code(errorCodeOf(outcome.error)),
                           outcome.decision);
     };
     asio::dispatch(session->strand(), [operation, request, deadline, decide = std::move(decide)]() mutable {
       if (operation->cancelled()) {
-        // Never sent: nothing was counted.
-        return decide(ReplyView(), std::make_exception_ptr(detail::cancelledError(operation->session().endpoint())));
+        // Never sent: nothing was counted. (Posted: this may run inside the call that started it.)
+        const auto why = std::make_exception_ptr(detail::cancelledError(operation->session().endpoint()));
+        return asio::post(operation->session().strand(), [decide, why] { decide(ReplyView(), why); });
       }
       operation->sent(operation->session().run(request->call(), deadline, std::move(decide)));
     });
@@ -301,21 +294,14 @@ class AsioLimiter {
       operation->complete({}, std::move(outcomes));
     };
     asio::dispatch(session->strand(), [operation, batch, deadline, finish] {
-      if (batch->waiting == 0) return finish();
+      if (batch->waiting == 0) return asio::post(operation->session().strand(), finish);  // as above
       for (std::size_t i = 0; i < batch->prepared.size(); ++i) {
         const std::shared_ptr<Request>& request = batch->prepared[i];
         if (!request) continue;
         auto end = [batch, i, finish](ReplyView reply, std::exception_ptr error) {
-          Outcome& outcome = batch->outcomes[i];
           const Limit& limit = batch->prepared[i]->limit();
-          if (!error) {
-            try {
-              outcome.decision = detail::decodeDecision(reply, limit.max_requests);
-            } catch (const Error&) {
-              error = std::current_exception();
-            }
-          }
-          if (error) outcome = {detail::blindRefusal(limit), std::move(error)};
+          Outcome& outcome = batch->outcomes[i] = detail::outcomeOf(reply, std::move(error), limit.max_requests);
+          if (!outcome.ok()) outcome.decision = detail::blindRefusal(limit);
           if (--batch->waiting == 0) finish();
         };
         if (operation->cancelled()) {

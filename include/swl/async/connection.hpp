@@ -21,6 +21,7 @@
 /// Needs libevent (Debian libevent-dev) and the CMake target swl::async.
 
 #include <swl/connection_options.hpp>
+#include <swl/detail/io/async_protocol.hpp>
 #include <swl/detail/io/checked_options.hpp>
 #include <swl/detail/io/circuit_breaker.hpp>
 #include <swl/detail/io/dial.hpp>
@@ -210,48 +211,23 @@ class AsyncConnection {
     return context_;
   }
 
+  // The handshake (detail/io/async_protocol.hpp). A refusal drops the connection with an AuthError:
+  // nothing sent behind it can succeed.
   void handshake() {
-    // A refusal during the handshake drops the connection with an AuthError: nothing sent behind it can
-    // succeed. `requires` turns NOAUTH into the sentence a user needs.
-    auto refused = [this](std::string what) {
-      return [this, what = std::move(what)](ReplyView, std::exception_ptr error) {
+    for (detail::Greeting& greeting : detail::handshakeOf(options_)) {
+      Pending pending;
+      pending.command = std::move(greeting.command);
+      pending.done = [this, what = std::move(greeting.what)](ReplyView, std::exception_ptr error) {
         if (!error || context_ == nullptr) return;
         try {
           std::rethrow_exception(error);
-        } catch (const ReplyError& reply_error) {
-          // Redis's message names the problem and never repeats the password; neither does ours.
-          const bool no_password = std::string_view(reply_error.what()).find("NOAUTH") != std::string_view::npos;
-          const std::string why =
-              no_password
-                  ? detail::aboutRedis(endpoint_, " requires a password, and ConnectionOptions::password is empty")
-                  : detail::aboutRedis(endpoint_, " refused ", what, ": ", reply_error.what());
+        } catch (const ReplyError& refusal) {
+          const std::string why = detail::handshakeRefusal(endpoint_, what, refusal);
           breaker_->recordFailure(why, detail::BreakCause::refused_credentials);
           drop(context_, std::make_exception_ptr(AuthError(why)));
         } catch (const Error&) {
         }
       };
-    };
-    Pending greeting;
-    if (options_.password.empty()) {
-      // As the blocking connection does: a server that wants a password says so to a PING (see Link).
-      const std::string_view ping[] = {"PING"};
-      greeting.command = detail::formattedCommand(ping, 1);
-      greeting.done = refused("PING");
-    } else {
-      const std::string_view user_auth[] = {"AUTH", options_.user, options_.password};
-      const std::string_view auth[] = {"AUTH", options_.password};
-      greeting.command =
-          options_.user.empty() ? detail::formattedCommand(auth, 2) : detail::formattedCommand(user_auth, 3);
-      greeting.done =
-          refused("authentication" + (options_.user.empty() ? "" : " as user " + detail::quoted(options_.user)));
-    }
-    send(std::move(greeting));
-    if (options_.db != 0) {
-      const std::string db = std::to_string(options_.db);
-      const std::string_view select[] = {"SELECT", db};
-      Pending pending;
-      pending.command = detail::formattedCommand(select, 2);
-      pending.done = refused("SELECT " + db);
       send(std::move(pending));
     }
   }
@@ -300,28 +276,18 @@ class AsyncConnection {
     pending.done(reply, nullptr);
   }
 
-  // Replies on one connection come in send order, so one SCRIPT LOAD sent after the failed call
-  // serves every call that met the same empty cache; the call itself goes out again right behind it.
+  // NOSCRIPT: loaded once for every call that met the same empty cache, then sent again (ScriptLoads).
   void repeatAfterLoad(Pending pending) {
-    std::uint64_t& loaded_at = loadedAt(pending.script);
-    if (loaded_at < pending.sequence) {
+    if (loads_.needLoadFor(*pending.script, pending.sequence)) {
       const std::string_view load[] = {"SCRIPT", "LOAD", pending.script->text()};
       Pending loading;
       loading.command = detail::formattedCommand(load, 3);
       loading.done = [](ReplyView, std::exception_ptr) {};  // a failed load shows as NOSCRIPT again
       send(std::move(loading));
-      loaded_at = sent_;
+      loads_.loaded(*pending.script, sent_);
     }
     pending.repeated = true;
     send(std::move(pending));
-  }
-
-  // When `script` was last loaded here: the sequence of its SCRIPT LOAD, 0 before the first.
-  std::uint64_t& loadedAt(const Script* script) {
-    for (auto& [known, loaded_at] : script_loaded_at_) {
-      if (known == script) return loaded_at;
-    }
-    return script_loaded_at_.emplace_back(script, 0).second;
   }
 
   static void onConnect(const redisAsyncContext* context, int status) {
@@ -434,7 +400,7 @@ class AsyncConnection {
   Clock::time_point last_reply_at_{};
   Clock::time_point timer_due_{};
   std::uint64_t sent_ = 0;
-  std::vector<std::pair<const Script*, std::uint64_t>> script_loaded_at_;  // a connection meets few scripts
+  detail::ScriptLoads loads_;
   std::shared_ptr<detail::CircuitBreaker> breaker_;
   EventPtr timeout_timer_;
   EventPtr deferred_event_;

@@ -83,17 +83,9 @@ class AsyncLimiter {
     }
     redis_->run(request->call(), [calls = calls_, observation, key = std::string(key), cost, limit,
                                   done = std::move(done)](ReplyView reply, std::exception_ptr error) {
-      Outcome outcome;
-      if (!error) {
-        try {
-          outcome.decision = detail::decodeDecision(reply, limit.max_requests);
-        } catch (const Error&) {
-          error = std::current_exception();
-        }
-      }
-      if (error) outcome = detail::answerForFailure(calls->options().on_failure, limit, cost, error);
-      detail::enforce(calls->options().enforcement, outcome);
-      observation.report(key, cost, outcome, error);
+      const LimiterOptions& options = calls->options();
+      Outcome outcome = detail::reported(detail::outcomeOf(reply, std::move(error), limit.max_requests),
+                                         options.on_failure, options.enforcement, observation, key, cost, limit);
       done(std::move(outcome));
     });
   }

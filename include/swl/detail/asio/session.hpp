@@ -10,6 +10,7 @@
 #include <swl/asio/backend.hpp>
 #include <swl/connection_options.hpp>
 #include <swl/detail/asio/watch.hpp>
+#include <swl/detail/io/async_protocol.hpp>
 #include <swl/detail/io/checked_options.hpp>
 #include <swl/detail/io/circuit_breaker.hpp>
 #include <swl/detail/io/dial.hpp>
@@ -167,47 +168,28 @@ class AsioSession : public std::enable_shared_from_this<AsioSession> {
     return context_;
   }
 
-  // PING (or AUTH) and SELECT, each due within connect_timeout + command_timeout: a server that answers
-  // neither is not connected, and the context is dropped. A refusal drops it with an AuthError.
+  // The handshake (detail/io/async_protocol.hpp), each command due within connect_timeout +
+  // command_timeout: a server that answers none is not connected, and the context is dropped. A refusal
+  // drops it with an AuthError.
   void handshake() {
     const Clock::time_point due = Clock::now() + options_.connect_timeout + options_.command_timeout;
-    auto greet = [&](std::string command, std::string what) {
+    for (Greeting& greeting : handshakeOf(options_)) {
       Pending pending;
-      pending.command = std::move(command);
+      pending.command = std::move(greeting.command);
       pending.deadline = due;
       pending.drops_connection_at_deadline = true;
-      pending.done = [this, what = std::move(what)](ReplyView, std::exception_ptr error) {
+      pending.done = [this, what = std::move(greeting.what)](ReplyView, std::exception_ptr error) {
         if (error && context_ != nullptr) refused(what, error);
       };
       send(std::move(pending));
-    };
-    if (options_.password.empty()) {
-      // As the blocking connection does: a server that wants a password says so to a PING (see Link).
-      const std::string_view ping[] = {"PING"};
-      greet(formattedCommand(ping, 1), "PING");
-    } else if (options_.user.empty()) {
-      const std::string_view auth[] = {"AUTH", options_.password};
-      greet(formattedCommand(auth, 2), "authentication");
-    } else {
-      const std::string_view auth[] = {"AUTH", options_.user, options_.password};
-      greet(formattedCommand(auth, 3), "authentication as user " + quoted(options_.user));
-    }
-    if (options_.db != 0) {
-      const std::string db = std::to_string(options_.db);
-      const std::string_view select[] = {"SELECT", db};
-      greet(formattedCommand(select, 2), "SELECT " + db);
     }
   }
 
   void refused(const std::string& what, const std::exception_ptr& error) {
     try {
       std::rethrow_exception(error);
-    } catch (const ReplyError& reply_error) {
-      // Redis's message names the problem and never repeats the password; neither does ours.
-      const bool no_password = std::string_view(reply_error.what()).find("NOAUTH") != std::string_view::npos;
-      const std::string why =
-          no_password ? aboutRedis(endpoint_, " requires a password, and ConnectionOptions::password is empty")
-                      : aboutRedis(endpoint_, " refused ", what, ": ", reply_error.what());
+    } catch (const ReplyError& refusal) {
+      const std::string why = handshakeRefusal(endpoint_, what, refusal);
       breaker_->recordFailure(why, BreakCause::refused_credentials);
       drop(context_, std::make_exception_ptr(AuthError(why)));
     } catch (const Error&) {
@@ -255,28 +237,18 @@ class AsioSession : public std::enable_shared_from_this<AsioSession> {
     pending.done(reply, nullptr);
   }
 
-  // Replies on one connection come in send order, so one SCRIPT LOAD sent after the failed call serves
-  // every call that met the same empty cache; the call itself goes out again right behind it.
+  // NOSCRIPT: loaded once for every call that met the same empty cache, then sent again (ScriptLoads).
   void repeatAfterLoad(Pending pending) {
-    std::uint64_t& loaded_at = loadedAt(pending.script);
-    if (loaded_at < pending.order) {
+    if (loads_.needLoadFor(*pending.script, pending.order)) {
       const std::string_view load[] = {"SCRIPT", "LOAD", pending.script->text()};
       Pending loading;
       loading.command = formattedCommand(load, 3);
       loading.done = [](ReplyView, std::exception_ptr) {};  // a failed load shows as NOSCRIPT again
       send(std::move(loading));
-      loaded_at = sent_;
+      loads_.loaded(*pending.script, sent_);
     }
     pending.repeated = true;
     send(std::move(pending));
-  }
-
-  // When `script` was last loaded here: the order of its SCRIPT LOAD, 0 before the first.
-  std::uint64_t& loadedAt(const Script* script) {
-    for (auto& [known, loaded_at] : script_loaded_at_) {
-      if (known == script) return loaded_at;
-    }
-    return script_loaded_at_.emplace_back(script, 0).second;
   }
 
   static void onConnect(const redisAsyncContext* context, int status) {
@@ -370,7 +342,7 @@ class AsioSession : public std::enable_shared_from_this<AsioSession> {
   std::list<Pending> in_flight_;  // send order; hiredis holds a pointer to each until it calls back
   std::uint64_t sent_ = 0;
   std::uint64_t tickets_ = 0;
-  std::vector<std::pair<const Script*, std::uint64_t>> script_loaded_at_;  // a connection meets few scripts
+  ScriptLoads loads_;
   asio::steady_timer deadline_timer_;
   Clock::time_point timer_due_{};
   bool timer_armed_ = false;

@@ -111,6 +111,17 @@ inline void enforce(Enforcement enforcement, Outcome& outcome) noexcept {
   if (outcome.ok()) enforce(enforcement, outcome.decision);
 }
 
+// A call's Outcome as a limiter answering through a callback reports it: an error answered by the failure
+// policy, shadow mode, the observer told once.
+inline Outcome reported(Outcome outcome, FailurePolicy on_failure, Enforcement enforcement,
+                        const Observation& observation, std::string_view key, std::int64_t cost, const Limit& limit) {
+  const std::exception_ptr error = outcome.error;
+  if (error) outcome = answerForFailure(on_failure, limit, cost, error);
+  enforce(enforcement, outcome);
+  observation.report(key, cost, outcome, error);
+  return outcome;
+}
+
 // Who watches a limiter, who answers for it when Redis cannot, whether its refusals are carried out, and
 // which keys it answers without deciding: what LimiterFace and the two reporters below apply.
 struct Reporting {

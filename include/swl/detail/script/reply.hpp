@@ -13,7 +13,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <string>
+#include <utility>
 
 namespace swl::detail {
 
@@ -59,6 +61,19 @@ inline Decision decodeDecision(ReplyView reply, std::int64_t limit) {
   std::int64_t values[4];
   readIntegers(reply, values, 4);
   return checkedDecision(values[0], values[1], values[2], values[3], limit);
+}
+
+// A call's end, for the limiters answered through callbacks: its reply read as a Decision, or the failure
+// that kept it from one (`error`, the call's, or the error of a reply that does not read as one).
+inline Outcome outcomeOf(ReplyView reply, std::exception_ptr error, std::int64_t limit) {
+  if (!error) {
+    try {
+      return {decodeDecision(reply, limit), nullptr};
+    } catch (const Error&) {
+      error = std::current_exception();
+    }
+  }
+  return {Decision(), std::move(error)};
 }
 
 // A peek's reply as Usage: what the window holds, past the limit too (counted refusals).

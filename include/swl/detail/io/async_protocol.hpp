@@ -1,0 +1,78 @@
+#pragma once
+// What an event-loop connection (AsyncConnection on libevent, AsioConnection on Asio) sends and expects
+// around its calls, without I/O: the handshake's commands and what a refusal of one means, and when a call
+// that met NOSCRIPT needs a SCRIPT LOAD sent before it goes out again.
+
+#include <swl/connection_options.hpp>
+#include <swl/detail/io/hiredis.hpp>
+#include <swl/detail/messages.hpp>
+#include <swl/error.hpp>
+#include <swl/redis/client.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace swl::detail {
+
+// One command of the handshake, formatted, and how a refusal names it ("PING", "SELECT 2").
+struct Greeting {
+  std::string command;
+  std::string what;
+};
+
+// PING, or AUTH when there is a password, then SELECT when the database is not 0. As the blocking
+// connection does (see Link): a server that wants a password says so to a PING.
+inline std::vector<Greeting> handshakeOf(const ConnectionOptions& options) {
+  std::vector<Greeting> greetings;
+  if (options.password.empty()) {
+    const std::string_view ping[] = {"PING"};
+    greetings.push_back({formattedCommand(ping, 1), "PING"});
+  } else if (options.user.empty()) {
+    const std::string_view auth[] = {"AUTH", options.password};
+    greetings.push_back({formattedCommand(auth, 2), "authentication"});
+  } else {
+    const std::string_view auth[] = {"AUTH", options.user, options.password};
+    greetings.push_back({formattedCommand(auth, 3), "authentication as user " + quoted(options.user)});
+  }
+  if (options.db != 0) {
+    const std::string db = std::to_string(options.db);
+    const std::string_view select[] = {"SELECT", db};
+    greetings.push_back({formattedCommand(select, 2), "SELECT " + db});
+  }
+  return greetings;
+}
+
+// Why a refused greeting drops the connection: nothing sent behind it can succeed. Redis's message names
+// the problem and never repeats the password; neither does ours.
+inline std::string handshakeRefusal(std::string_view endpoint, std::string_view what, const ReplyError& refusal) {
+  if (std::string_view(refusal.what()).find("NOAUTH") != std::string_view::npos) {
+    return aboutRedis(endpoint, " requires a password, and ConnectionOptions::password is empty");
+  }
+  return aboutRedis(endpoint, " refused ", what, ": ", refusal.what());
+}
+
+// When each script was last loaded on one connection, in the connection's send order. Replies come in
+// send order, so one SCRIPT LOAD sent after a call that met NOSCRIPT serves every call sent before it
+// that met the same empty cache; each goes out again right behind it.
+class ScriptLoads {
+ public:
+  // Whether the call sent as `order`, which met NOSCRIPT, needs a SCRIPT LOAD of `script` first.
+  bool needLoadFor(const Script& script, std::uint64_t order) { return loadedAt(script) < order; }
+  // A SCRIPT LOAD of `script` went out as `order`.
+  void loaded(const Script& script, std::uint64_t order) { loadedAt(script) = order; }
+
+ private:
+  std::uint64_t& loadedAt(const Script& script) {
+    for (auto& [known, loaded_at] : loaded_at_) {
+      if (known == &script) return loaded_at;
+    }
+    return loaded_at_.emplace_back(&script, 0).second;
+  }
+
+  std::vector<std::pair<const Script*, std::uint64_t>> loaded_at_;  // a connection meets few scripts
+};
+
+}  // namespace swl::detail
