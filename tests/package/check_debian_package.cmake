@@ -1,6 +1,6 @@
 # Builds the Debian package (cpack -G DEB), checks what it declares and holds, unpacks it into a scratch
 # root, and builds tests/package/consumer from there: through find_package, and through pkg-config alone.
-# Invoked by ctest with -P: SWL_SOURCE_DIR, WORK_DIR, CXX, CPACK.
+# Invoked by ctest with -P: SWL_SOURCE_DIR, WORK_DIR, CXX, CPACK, EXPECT_ASIO.
 include(${CMAKE_CURRENT_LIST_DIR}/run.cmake)
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
@@ -24,11 +24,12 @@ run(dpkg-deb --field ${packages} Package Version Architecture Depends Suggests S
 expect("${last_output}" "Package: libswl-dev\n" "is not named libswl-dev")
 expect("${last_output}" "Architecture: all\n" "is not architecture-independent")
 expect("${last_output}" "Depends: libhiredis-dev \\(>= 0.14\\)\n" "does not depend on hiredis's headers")
-expect("${last_output}" "Suggests: [^\n]*libevent-dev[^\n]*libssl-dev[^\n]*libhowardhinnant-date-dev[^\n]*libgrpc\\+\\+-dev"
+expect("${last_output}" "Suggests: [^\n]*libevent-dev[^\n]*libasio-dev[^\n]*libssl-dev[^\n]*libhowardhinnant-date-dev[^\n]*libgrpc\\+\\+-dev"
        "does not suggest what the optional components use")
 message(STATUS "${last_output}")
 run(dpkg-deb --contents ${packages})
-foreach(path usr/include/swl/swl.hpp usr/include/swl/detail/io/hiredis.hpp usr/share/cmake/swl/swlConfig.cmake
+foreach(path usr/include/swl/swl.hpp usr/include/swl/detail/io/hiredis.hpp usr/include/swl/asio/limiter.hpp
+             usr/share/cmake/swl/swlConfig.cmake
              usr/share/cmake/swl/swlConfigVersion.cmake usr/share/cmake/swl/swlTargets.cmake
              usr/share/pkgconfig/swl.pc usr/share/doc/libswl-dev/copyright)
   expect("${last_output}" " \\./${path}\n" "does not hold /${path}")
@@ -45,6 +46,12 @@ run(${CMAKE_COMMAND} -S ${CMAKE_CURRENT_LIST_DIR}/consumer -B ${WORK_DIR}/consum
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/consumer --target consumer)
 run(${WORK_DIR}/consumer/consumer)
 expect("${last_output}" "consumer ok: swl::Limit: max_requests 0" "built a consumer that does not report swl's error")
+# The Asio component, where this machine has Asio: found through find_package(swl COMPONENTS asio).
+if(EXPECT_ASIO)
+  run(${CMAKE_COMMAND} --build ${WORK_DIR}/consumer --target asio_consumer)
+  run(${WORK_DIR}/consumer/asio_consumer)
+  expect("${last_output}" "asio consumer ok: failed as expected" "built an Asio consumer that does not report the error")
+endif()
 
 # Without CMake: pkg-config finds swl.pc where it was unpacked, and places the prefix there.
 set(ENV{PKG_CONFIG_PATH} ${root}/usr/share/pkgconfig)
