@@ -53,6 +53,8 @@ class AsioConnection {
     return AsioConnection(executor, Address::unixSocket(std::move(path)), options);
   }
 
+  /// Movable: a handle moved from holds no connection; one moved onto closes its own first.
+  ///@{
   AsioConnection(AsioConnection&&) noexcept = default;
   AsioConnection& operator=(AsioConnection&& other) noexcept {
     if (this != &other) {
@@ -61,6 +63,8 @@ class AsioConnection {
     }
     return *this;
   }
+  ///@}
+  /// Closes the connection (close()).
   ~AsioConnection() { close(); }
 
   /// Closes the connection for good, from any thread: the calls in flight end with a ConnectionError,
@@ -71,6 +75,7 @@ class AsioConnection {
     asio::dispatch(strand, [session = std::move(session_)] { session->close(); });
   }
 
+  /// The strand its calls run on (Asio's name, so that the connection works wherever an executor is asked).
   executor_type get_executor() const noexcept { return session_->strand(); }
   /// "host:port" or "unix:/path": how messages name the server.
   const std::string& endpoint() const noexcept { return session_->endpoint(); }
@@ -112,7 +117,9 @@ class AsioConnectionPool {
   void close() {
     for (AsioConnection& connection : connections_) connection.close();
   }
+  /// How many connections the pool holds.
   std::size_t size() const noexcept { return connections_.size(); }
+  /// The connections, in the order a limiter takes them.
   const std::vector<AsioConnection>& connections() const noexcept { return connections_; }
 
  private:

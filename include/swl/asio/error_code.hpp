@@ -63,6 +63,8 @@ inline const std::error_category& asioCategory() noexcept {
   return category;
 }
 
+/// The std::error_code of `value` (found by argument-dependent lookup, so `error == swl::AsioErrc::timeout`
+/// compares).
 inline std::error_code make_error_code(AsioErrc value) noexcept { return {static_cast<int>(value), asioCategory()}; }
 
 /// The code for the swl::Error `error` holds (most derived kind first).
@@ -92,5 +94,8 @@ inline std::error_code errorCodeOf(const std::exception_ptr& error) noexcept {
 
 }  // namespace swl
 
+// The standard's hook that makes AsioErrc an error code: nothing of swl's for the reference to show.
+/// \cond
 template <>
 struct std::is_error_code_enum<swl::AsioErrc> : std::true_type {};
+/// \endcond

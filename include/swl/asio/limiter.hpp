@@ -68,6 +68,7 @@ namespace swl {
 template <class Algorithm, class KeyPolicy = PrefixKey, class MemberPolicy = CompactMember, class TtlPolicy = WindowTtl>
 class AsioLimiter {
  public:
+  /// The clock of deadlines.
   using Clock = std::chrono::steady_clock;
 
   /// A limiter of `limit` over `redis`. It shares the connection's state: calls in flight finish even
