@@ -414,3 +414,56 @@ TEST_CASE("an Asio limiter over a pool spreads its calls over every connection a
   CHECK_THROWS_AS(swl::AsioConnectionPool::tcp(std::vector<swl::asio::any_io_executor>{}, "127.0.0.1", 1),
                   swl::InvalidArgument);
 }
+
+TEST_CASE(
+    "an Asio connection whose server answers nothing long past a call's deadline is dropped, and the next "
+    "call connects again") {
+  RedisServer server;
+  swl::asio::io_context io;
+  swl::ConnectionOptions options = patient();
+  options.connect_timeout = 100ms;
+  options.command_timeout = 100ms;  // abandoned 100 + 4 x 100 ms past a deadline
+  auto redis = connect(io, server, options);
+  swl::LimiterOptions deny;
+  deny.on_failure = swl::FailurePolicy::deny;
+  swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{10, 60s}, deny);
+  Completions warm(1);
+  limiter.async_try_acquire("key", 1, warm.of(0));
+  REQUIRE(runUntil(io, [&] { return warm.completed == 1; }));
+  // The ids of the clients connected to the server, but the one asking.
+  const auto others = [&] {
+    swl::Connection asking = server.connect();
+    const std::string own = "id=" + std::to_string(asking.command({"CLIENT", "ID"})->integer()) + " ";
+    const std::string list(asking.command({"CLIENT", "LIST"})->text());
+    std::vector<std::string> ids;
+    for (std::size_t at = list.find("id="); at != std::string::npos; at = list.find("\nid=", at + 1)) {
+      const std::size_t start = list[at] == '\n' ? at + 1 : at;
+      const std::string id = list.substr(start, list.find(' ', start) - start + 1);
+      if (id != own) ids.push_back(id);
+    }
+    return ids;
+  };
+  const std::vector<std::string> before = others();
+  REQUIRE(before.size() == 1);  // the limiter's connection
+
+  server.pause();
+  Completions stalled(1);
+  limiter.async_try_acquire("key", 1, stalled.of(0));
+  REQUIRE(runUntil(io, [&] { return stalled.completed == 1; }));
+  CHECK(stalled.decisions[0].tier == swl::Tier::fail_closed);
+  io.restart();
+  io.run_for(1s);  // past 100 ms + 500 ms: the connection is given up (and with it all work: run_for returns)
+  server.resume();
+
+  // Its breaker opened for a cool-down of 0 (patient()): the next call connects again and decides.
+  Completions after(1);
+  limiter.async_try_acquire("key", 1, after.of(0));
+  REQUIRE(runUntil(io, [&] { return after.completed == 1; }));
+  CHECK(after.decisions[0].tier == swl::Tier::redis);
+  std::vector<std::string> now = others();
+  for (const auto until = Clock::now() + 5s; now.size() != 1 && Clock::now() < until; now = others()) {
+    std::this_thread::sleep_for(10ms);  // the server sees the old connection's close once it runs again
+  }
+  REQUIRE(now.size() == 1);
+  CHECK(now.front() != before.front());  // a new connection, not the old one
+}

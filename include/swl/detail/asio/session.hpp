@@ -88,10 +88,14 @@ class AsioSession : public std::enable_shared_from_this<AsioSession> {
     return tickets_;
   }
 
-  // Ends the call `ticket` now with `error`, unless it has ended: its reply, if one comes, is dropped.
+  // Ends the call `ticket` now with `error`, unless it has ended: its reply, if one comes, is dropped (or,
+  // if none comes abandonAfter() past its deadline, the connection is).
   void answerEarly(std::uint64_t ticket, const std::exception_ptr& error) {
     for (Pending& pending : in_flight_) {
-      if (pending.ticket == ticket && pending.done) return std::exchange(pending.done, nullptr)(ReplyView(), error);
+      if (pending.ticket == ticket && pending.done) {
+        watchDeadline(std::min(pending.deadline, Clock::now()) + abandonAfter());
+        return std::exchange(pending.done, nullptr)(ReplyView(), error);
+      }
     }
   }
 
@@ -287,20 +291,34 @@ class AsioSession : public std::enable_shared_from_this<AsioSession> {
     });
   }
 
-  // The calls past their deadline end, after the walk: ending one may start or end others.
+  // How long past a call's deadline its reply may still come. A server that lets that pass without
+  // answering is taken for gone (stopped for good, or behind a network that drops everything): the replies
+  // that call and those behind it await would never come, and their records would pile up.
+  Clock::duration abandonAfter() const noexcept { return options_.connect_timeout + 4 * options_.command_timeout; }
+
+  // The calls past their deadline end, after the walk: ending one may start or end others. A connection
+  // that left a call unanswered abandonAfter() past its deadline is dropped, as a broken one is.
   void endOverdue() {
     const Clock::time_point now = Clock::now();
     Clock::time_point next = Clock::time_point::max();
     redisAsyncContext* unanswered_handshake = nullptr;
+    bool gone = false;
     std::vector<Callback> overdue;
     for (Pending& pending : in_flight_) {
-      if (!pending.done) continue;
+      if (!pending.done) {  // ended early; its reply is still awaited
+        if (pending.context != context_ || pending.failure) continue;
+        const Clock::time_point given_up_at = pending.deadline + abandonAfter();
+        gone = gone || given_up_at <= now;
+        next = std::min(next, given_up_at);
+        continue;
+      }
       if (pending.deadline > now) {
         next = std::min(next, pending.deadline);
       } else if (pending.drops_connection_at_deadline) {
         unanswered_handshake = pending.context;
       } else {
         overdue.push_back(std::exchange(pending.done, nullptr));
+        next = std::min(next, pending.deadline + abandonAfter());  // when its reply is given up
       }
     }
     if (next != Clock::time_point::max()) watchDeadline(next);
@@ -308,6 +326,12 @@ class AsioSession : public std::enable_shared_from_this<AsioSession> {
       const std::string why =
           aboutRedis(endpoint_, " did not answer the handshake within ",
                      std::to_string((options_.connect_timeout + options_.command_timeout).count()), " ms");
+      breaker_->recordFailure(why);
+      drop(context_, std::make_exception_ptr(TimeoutError(why)));
+    } else if (gone && context_ != nullptr) {
+      const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(abandonAfter());
+      const std::string why = aboutRedis(endpoint_, " answered nothing for ", std::to_string(waited.count()),
+                                         " ms past a call's deadline: the connection is dropped");
       breaker_->recordFailure(why);
       drop(context_, std::make_exception_ptr(TimeoutError(why)));
     }
