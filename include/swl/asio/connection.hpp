@@ -16,9 +16,10 @@
 /// Every call has a deadline (by default now + ConnectionOptions::command_timeout). A call past it ends
 /// with a TimeoutError, and its reply, when it comes, is dropped: the connection stays up for the calls
 /// behind it (hiredis's own timeout would fail them all), unless no reply comes connect_timeout + 4 x
-/// command_timeout past the deadline: then the server is taken for gone and the connection dropped. A lost connection fails the calls on it; the
-/// next call connects again, after the circuit breaker's cool-down when connecting failed
-/// (ConnectionOptions::breaker_cooldown). TLS needs hiredis 1.x, as for every connection.
+/// command_timeout past the deadline: then the server is taken for gone and the connection dropped. A
+/// lost connection fails the calls on it; the next call connects again, after the circuit breaker's
+/// cool-down when connecting failed (ConnectionOptions::breaker_cooldown). TLS needs hiredis 1.x, as for
+/// every connection.
 ///
 /// Needs Asio (Debian libasio-dev, or libboost-dev with SWL_USE_BOOST_ASIO: asio/backend.hpp) and the
 /// CMake target swl::asio (or swl::boost_asio).
