@@ -1,8 +1,7 @@
 // End to end: examples/asio_http_service (its path in SWL_ASIO_HTTP_SERVICE; Boost.Beast, coroutines,
 // swl's Asio limiter) in front of a private redis-server, asked by a real HTTP client.
 
-#include "support/child_process.hpp"
-#include "support/redis_server.hpp"
+#include "support/example_service.hpp"
 
 #include <httplib.h>
 #include <catch2/catch.hpp>
@@ -24,44 +23,32 @@ using swl::test::RedisServer;
 
 namespace {
 
-// The service on a free port, started with `flags`, stopped by its pid.
+// The service in front of `redis`, started with `flags`; it serves once it accepts a connection (nothing is
+// asked, so nothing is counted).
 class AsioHttpService {
  public:
-  AsioHttpService(const RedisServer& redis, std::vector<std::string> flags) : port_(RedisServer::freeLoopbackPort()) {
-    const char* path = std::getenv("SWL_ASIO_HTTP_SERVICE");
-    REQUIRE(path != nullptr);
-    std::vector<std::string> arguments{path, "--redis-port", std::to_string(redis.port()), "--port",
-                                       std::to_string(port_)};
-    arguments.insert(arguments.end(), flags.begin(), flags.end());
-    process_.start(arguments);
-    const auto give_up_at = std::chrono::steady_clock::now() + 10s;
-    while (!connects()) {  // it accepts once it serves; nothing is asked, so nothing is counted
-      REQUIRE(process_.alive());
-      REQUIRE(std::chrono::steady_clock::now() < give_up_at);
-      std::this_thread::sleep_for(20ms);
-    }
-  }
+  AsioHttpService(const RedisServer& redis, std::vector<std::string> flags)
+      : service_("SWL_ASIO_HTTP_SERVICE", redis, std::move(flags), accepts) {}
 
   httplib::Result get(const std::string& path) {
-    httplib::Client client("127.0.0.1", port_);
+    httplib::Client client("127.0.0.1", service_.port());
     client.set_read_timeout(10, 0);
     return client.Get(path.c_str());
   }
 
  private:
-  bool connects() const {
+  static bool accepts(int port) {
     const int socket_fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    address.sin_port = htons(static_cast<std::uint16_t>(port_));
+    address.sin_port = htons(static_cast<std::uint16_t>(port));
     const bool connected = ::connect(socket_fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
     ::close(socket_fd);
     return connected;
   }
 
-  int port_;
-  swl::test::ChildProcess process_;
+  swl::test::ExampleService service_;
 };
 
 }  // namespace

@@ -80,6 +80,38 @@ struct Completions {
   std::size_t completed = 0;
 };
 
+// `io` run by `runners` threads while `callers` threads each start `calls` decisions of one unit for one
+// key through `limiter`; how many were admitted, completed and failed once all have completed (or 20 s).
+struct FromThreads {
+  int admitted = 0, completed = 0, failed = 0;
+};
+template <class Limiter>
+FromThreads decideFromThreads(swl::asio::io_context& io, Limiter& limiter, int runners, int callers, int calls) {
+  auto work = swl::asio::make_work_guard(io);
+  std::vector<std::thread> running;
+  for (int i = 0; i < runners; ++i) running.emplace_back([&] { io.run(); });
+  std::atomic<int> admitted{0}, completed{0}, failed{0};
+  std::vector<std::thread> calling;
+  for (int t = 0; t < callers; ++t) {
+    calling.emplace_back([&] {
+      for (int i = 0; i < calls; ++i) {
+        limiter.async_try_acquire("shared", 1, [&](swl::asio_error_code error, swl::Decision decision) {
+          if (error) ++failed;
+          if (decision.allowed) ++admitted;
+          ++completed;
+        });
+      }
+    });
+  }
+  for (std::thread& caller : calling) caller.join();
+  const auto until = Clock::now() + 20s;
+  while (completed < callers * calls && Clock::now() < until) std::this_thread::sleep_for(5ms);
+  work.reset();
+  io.stop();  // the connections stay open: their reads would keep run() going
+  for (std::thread& runner : running) runner.join();
+  return {admitted, completed, failed};
+}
+
 }  // namespace
 
 TEST_CASE("1,000 calls in flight on one Asio connection admit exactly the limit, each completed once") {
@@ -271,34 +303,12 @@ TEST_CASE("after the server restarts, the next Asio calls connect again and deci
 TEST_CASE("8 threads starting Asio calls on one connection, 4 threads running it, admit exactly the limit") {
   RedisServer server;
   swl::asio::io_context io;
-  auto work = swl::asio::make_work_guard(io);
-  std::vector<std::thread> runners;
-  for (int i = 0; i < 4; ++i) runners.emplace_back([&] { io.run(); });
-  {
-    auto redis = connect(io, server);
-    swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{300, 60s});
-    std::atomic<int> admitted{0}, completed{0}, failed{0};
-    std::vector<std::thread> callers;
-    for (int t = 0; t < 8; ++t) {
-      callers.emplace_back([&] {
-        for (int i = 0; i < 100; ++i) {
-          limiter.async_try_acquire("shared", 1, [&](swl::asio_error_code error, swl::Decision decision) {
-            if (error) ++failed;
-            if (decision.allowed) ++admitted;
-            ++completed;
-          });
-        }
-      });
-    }
-    for (std::thread& caller : callers) caller.join();
-    const auto until = Clock::now() + 20s;
-    while (completed < 800 && Clock::now() < until) std::this_thread::sleep_for(5ms);
-    CHECK(completed == 800);
-    CHECK(failed == 0);
-    CHECK(admitted == 300);
-  }
-  work.reset();
-  for (std::thread& runner : runners) runner.join();
+  auto redis = connect(io, server);
+  swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{300, 60s});
+  const FromThreads outcome = decideFromThreads(io, limiter, 4, 8, 100);
+  CHECK(outcome.completed == 800);
+  CHECK(outcome.failed == 0);
+  CHECK(outcome.admitted == 300);
 }
 
 TEST_CASE("an Asio limiter loads its script again after SCRIPT FLUSH, sending no call twice") {
@@ -379,38 +389,16 @@ TEST_CASE("the observer, shadow mode, the access list and throw_error apply on A
 TEST_CASE("an Asio limiter over a pool spreads its calls over every connection and still admits exactly the limit") {
   RedisServer server;
   swl::asio::io_context io;
-  auto work = swl::asio::make_work_guard(io);
-  std::vector<std::thread> runners;
-  for (int i = 0; i < 2; ++i) runners.emplace_back([&] { io.run(); });
-  {
-    auto pool = swl::AsioConnectionPool::tcp(io.get_executor(), "127.0.0.1", server.port(), 4, patient());
-    CHECK(pool.size() == 4);
-    swl::AsioSlidingWindowLimiter<> limiter(pool, swl::Limit{250, 60s});
-    std::atomic<int> admitted{0}, completed{0}, failed{0};
-    std::vector<std::thread> callers;
-    for (int t = 0; t < 4; ++t) {
-      callers.emplace_back([&] {
-        for (int i = 0; i < 100; ++i) {
-          limiter.async_try_acquire("shared", 1, [&](swl::asio_error_code error, swl::Decision decision) {
-            if (error) ++failed;
-            if (decision.allowed) ++admitted;
-            ++completed;
-          });
-        }
-      });
-    }
-    for (std::thread& caller : callers) caller.join();
-    const auto until = Clock::now() + 20s;
-    while (completed < 400 && Clock::now() < until) std::this_thread::sleep_for(5ms);
-    CHECK(completed == 400);
-    CHECK(failed == 0);
-    CHECK(admitted == 250);
-    // The pool's four connections, and the one asking.
-    const std::string clients(server.connect().command({"CLIENT", "LIST"})->text());
-    CHECK(std::count(clients.begin(), clients.end(), '\n') == 5);
-  }
-  work.reset();
-  for (std::thread& runner : runners) runner.join();
+  auto pool = swl::AsioConnectionPool::tcp(io.get_executor(), "127.0.0.1", server.port(), 4, patient());
+  CHECK(pool.size() == 4);
+  swl::AsioSlidingWindowLimiter<> limiter(pool, swl::Limit{250, 60s});
+  const FromThreads outcome = decideFromThreads(io, limiter, 2, 4, 100);
+  CHECK(outcome.completed == 400);
+  CHECK(outcome.failed == 0);
+  CHECK(outcome.admitted == 250);
+  // The pool's four connections, and the one asking.
+  const std::string clients(server.connect().command({"CLIENT", "LIST"})->text());
+  CHECK(std::count(clients.begin(), clients.end(), '\n') == 5);
   CHECK_THROWS_AS(swl::AsioConnectionPool::tcp(std::vector<swl::asio::any_io_executor>{}, "127.0.0.1", 1),
                   swl::InvalidArgument);
 }

@@ -1,3 +1,4 @@
+#include <swl/detail/holds_error.hpp>
 #include <swl/swl.hpp>
 
 #include "support/redis_server.hpp"
@@ -5,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 #include <string>
@@ -141,19 +143,25 @@ TEST_CASE("a circuit opened by a refused password stays an AuthError, for a conn
 TEST_CASE("a batch may take longer in all than command_timeout while Redis keeps answering") {
   RedisServer server;
   swl::ConnectionOptions options = swl::test::patient();
-  // Each wait for a reply or for the socket to take more, on a loaded machine too (at 250 ms, a write once
-  // waited longer while two suites shared two cores); the batch takes several.
-  options.command_timeout = 500ms;
+  options.command_timeout = 500ms;  // each wait for a reply or for the socket to take more; the batch takes several
   auto connection = server.connect(options);
   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{10'000'000, 600s});
   std::vector<std::string> keys;
   for (int i = 0; i < 1000; ++i) keys.push_back("k" + std::to_string(i));
-  for (std::size_t size = 10'000;; size *= 2) {
+  // On a loaded machine one wait may still pass command_timeout (a write once waited longer while other
+  // processes held both cores): such a batch is tried again, a few times in all. A client that timed the
+  // whole batch would time out on every try of a batch that takes longer than four waits.
+  int stalls = 0;
+  for (std::size_t size = 10'000;;) {
     std::vector<swl::AcquireRequest> requests;
     for (std::size_t i = 0; i < size; ++i) requests.push_back({keys[i % keys.size()]});
     const auto started = std::chrono::steady_clock::now();
     const std::vector<swl::Outcome> outcomes = limiter.tryAcquireMany(requests);
     const auto took = std::chrono::steady_clock::now() - started;
+    const bool stalled = std::any_of(outcomes.begin(), outcomes.end(), [](const swl::Outcome& outcome) {
+      return outcome.error && swl::detail::holdsError<swl::TimeoutError>(outcome.error);
+    });
+    if (stalled && ++stalls <= 3) continue;
     std::size_t admitted = 0;
     for (const swl::Outcome& outcome : outcomes) admitted += outcome.value().allowed ? 1 : 0;  // none timed out
     CHECK(admitted == size);
@@ -161,6 +169,7 @@ TEST_CASE("a batch may take longer in all than command_timeout while Redis keeps
       CHECK(took > 4 * options.command_timeout);
       break;
     }
+    size *= 2;
   }
 }
 

@@ -6,7 +6,7 @@
 #include <swl/integrations/http_headers.hpp>
 #include <swl/swl.hpp>
 
-#include "support/child_process.hpp"
+#include "support/example_service.hpp"
 #include "support/redis_server.hpp"
 
 #include <httplib.h>
@@ -23,33 +23,21 @@ using swl::test::RedisServer;
 
 namespace {
 
-// The service on a free port, started with `flags`, stopped by its pid.
+// The service in front of `redis`, started with `flags`.
 class HttpService {
  public:
-  HttpService(const RedisServer& redis, std::vector<std::string> flags) : port_(RedisServer::freeLoopbackPort()) {
-    const char* path = std::getenv("SWL_HTTP_SERVICE");
-    REQUIRE(path != nullptr);
-    std::vector<std::string> arguments{path, "--redis-port", std::to_string(redis.port()), "--port",
-                                       std::to_string(port_)};
-    arguments.insert(arguments.end(), flags.begin(), flags.end());
-    process_.start(arguments);
-    httplib::Client probe("127.0.0.1", port_);
-    const auto give_up_at = std::chrono::steady_clock::now() + 10s;
-    while (!probe.Get("/listening")) {  // any answer, even 404, means it serves
-      REQUIRE(process_.alive());
-      REQUIRE(std::chrono::steady_clock::now() < give_up_at);
-      std::this_thread::sleep_for(20ms);
-    }
-  }
+  HttpService(const RedisServer& redis, std::vector<std::string> flags)
+      : service_("SWL_HTTP_SERVICE", redis, std::move(flags), [](int port) {
+          return static_cast<bool>(httplib::Client("127.0.0.1", port).Get("/listening"));  // even 404: it serves
+        }) {}
 
   httplib::Result get(const std::string& path, const httplib::Headers& headers = {}) {
-    httplib::Client client("127.0.0.1", port_);
+    httplib::Client client("127.0.0.1", service_.port());
     return client.Get(path.c_str(), headers);
   }
 
  private:
-  int port_;
-  swl::test::ChildProcess process_;
+  swl::test::ExampleService service_;
 };
 
 }  // namespace

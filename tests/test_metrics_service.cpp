@@ -1,7 +1,7 @@
 // End to end: examples/metrics_service (its path in SWL_METRICS_SERVICE) limiting its simulated
 // requests against a private redis-server, its /metrics scraped by a real HTTP client.
 
-#include "support/child_process.hpp"
+#include "support/example_service.hpp"
 #include "support/redis_server.hpp"
 
 #include <httplib.h>
@@ -21,32 +21,14 @@ using swl::test::RedisServer;
 
 namespace {
 
-// The service on a free port, started with `flags`, stopped by its pid.
+// The service in front of `redis`, started with `flags`.
 class MetricsService {
  public:
-  MetricsService(const RedisServer& redis, std::vector<std::string> flags) : port_(RedisServer::freeLoopbackPort()) {
-    const char* path = std::getenv("SWL_METRICS_SERVICE");
-    REQUIRE(path != nullptr);
-    std::vector<std::string> arguments{path, "--redis-port", std::to_string(redis.port()), "--port",
-                                       std::to_string(port_)};
-    arguments.insert(arguments.end(), flags.begin(), flags.end());
-    process_.start(arguments);
-    const auto give_up_at = std::chrono::steady_clock::now() + 10s;
-    while (scrape().empty()) {
-      REQUIRE(process_.alive());
-      REQUIRE(std::chrono::steady_clock::now() < give_up_at);
-      std::this_thread::sleep_for(20ms);
-    }
-  }
+  MetricsService(const RedisServer& redis, std::vector<std::string> flags)
+      : service_("SWL_METRICS_SERVICE", redis, std::move(flags), [](int port) { return !scrapeAt(port).empty(); }) {}
 
   // The exposition text, or "" while it does not serve.
-  std::string scrape() {
-    httplib::Client client("127.0.0.1", port_);
-    client.set_connection_timeout(1s);
-    client.set_read_timeout(2s);
-    const httplib::Result response = client.Get("/metrics");
-    return response && response->status == 200 ? response->body : std::string();
-  }
+  std::string scrape() { return scrapeAt(service_.port()); }
 
   // The value of the sample named exactly `series` (name and labels, as exposed), -1 when absent.
   double value(const std::string& series) {
@@ -69,15 +51,24 @@ class MetricsService {
   // Whether it exits within `timeout` (reaped then).
   bool exitsWithin(std::chrono::milliseconds timeout) {
     const auto give_up_at = std::chrono::steady_clock::now() + timeout;
-    while (process_.alive() && std::chrono::steady_clock::now() < give_up_at) std::this_thread::sleep_for(10ms);
-    return !process_.alive();
+    while (service_.process().alive() && std::chrono::steady_clock::now() < give_up_at) {
+      std::this_thread::sleep_for(10ms);
+    }
+    return !service_.process().alive();
   }
 
-  pid_t pid() const { return process_.pid(); }
+  pid_t pid() { return service_.process().pid(); }
 
  private:
-  int port_;
-  swl::test::ChildProcess process_;
+  static std::string scrapeAt(int port) {
+    httplib::Client client("127.0.0.1", port);
+    client.set_connection_timeout(1s);
+    client.set_read_timeout(2s);
+    const httplib::Result response = client.Get("/metrics");
+    return response && response->status == 200 ? response->body : std::string();
+  }
+
+  swl::test::ExampleService service_;
 };
 
 const std::string kAllowed = R"(swl_decisions_total{limiter="simulated",tier="redis",verdict="allowed"})";

@@ -201,7 +201,7 @@ class AsioLimiter {
     Limit limit;
     detail::Observation observation;
     std::optional<Decision> listed;
-    std::shared_ptr<Request> request;
+    std::optional<Request> request;  // none when the list answered
   };
 
   static Prepared prepare(Calls& calls, std::string_view key, std::int64_t cost, const Limit& limit) {
@@ -212,7 +212,7 @@ class AsioLimiter {
       if (prepared.listed) {
         calls.validate(key, cost, limit);
       } else {
-        prepared.request = std::make_shared<Request>(calls.prepare(key, cost, limit));
+        prepared.request.emplace(calls.prepare(key, cost, limit));
       }
     } catch (const InvalidArgument&) {
       prepared.observation.report(key, cost, nullptr, std::current_exception());
@@ -230,7 +230,6 @@ class AsioLimiter {
       prepared.observation.report(prepared.key, prepared.cost, &*prepared.listed, nullptr);
       return operation->complete({}, *prepared.listed, true);
     }
-    const std::shared_ptr<Request> request = std::move(prepared.request);
     // What the call's end means, whichever way it ends.
     auto decide = [operation, calls, observation = prepared.observation, key = std::move(prepared.key),
                    cost = prepared.cost, limit = prepared.limit](ReplyView reply, std::exception_ptr error) {
@@ -245,13 +244,14 @@ class AsioLimiter {
       operation->complete(outcome.ok() ? asio_error_code() : asio_error_code(errorCodeOf(outcome.error)),
                           outcome.decision);
     };
-    asio::dispatch(session->strand(), [operation, request, deadline, decide = std::move(decide)]() mutable {
+    asio::dispatch(session->strand(), [operation, request = std::move(*prepared.request), deadline,
+                                       decide = std::move(decide)]() mutable {
       if (operation->cancelled()) {
         // Never sent: nothing was counted. (Posted: this may run inside the call that started it.)
         const auto why = std::make_exception_ptr(detail::cancelledError(operation->session().endpoint()));
         return asio::post(operation->session().strand(), [decide, why] { decide(ReplyView(), why); });
       }
-      operation->sent(operation->session().run(request->call(), deadline, std::move(decide)));
+      operation->sent(operation->session().run(request.call(), deadline, std::move(decide)));
     });
   }
 
@@ -261,8 +261,8 @@ class AsioLimiter {
     struct Batch {
       std::vector<AcquireRequest> requests;
       std::optional<detail::ListedBatch> listed;
-      std::vector<Outcome> outcomes;  // of the requests the list did not answer
-      std::vector<std::shared_ptr<Request>> prepared;
+      std::vector<Outcome> outcomes;                 // of the requests the list did not answer
+      std::vector<std::optional<Request>> prepared;  // none for a request refused before sending
       std::size_t waiting = 0;
     };
     auto batch = std::make_shared<Batch>();
@@ -277,7 +277,7 @@ class AsioLimiter {
     for (std::size_t i = 0; i < rest.size(); ++i) {
       const Limit& asked = rest[i].limitOr(own);
       try {
-        batch->prepared[i] = std::make_shared<Request>(calls->prepare(rest[i].key, rest[i].cost, asked));
+        batch->prepared[i].emplace(calls->prepare(rest[i].key, rest[i].cost, asked));
         ++batch->waiting;
       } catch (const InvalidArgument&) {
         batch->outcomes[i] = {detail::blindRefusal(asked), std::current_exception()};
@@ -297,7 +297,7 @@ class AsioLimiter {
     asio::dispatch(session->strand(), [operation, batch, deadline, finish] {
       if (batch->waiting == 0) return asio::post(operation->session().strand(), finish);  // as above
       for (std::size_t i = 0; i < batch->prepared.size(); ++i) {
-        const std::shared_ptr<Request>& request = batch->prepared[i];
+        const std::optional<Request>& request = batch->prepared[i];
         if (!request) continue;
         auto end = [batch, i, finish](ReplyView reply, std::exception_ptr error) {
           const Limit& limit = batch->prepared[i]->limit();

@@ -107,10 +107,6 @@ class AsioSession : public std::enable_shared_from_this<AsioSession> {
     if (context_ != nullptr) drop(context_, std::make_exception_ptr(ConnectionError(closedMessage())));
   }
 
-  // The calls whose replies are awaited, including those answered early whose replies have not come.
-  std::size_t inFlight() const noexcept { return in_flight_.size(); }
-  bool isConnected() const noexcept { return context_ != nullptr && connected_; }
-
  private:
   struct Pending {
     std::string command;             // the whole RESP command, kept to resend after NOSCRIPT
@@ -167,7 +163,6 @@ class AsioSession : public std::enable_shared_from_this<AsioSession> {
     redisAsyncSetConnectCallback(context, &AsioSession::onConnect);
     redisAsyncSetDisconnectCallback(context, &AsioSession::onDisconnect);
     context_ = context;
-    connected_ = false;
     handshake();
     return context_;
   }
@@ -257,11 +252,7 @@ class AsioSession : public std::enable_shared_from_this<AsioSession> {
 
   static void onConnect(const redisAsyncContext* context, int status) {
     auto& self = *static_cast<AsioSession*>(context->data);
-    if (context != self.context_) return;
-    if (status == REDIS_OK) {
-      self.connected_ = true;
-      return;
-    }
+    if (context != self.context_ || status == REDIS_OK) return;
     // hiredis frees the context itself after this, calling back everything queued on it.
     const std::string why = aboutRedis(self.endpoint_, " failed connecting (", context->errstr, ")");
     self.breaker_->recordFailure(why);
@@ -360,7 +351,6 @@ class AsioSession : public std::enable_shared_from_this<AsioSession> {
   std::shared_ptr<CircuitBreaker> breaker_;
   redisAsyncContext* context_ = nullptr;  // freed by drop(), or by hiredis itself when the connection ends
   std::shared_ptr<AsioWatch> watch_;
-  bool connected_ = false;
   bool closed_ = false;
   bool tearing_down_ = false;
   std::list<Pending> in_flight_;  // send order; hiredis holds a pointer to each until it calls back
