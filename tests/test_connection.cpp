@@ -1,4 +1,5 @@
 #include <swl/detail/holds_error.hpp>
+#include <swl/detail/io/hiredis.hpp>
 #include <swl/swl.hpp>
 
 #include "support/redis_server.hpp"
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <random>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -19,6 +21,37 @@ using swl::test::integerReply;
 using swl::test::logEntries;
 using swl::test::RedisServer;
 using swl::test::textReply;
+
+TEST_CASE("a command swl formats is byte for byte what hiredis would write, for any arguments") {
+  std::mt19937 random(38);
+  const std::string alphabet("ab\r\n\0$*9", 9);  // the bytes RESP gives a meaning, a NUL and a digit
+  const auto word = [&](std::size_t length) {
+    std::string text;
+    for (std::size_t i = 0; i < length; ++i) text += alphabet[random() % alphabet.size()];
+    return text;
+  };
+  const auto hiredisFormat = [](const std::vector<std::string>& words) {
+    std::vector<const char*> pointers;
+    std::vector<std::size_t> lengths;
+    for (const std::string& text : words) pointers.push_back(text.data()), lengths.push_back(text.size());
+    char* command = nullptr;
+    const auto length =
+        redisFormatCommandArgv(&command, static_cast<int>(words.size()), pointers.data(), lengths.data());
+    std::string text(command, static_cast<std::size_t>(length));
+    redisFreeCommand(command);
+    return text;
+  };
+  std::vector<std::vector<std::string>> commands = {{}, {""}, {word(100'000)}};
+  for (int i = 0; i < 500; ++i) {
+    std::vector<std::string> words(random() % 24);  // past 9 and 16 arguments: two-digit counts
+    for (std::string& text : words) text = word(random() % 3 == 0 ? random() % 2'000 : random() % 12);
+    commands.push_back(words);
+  }
+  for (const auto& words : commands) {
+    const std::vector<std::string_view> views(words.begin(), words.end());
+    CHECK(swl::detail::formattedCommand(views.data(), views.size()) == hiredisFormat(words));
+  }
+}
 
 TEST_CASE("a connection is opened lazily and reports a refused connect as a ConnectionError naming the server") {
   RedisServer server;

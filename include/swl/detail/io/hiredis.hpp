@@ -7,8 +7,10 @@
 
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -105,14 +107,27 @@ class HiredisArgv {
   std::size_t* lengths_ = lengths_on_stack_.data();
 };
 
-// A whole command in RESP, as hiredis formats it: what the async connection queues and may resend.
+// A whole command in RESP (an array of bulk strings), byte for byte what redisFormatCommandArgv writes:
+// what the async connections queue and may resend. Written here because hiredis prints each length with
+// sprintf, a tenth of an event-loop client's time at 16 calls in flight.
 inline std::string formattedCommand(const std::string_view* argv, std::size_t argc) {
-  HiredisArgv words(argv, argc);
-  char* command = nullptr;
-  const auto length = redisFormatCommandArgv(&command, words.count(), words.pointers(), words.lengths());
-  if (length < 0 || command == nullptr) throw Error("swl: out of memory formatting a Redis command");
-  std::string text(command, static_cast<std::size_t>(length));
-  redisFreeCommand(command);
+  constexpr std::size_t kHeaderBound = 24;  // a kind, up to 20 digits, "\r\n"
+  std::size_t bound = kHeaderBound;
+  for (std::size_t i = 0; i < argc; ++i) bound += kHeaderBound + argv[i].size() + 2;
+  std::string text(bound, '\0');
+  char* out = text.data();
+  const auto line = [&out](char kind, std::size_t count) {
+    *out++ = kind;
+    out = std::to_chars(out, out + kHeaderBound, count).ptr;
+    *out++ = '\r', *out++ = '\n';
+  };
+  line('*', argc);
+  for (std::size_t i = 0; i < argc; ++i) {
+    line('$', argv[i].size());
+    out = std::copy(argv[i].begin(), argv[i].end(), out);
+    *out++ = '\r', *out++ = '\n';
+  }
+  text.resize(static_cast<std::size_t>(out - text.data()));
   return text;
 }
 
