@@ -201,7 +201,7 @@ class AsioLimiter {
     Limit limit;
     detail::Observation observation;
     std::optional<Decision> listed;
-    std::optional<Request> request;  // none when the list answered
+    std::optional<detail::FormattedCall> call;  // none when the list answered
   };
 
   static Prepared prepare(Calls& calls, std::string_view key, std::int64_t cost, const Limit& limit) {
@@ -212,7 +212,7 @@ class AsioLimiter {
       if (prepared.listed) {
         calls.validate(key, cost, limit);
       } else {
-        prepared.request.emplace(calls.prepare(key, cost, limit));
+        prepared.call = detail::formatted(calls.prepare(key, cost, limit).call());
       }
     } catch (const InvalidArgument&) {
       prepared.observation.report(key, cost, nullptr, std::current_exception());
@@ -244,14 +244,14 @@ class AsioLimiter {
       operation->complete(outcome.ok() ? asio_error_code() : asio_error_code(errorCodeOf(outcome.error)),
                           outcome.decision);
     };
-    asio::dispatch(session->strand(), [operation, request = std::move(*prepared.request), deadline,
-                                       decide = std::move(decide)]() mutable {
+    detail::onStrand(session->strand(), [operation, call = std::move(*prepared.call), deadline,
+                                         decide = std::move(decide)]() mutable {
       if (operation->cancelled()) {
         // Never sent: nothing was counted. (Posted: this may run inside the call that started it.)
         const auto why = std::make_exception_ptr(detail::cancelledError(operation->session().endpoint()));
         return asio::post(operation->session().strand(), [decide, why] { decide(ReplyView(), why); });
       }
-      operation->sent(operation->session().run(request.call(), deadline, std::move(decide)));
+      operation->sent(operation->session().run(std::move(call), deadline, std::move(decide)));
     });
   }
 
@@ -294,7 +294,7 @@ class AsioLimiter {
       if (operation->cancelled()) return operation->complete(asio::error::operation_aborted, std::move(outcomes));
       operation->complete({}, std::move(outcomes));
     };
-    asio::dispatch(session->strand(), [operation, batch, deadline, finish] {
+    detail::onStrand(session->strand(), [operation, batch, deadline, finish] {
       if (batch->waiting == 0) return asio::post(operation->session().strand(), finish);  // as above
       for (std::size_t i = 0; i < batch->prepared.size(); ++i) {
         const std::optional<Request>& request = batch->prepared[i];
@@ -308,7 +308,7 @@ class AsioLimiter {
         if (operation->cancelled()) {
           end(ReplyView(), std::make_exception_ptr(detail::cancelledError(operation->session().endpoint())));
         } else {
-          operation->sent(operation->session().run(request->call(), deadline, std::move(end)));
+          operation->sent(operation->session().run(detail::formatted(request->call()), deadline, std::move(end)));
         }
       }
     });
@@ -331,11 +331,11 @@ class AsioLimiter {
         operation->complete(asio_error_code(errorCodeOf(std::current_exception())), Result());
       }
     };
-    asio::dispatch(operation->session().strand(), [operation, call_of, deadline, end = std::move(end)]() mutable {
+    detail::onStrand(operation->session().strand(), [operation, call_of, deadline, end = std::move(end)]() mutable {
       if (operation->cancelled()) {
         return end(ReplyView(), std::make_exception_ptr(detail::cancelledError(operation->session().endpoint())));
       }
-      operation->sent(operation->session().run(call_of(), deadline, std::move(end)));
+      operation->sent(operation->session().run(detail::formatted(call_of()), deadline, std::move(end)));
     });
   }
 

@@ -11,7 +11,9 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -39,7 +41,8 @@ class AsioOperation : public std::enable_shared_from_this<AsioOperation<Result>>
   template <class Handler>
   static std::shared_ptr<AsioOperation> start(Handler handler, std::shared_ptr<AsioSession> session) {
     auto slot = asio::get_associated_cancellation_slot(handler);
-    auto operation = std::make_shared<AsioOperation>(std::move(handler), std::move(session));
+    std::shared_ptr<AsioOperation> operation =
+        std::make_shared<Holding<Handler>>(std::move(handler), std::move(session));
     if (slot.is_connected()) {
       operation->slot_ = slot;
       slot.assign([weak = std::weak_ptr<AsioOperation>(operation)](asio::cancellation_type) {
@@ -49,66 +52,91 @@ class AsioOperation : public std::enable_shared_from_this<AsioOperation<Result>>
     return operation;
   }
 
-  template <class Handler>
-  AsioOperation(Handler handler, std::shared_ptr<AsioSession> session)
-      : handler_(std::make_unique<Held<Handler>>(std::move(handler), session->strand())),
-        session_(std::move(session)) {}
+  AsioOperation(const AsioOperation&) = delete;
+  AsioOperation& operator=(const AsioOperation&) = delete;
+  virtual ~AsioOperation() = default;
 
   AsioSession& session() const noexcept { return *session_; }
   // Whether the caller cancelled it (from any thread).
   bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
   // A call of this operation's went out as `ticket`: a cancellation ends it early.
-  void sent(std::uint64_t ticket) { tickets_.push_back(ticket); }
+  void sent(std::uint64_t ticket) {
+    if (first_ticket_ == 0) {
+      first_ticket_ = ticket;
+    } else {
+      more_tickets_.push_back(ticket);
+    }
+  }
 
   // Completes: on the handler's executor, at once when the caller is already there (the reply path);
   // `later`: never inside the caller's own function (an answer found before anything was sent).
   void complete(asio_error_code error, Result result, bool later = false) {
-    if (!handler_) return;
+    if (completed_) return;
+    completed_ = true;
     if (slot_.is_connected()) slot_.clear();
-    std::exchange(handler_, nullptr)->complete(error, std::move(result), later);
+    deliver(error, std::move(result), later);
   }
 
+ protected:
+  explicit AsioOperation(std::shared_ptr<AsioSession> session) : session_(std::move(session)) {}
+
  private:
-  struct Handling {
-    virtual ~Handling() = default;
-    virtual void complete(asio_error_code error, Result result, bool later) = 0;
-  };
+  // The operation for one handler type: the handler lives in the operation's own allocation.
   template <class Handler>
-  struct Held final : Handling {
-    Held(Handler handler, const AsioSession::Strand& strand)
-        : handler(std::move(handler)),
-          executor(asio::get_associated_executor(this->handler, strand)),
-          work(trackedWork(executor)) {}
-    void complete(asio_error_code error, Result result, bool later) override {
-      auto invoke = [handler = std::move(handler), error, result = std::move(result)]() mutable {
-        std::move(handler)(error, std::move(result));
-      };
-      if (later) {
-        asio::post(executor, std::move(invoke));
-      } else {
-        asio::dispatch(executor, std::move(invoke));
-      }
-    }
-    Handler handler;
-    using Executor = asio::associated_executor_t<Handler, AsioSession::Strand>;
-    Executor executor;
-    decltype(trackedWork(std::declval<const Executor&>())) work;  // until the handler has run
-  };
+  class Holding;
+
+  virtual void deliver(asio_error_code error, Result result, bool later) = 0;
 
   // On the emitting thread: marks it, then ends its calls on the strand, where they live.
   void cancel() {
     cancelled_.store(true, std::memory_order_release);
     asio::post(session_->strand(), [self = this->shared_from_this()] {
       const auto why = std::make_exception_ptr(cancelledError(self->session_->endpoint()));
-      for (const std::uint64_t ticket : self->tickets_) self->session_->answerEarly(ticket, why);
+      if (self->first_ticket_ != 0) self->session_->answerEarly(self->first_ticket_, why);
+      for (const std::uint64_t ticket : self->more_tickets_) self->session_->answerEarly(ticket, why);
     });
   }
 
-  std::unique_ptr<Handling> handler_;
   std::shared_ptr<AsioSession> session_;
   asio::cancellation_slot slot_;
   std::atomic<bool> cancelled_{false};
-  std::vector<std::uint64_t> tickets_;  // on the strand
+  bool completed_ = false;  // on the strand
+  // On the strand. Tickets start at 1; a single call (the usual operation) costs no allocation.
+  std::uint64_t first_ticket_ = 0;
+  std::vector<std::uint64_t> more_tickets_;
+};
+
+template <class Result>
+template <class Handler>
+class AsioOperation<Result>::Holding final : public AsioOperation<Result> {
+ public:
+  Holding(Handler handler, std::shared_ptr<AsioSession> session)
+      : AsioOperation<Result>(std::move(session)),
+        handler_(std::move(handler)),
+        executor_(asio::get_associated_executor(handler_, this->session().strand())),
+        work_(trackedWork(executor_)) {}
+
+ private:
+  using Executor = asio::associated_executor_t<Handler, AsioSession::Strand>;
+  using Work = decltype(trackedWork(std::declval<const Executor&>()));
+
+  void deliver(asio_error_code error, Result result, bool later) override {
+    auto invoke = [handler = std::move(handler_), error, result = std::move(result)]() mutable {
+      std::move(handler)(error, std::move(result));
+    };
+    if (later) {
+      asio::post(executor_, std::move(invoke));
+    } else if constexpr (std::is_same_v<Executor, AsioSession::Strand>) {
+      onStrand(executor_, std::move(invoke));  // a handler with no executor of its own
+    } else {
+      asio::dispatch(executor_, std::move(invoke));
+    }
+    work_.reset();  // the handler has run, or its executor holds it as work of its own
+  }
+
+  Handler handler_;
+  Executor executor_;
+  std::optional<Work> work_;  // until the handler is handed to its executor
 };
 
 }  // namespace swl::detail

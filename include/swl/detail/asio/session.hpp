@@ -75,12 +75,12 @@ class AsioSession : public std::enable_shared_from_this<AsioSession> {
   const std::string& endpoint() const noexcept { return endpoint_; }
   const ConnectionOptions& options() const noexcept { return options_; }
 
-  // Sends `call` (copied before this returns) and returns its ticket, for answerEarly. `done` runs once,
-  // on the strand, never inside run(); at `deadline` at the latest.
-  std::uint64_t run(const ScriptCall& call, Clock::time_point deadline, Callback done) {
+  // Sends `call` and returns its ticket, for answerEarly. `done` runs once, on the strand, never inside
+  // run(); at `deadline` at the latest.
+  std::uint64_t run(FormattedCall call, Clock::time_point deadline, Callback done) {
     Pending pending;
-    pending.command = formattedCommand(call.argv(), call.argc());
-    pending.script = &call.script();
+    pending.command = std::move(call.command);
+    pending.script = call.script;
     pending.done = std::move(done);
     pending.deadline = deadline;
     pending.ticket = ++tickets_;
@@ -361,5 +361,17 @@ class AsioSession : public std::enable_shared_from_this<AsioSession> {
   Clock::time_point timer_due_{};
   bool timer_armed_ = false;
 };
+
+// Runs `work` on `strand`: at once when this thread is on it already (the usual case: a caller's handler
+// completes there), else through asio::dispatch. asio::dispatch would run it at once too, but only after
+// asking the polymorphic executor inside the strand for blocking.possibly, which allocates.
+template <class Work>
+void onStrand(const AsioSession::Strand& strand, Work&& work) {
+  if (strand.running_in_this_thread()) {
+    std::forward<Work>(work)();
+  } else {
+    asio::dispatch(strand, std::forward<Work>(work));
+  }
+}
 
 }  // namespace swl::detail

@@ -40,7 +40,28 @@ class AsioWatch : public std::enable_shared_from_this<AsioWatch> {
   void want(Direction direction) {
     bool& wanted = direction == watch_read ? reading_ : writing_;
     wanted = true;
+    if (direction == watch_write && !flushing_ && (context_->c.flags & REDIS_CONNECTED) != 0) {
+      flushSoon();
+      return;
+    }
     if (!(direction == watch_read ? read_waiting_ : write_waiting_)) wait(direction);
+  }
+
+  // A connected socket is nearly always writable. Asking the reactor first costs a system call to re-arm
+  // the descriptor and a turn of the loop per write; instead, write once the strand has run what it had
+  // queued (so the commands it sends go out together), and wait for writability only when the socket's
+  // buffer is full.
+  void flushSoon() {
+    if (flush_posted_ || write_waiting_) return;
+    flush_posted_ = true;
+    asio::post(socket_.get_executor(), [self = shared_from_this()] {
+      self->flush_posted_ = false;
+      if (self->context_ == nullptr || !self->writing_ || self->write_waiting_) return;
+      self->flushing_ = true;
+      redisAsyncHandleWrite(self->context_);  // may free the context (a broken connection)
+      self->flushing_ = false;
+      if (self->context_ != nullptr && self->writing_ && !self->write_waiting_) self->wait(watch_write);
+    });
   }
 
   // One readiness wait at a time per direction; hiredis says by its hooks whether another is wanted.
@@ -75,6 +96,8 @@ class AsioWatch : public std::enable_shared_from_this<AsioWatch> {
   redisAsyncContext* context_;
   bool reading_ = false, writing_ = false;             // what hiredis wants watched
   bool read_waiting_ = false, write_waiting_ = false;  // a wait is outstanding
+  bool flush_posted_ = false;                          // flushSoon() will write
+  bool flushing_ = false;                              // inside that write: what is left waits for the reactor
 };
 
 }  // namespace swl::detail

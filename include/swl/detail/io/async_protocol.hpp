@@ -17,6 +17,17 @@
 
 namespace swl::detail {
 
+// A script call as an async context takes it: formatted once, where the call is made (on the caller's
+// thread, so the loop's thread does less), and kept to resend after NOSCRIPT.
+struct FormattedCall {
+  std::string command;
+  const Script* script = nullptr;
+};
+
+inline FormattedCall formatted(const ScriptCall& call) {
+  return {formattedCommand(call.argv(), call.argc()), &call.script()};
+}
+
 // One command of the handshake, formatted, and how a refusal names it ("PING", "SELECT 2").
 struct Greeting {
   std::string command;
