@@ -26,11 +26,11 @@
 #include <swl/detail/io/circuit_breaker.hpp>
 #include <swl/detail/io/dial.hpp>
 #include <swl/detail/io/hiredis.hpp>
+#include <swl/detail/io/libevent_watch.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 
 #include <event2/event.h>
-#include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
 #include <poll.h>
 
@@ -96,9 +96,10 @@ class AsyncConnection {
 
   /// Sends one script call. The call's keys and arguments are copied before run() returns.
   void run(const ScriptCall& call, Callback done) {
+    detail::FormattedCall formatted = detail::formatted(call);
     Pending pending;
-    pending.command = detail::formattedCommand(call.argv(), call.argc());
-    pending.script = &call.script();
+    pending.command = std::move(formatted.command);
+    pending.script = formatted.script;
     pending.done = std::move(done);
     send(std::move(pending));
   }
@@ -199,7 +200,7 @@ class AsyncConnection {
       throw ConnectionError(why);
     }
     context->data = this;
-    if (redisLibeventAttach(context, loop_) != REDIS_OK) {
+    if (!detail::LibeventWatch::attach(loop_, *context)) {
       redisAsyncFree(context);
       throw detail::redisError<ConnectionError>(endpoint_, ": cannot attach to the libevent loop");
     }
