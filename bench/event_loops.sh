@@ -1,47 +1,62 @@
 #!/usr/bin/env bash
 # The event-loop limiters against the ceiling of the script they run, in one run on one private
-# redis-server: redis-benchmark on swl's script (50 clients x 16 pipelined: Redis's own limit for that
-# script; and 16 clients, one call each, 16 in flight), a bare hiredis loop pipelining 16 at a time (swl_bench --mode raw), and 16 calls in flight on
-# one connection through the libevent limiter (--mode async) and the Asio limiter (--mode asio). Rounds
-# interleave the four, so a loaded machine slows them alike; prints medians and each one's ratio to
-# redis-benchmark's.
+# redis-server, with 16 calls in flight as ../shared/bench/run-peers.sh counts them (bench/peers.sh): two
+# threads, each with a connection of its own and 8 calls in flight on it. Each round runs redis-benchmark
+# on swl's script (50 clients x 16 pipelined: Redis's own limit for that script), a bare hiredis loop
+# (swl_bench --mode raw), the libevent limiter (--mode async) and the Asio limiter (--mode asio), in an
+# order that turns from round to round. Each rate is divided by its own round's redis-benchmark rate, so
+# that a round the machine slowed slows both sides of its ratios; the medians of those ratios are printed.
+# threads=1 puts all 16 in flight on one connection and one thread.
 #
-#   bash bench/event_loops.sh [requests=80000] [rounds=5]
+#   bash bench/event_loops.sh [requests=80000] [rounds=7] [threads=2]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 requests=${1:-80000}
-rounds=${2:-5}
+rounds=${2:-7}
+threads=${3:-2}
+in_flight=16
 build_swl_bench
 workdir=$(mktemp -d)
 trap 'stop_private_redis; rm -rf "$workdir"' EXIT
 start_private_redis "$workdir"
 "$SWL_BENCH" --print-script >"$workdir/swl.lua"
 sha=$(redis-cli -p "$REDIS_PORT" script load "$(cat "$workdir/swl.lua")")
-workload=(--port "$REDIS_PORT" --keys 10000 --limit 100 --window-ms 1000 --requests "$requests")
+workload=(--port "$REDIS_PORT" --keys 10000 --limit 100 --window-ms 1000 --requests "$requests"
+  --threads "$threads" --pipeline $((in_flight / threads)))
+contenders=(ceiling raw async asio)
+
+run() {
+  if [ "$1" = ceiling ]; then
+    rps=$(redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -n $((requests * 2)) -c 50 -r 10000 -P 16 -q \
+      EVALSHA "$sha" 1 rb:__rand_int__ 1000000 100 1 2>/dev/null | tr '\r' '\n' |
+      grep -o '[0-9.]* requests per second' | tail -1 | awk '{print $1}')
+    echo "{\"mode\":\"ceiling\",\"decisions_per_sec\":${rps:-0},\"p99_us\":0}"
+  else
+    "$SWL_BENCH" "${workload[@]}" --mode "$1" 2>/dev/null | tail -1
+  fi
+}
+
 for round in $(seq "$rounds"); do
-  rps=$(redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -n $((requests * 2)) -c 50 -r 10000 -P 16 -q \
-    EVALSHA "$sha" 1 rb:__rand_int__ 1000000 100 1 2>/dev/null | tr '\r' '\n' |
-    grep -o '[0-9.]* requests per second' | tail -1 | awk '{print $1}')
-  echo "{\"mode\":\"redis-benchmark -c 50 -P 16\",\"decisions_per_sec\":${rps:-0},\"p99_us\":0}"
-  rps=$(redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -n "$requests" -c 16 -r 10000 -P 1 -q \
-    EVALSHA "$sha" 1 rb:__rand_int__ 1000000 100 1 2>/dev/null | tr '\r' '\n' |
-    grep -o '[0-9.]* requests per second' | tail -1 | awk '{print $1}')
-  echo "{\"mode\":\"redis-benchmark -c 16 -P 1 (16 in flight)\",\"decisions_per_sec\":${rps:-0},\"p99_us\":0}"
-  "$SWL_BENCH" "${workload[@]}" --mode raw --pipeline 16 2>/dev/null | tail -1
-  "$SWL_BENCH" "${workload[@]}" --mode async --pipeline 16 2>/dev/null | tail -1
-  "$SWL_BENCH" "${workload[@]}" --mode asio --pipeline 16 2>/dev/null | tail -1
+  for i in "${!contenders[@]}"; do
+    run "${contenders[$(((i + round) % ${#contenders[@]}))]}" | sed "s/^{/{\"round\":$round,/"
+  done
 done | python3 -c '
 import sys, json, statistics as st
-rows = {}
-for line in sys.stdin:
-    if line.strip():
-        row = json.loads(line)
-        name = row["mode"] if "redis-benchmark" in row["mode"] else "swl_bench --mode %s, 16 in flight" % row["mode"]
-        rows.setdefault(name, []).append(row)
-ceiling = st.median(r["decisions_per_sec"] for r in rows["redis-benchmark -c 50 -P 16"])
-print("| contender | decisions/s (median of %d) | / redis-benchmark | p99 us (median) |" % len(rows["redis-benchmark -c 50 -P 16"]))
-print("|---|--:|--:|--:|")
-for name, runs in rows.items():
-    rate = st.median(r["decisions_per_sec"] for r in runs)
-    print("| %s | %.0f | %.3f | %.1f |" % (name, rate, rate / ceiling, st.median(r["p99_us"] for r in runs)))'
+threads, in_flight = int(sys.argv[1]), int(sys.argv[2])
+rows = [json.loads(line) for line in sys.stdin if line.strip()]
+ceiling = {r["round"]: r["decisions_per_sec"] for r in rows if r["mode"] == "ceiling"}
+names = {"ceiling": "redis-benchmark -c 50 -P 16 (the ceiling)",
+         "raw": "swl_bench --mode raw (bare hiredis)",
+         "async": "swl_bench --mode async (libevent limiter)",
+         "asio": "swl_bench --mode asio (Asio limiter)"}
+print("%d in flight: %d thread(s) x %d, %d rounds" % (in_flight, threads, in_flight // threads, len(ceiling)))
+print()
+print("| contender | decisions/s (median) | / ceiling (median of rounds) | lowest / ceiling | p99 us (median) |")
+print("|---|--:|--:|--:|--:|")
+for mode in ["ceiling", "raw", "async", "asio"]:
+    runs = [r for r in rows if r["mode"] == mode]
+    ratios = [r["decisions_per_sec"] / ceiling[r["round"]] for r in runs]
+    print("| %s | %.0f | %.3f | %.3f | %s |" % (names[mode], st.median(r["decisions_per_sec"] for r in runs),
+          st.median(ratios), min(ratios), "" if mode == "ceiling" else "%.1f" % st.median(r["p99_us"] for r in runs)))
+' "$threads" "$in_flight"
