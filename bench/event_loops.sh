@@ -6,17 +6,28 @@
 # (swl_bench --mode raw), the libevent limiter (--mode async) and the Asio limiter (--mode asio), in an
 # order that turns from round to round. Each rate is divided by its own round's redis-benchmark rate, so
 # that a round the machine slowed slows both sides of its ratios; the medians of those ratios are printed.
-# threads=1 puts all 16 in flight on one connection and one thread.
+# threads=1 puts all 16 in flight on one connection and one thread. A baseline revision adds its libevent
+# and Asio limiters (swl_bench built in a worktree at that revision) to every round.
 #
-#   bash bench/event_loops.sh [requests=80000] [rounds=7] [threads=2]
+#   bash bench/event_loops.sh [requests=80000] [rounds=7] [threads=2] [baseline revision]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 requests=${1:-80000}
 rounds=${2:-7}
 threads=${3:-2}
+baseline=${4:-}
 in_flight=16
 build_swl_bench
+contenders=(ceiling raw async asio)
+if [ -n "$baseline" ]; then
+  tree=$PWD/build-bench/tree-$baseline
+  [ -d "$tree" ] || git worktree add --detach "$tree" "$baseline" >/dev/null
+  cmake -S "$tree" -B "$tree-build" -DCMAKE_BUILD_TYPE=Release -DSWL_BUILD_TESTS=OFF -DSWL_BUILD_EXAMPLES=OFF \
+    -DSWL_BUILD_BENCHMARKS=ON >/dev/null
+  cmake --build "$tree-build" -j"$(nproc)" --target swl_bench >/dev/null
+  contenders+=(async@"$baseline" asio@"$baseline")
+fi
 workdir=$(mktemp -d)
 trap 'stop_private_redis; rm -rf "$workdir"' EXIT
 start_private_redis "$workdir"
@@ -24,7 +35,6 @@ start_private_redis "$workdir"
 sha=$(redis-cli -p "$REDIS_PORT" script load "$(cat "$workdir/swl.lua")")
 workload=(--port "$REDIS_PORT" --keys 10000 --limit 100 --window-ms 1000 --requests "$requests"
   --threads "$threads" --pipeline $((in_flight / threads)))
-contenders=(ceiling raw async asio)
 
 run() {
   if [ "$1" = ceiling ]; then
@@ -32,6 +42,8 @@ run() {
       EVALSHA "$sha" 1 rb:__rand_int__ 1000000 100 1 2>/dev/null | tr '\r' '\n' |
       grep -o '[0-9.]* requests per second' | tail -1 | awk '{print $1}')
     echo "{\"mode\":\"ceiling\",\"decisions_per_sec\":${rps:-0},\"p99_us\":0}"
+  elif [[ $1 == *@* ]]; then
+    "$tree-build/bench/swl_bench" "${workload[@]}" --mode "${1%@*}" 2>/dev/null | tail -1 | sed "s/\"mode\":\"[a-z]*\"/\"mode\":\"$1\"/"
   else
     "$SWL_BENCH" "${workload[@]}" --mode "$1" 2>/dev/null | tail -1
   fi
@@ -50,11 +62,14 @@ names = {"ceiling": "redis-benchmark -c 50 -P 16 (the ceiling)",
          "raw": "swl_bench --mode raw (bare hiredis)",
          "async": "swl_bench --mode async (libevent limiter)",
          "asio": "swl_bench --mode asio (Asio limiter)"}
+modes = list(names) + sorted({r["mode"] for r in rows} - set(names), key=lambda m: list(names).index(m.split("@")[0]))
+for mode in modes[len(names):]:
+    names[mode] = "swl_bench --mode %s at %s" % tuple(mode.split("@"))
 print("%d in flight: %d thread(s) x %d, %d rounds" % (in_flight, threads, in_flight // threads, len(ceiling)))
 print()
 print("| contender | decisions/s (median) | / ceiling (median of rounds) | lowest / ceiling | p99 us (median) |")
 print("|---|--:|--:|--:|--:|")
-for mode in ["ceiling", "raw", "async", "asio"]:
+for mode in modes:
     runs = [r for r in rows if r["mode"] == mode]
     ratios = [r["decisions_per_sec"] / ceiling[r["round"]] for r in runs]
     print("| %s | %.0f | %.3f | %.3f | %s |" % (names[mode], st.median(r["decisions_per_sec"] for r in runs),

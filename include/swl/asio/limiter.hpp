@@ -107,7 +107,7 @@ class AsioLimiter {
     // input throws from this call, wherever the caller is.
     Prepared prepared = prepare(*calls_, key, cost, limit);
     return asio::async_initiate<CompletionToken, void(asio_error_code, Decision)>(
-        [calls = calls_, session = nextSession()](auto handler, Prepared prepared, Clock::time_point deadline) {
+        [calls = calls_, session = nextSession()](auto handler, Prepared&& prepared, Clock::time_point deadline) {
           startTryAcquire(std::move(handler), calls, session, std::move(prepared), deadline);
         },
         token, std::move(prepared), Clock::now() + timeout);
@@ -223,7 +223,8 @@ class AsioLimiter {
 
   template <class Handler>
   static void startTryAcquire(Handler handler, const std::shared_ptr<Calls>& calls,
-                              const std::shared_ptr<Session>& session, Prepared prepared, Clock::time_point deadline) {
+                              const std::shared_ptr<Session>& session, Prepared&& prepared,
+                              Clock::time_point deadline) {
     const auto operation = detail::AsioOperation<Decision>::start(std::move(handler), session);
     if (prepared.listed) {
       detail::enforce(calls->options().enforcement, *prepared.listed);

@@ -158,7 +158,7 @@ class AsyncConnection {
       throw Error("swl::AsyncConnection: libevent could not make its events");
   }
 
-  void send(Pending pending) {
+  void send(Pending&& pending) {
     redisAsyncContext* context = nullptr;
     try {
       context = connected();

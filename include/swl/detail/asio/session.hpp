@@ -77,7 +77,7 @@ class AsioSession : public std::enable_shared_from_this<AsioSession> {
 
   // Sends `call` and returns its ticket, for answerEarly. `done` runs once, on the strand, never inside
   // run(); at `deadline` at the latest.
-  std::uint64_t run(FormattedCall call, Clock::time_point deadline, Callback done) {
+  std::uint64_t run(FormattedCall&& call, Clock::time_point deadline, Callback&& done) {
     Pending pending;
     pending.command = std::move(call.command);
     pending.script = call.script;
@@ -123,7 +123,7 @@ class AsioSession : public std::enable_shared_from_this<AsioSession> {
     std::list<Pending>::iterator position;
   };
 
-  void send(Pending pending) {
+  void send(Pending&& pending) {
     redisAsyncContext* context = nullptr;
     try {
       context = connected();
