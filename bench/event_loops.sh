@@ -5,7 +5,9 @@
 # on swl's script (50 clients x 16 pipelined: Redis's own limit for that script), a bare hiredis loop
 # (swl_bench --mode raw), the libevent limiter (--mode async) and the Asio limiter (--mode asio), in an
 # order that turns from round to round. Each rate is divided by its own round's redis-benchmark rate, so
-# that a round the machine slowed slows both sides of its ratios; the medians of those ratios are printed.
+# that a round the machine slowed slows both sides of its ratios, and the medians of those ratios are
+# printed; and beside them each contender's best round over the ceiling's best (a noisy neighbour only
+# ever slows a round down, so the best rounds are the ones it disturbed least).
 # threads=1 puts all 16 in flight on one connection and one thread. A baseline revision adds its libevent
 # and Asio limiters (swl_bench built in a worktree at that revision) to every round.
 #
@@ -67,11 +69,16 @@ for mode in modes[len(names):]:
     names[mode] = "swl_bench --mode %s at %s" % tuple(mode.split("@"))
 print("%d in flight: %d thread(s) x %d, %d rounds" % (in_flight, threads, in_flight // threads, len(ceiling)))
 print()
-print("| contender | decisions/s (median) | / ceiling (median of rounds) | lowest / ceiling | p99 us (median) |")
-print("|---|--:|--:|--:|--:|")
+best_ceiling = max(ceiling.values())
+print("| contender | decisions/s (median) | / ceiling (median of rounds) | best decisions/s | best / best ceiling | p99 us (median) | client CPU us per decision (median) |")
+print("|---|--:|--:|--:|--:|--:|--:|")
 for mode in modes:
     runs = [r for r in rows if r["mode"] == mode]
     ratios = [r["decisions_per_sec"] / ceiling[r["round"]] for r in runs]
-    print("| %s | %.0f | %.3f | %.3f | %s |" % (names[mode], st.median(r["decisions_per_sec"] for r in runs),
-          st.median(ratios), min(ratios), "" if mode == "ceiling" else "%.1f" % st.median(r["p99_us"] for r in runs)))
+    best = max(r["decisions_per_sec"] for r in runs)
+    client = mode != "ceiling" and all("cpu_us_per_decision" in r for r in runs)
+    print("| %s | %.0f | %.3f | %.0f | %.3f | %s | %s |" % (names[mode], st.median(r["decisions_per_sec"] for r in runs),
+          st.median(ratios), best, best / best_ceiling,
+          "" if mode == "ceiling" else "%.1f" % st.median(r["p99_us"] for r in runs),
+          "%.2f" % st.median(r["cpu_us_per_decision"] for r in runs) if client else ""))
 ' "$threads" "$in_flight"
