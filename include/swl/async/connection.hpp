@@ -21,11 +21,8 @@
 /// Needs libevent (Debian libevent-dev) and the CMake target swl::async.
 
 #include <swl/connection_options.hpp>
+#include <swl/detail/io/async_calls.hpp>
 #include <swl/detail/io/async_protocol.hpp>
-#include <swl/detail/io/checked_options.hpp>
-#include <swl/detail/io/circuit_breaker.hpp>
-#include <swl/detail/io/dial.hpp>
-#include <swl/detail/io/hiredis.hpp>
 #include <swl/detail/io/libevent_watch.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
@@ -49,9 +46,16 @@
 
 namespace swl {
 
+namespace detail {
+// What a call on the libevent loop carries besides what every event-loop call does.
+struct LoopCallTerms {
+  std::optional<std::chrono::steady_clock::time_point> sent_at;  // unset until the loop was free to write it
+};
+}  // namespace detail
+
 /// One hiredis async context on the caller's libevent loop (async/connection.hpp says how it
 /// reconnects and times calls out); what AsyncLimiter runs on.
-class AsyncConnection {
+class AsyncConnection : private detail::AsyncCalls<AsyncConnection, detail::LoopCallTerms> {
  public:
   /// Called once per call: with a non-error reply (valid only during the callback) and no error, or
   /// with a null view and the error (ConnectionError, TimeoutError, ReplyError).
@@ -76,6 +80,7 @@ class AsyncConnection {
   /// Every call in flight gets its callback, with a ConnectionError, before the connection is gone.
   ~AsyncConnection() {
     closing_ = true;
+    closed_ = true;
     // Freeing the context runs every in-flight callback (with a ConnectionError); then the deferred ones.
     if (context_ != nullptr) drop(context_, std::make_exception_ptr(ConnectionError(closedMessage())));
     deliverDeferred();
@@ -111,24 +116,11 @@ class AsyncConnection {
     return static_cast<std::size_t>(std::count_if(in_flight_.begin(), in_flight_.end(),
                                                   [](const Pending& pending) { return pending.script != nullptr; }));
   }
-  /// "host:port" or "unix:/path": how messages name the server.
-  const std::string& endpoint() const noexcept { return endpoint_; }
+  using AsyncCalls::endpoint;
 
  private:
+  friend class detail::AsyncCalls<AsyncConnection, detail::LoopCallTerms>;
   using Clock = std::chrono::steady_clock;
-
-  struct Pending {
-    std::string command;             // the whole RESP command, kept to resend after NOSCRIPT
-    const Script* script = nullptr;  // null for the connection's own commands (AUTH, SELECT, SCRIPT LOAD)
-    Callback done;
-    bool repeated = false;
-    std::uint64_t sequence = 0;                // send order, to know whether a SCRIPT LOAD went out after it
-    std::optional<Clock::time_point> sent_at;  // unset until the loop was free to write it
-    redisAsyncContext* context = nullptr;
-    std::exception_ptr failure;  // set when swl drops the context: why this call got no reply
-    AsyncConnection* owner = nullptr;
-    std::list<Pending>::iterator position;
-  };
 
   struct EventDeleter {
     void operator()(event* handle) const noexcept { event_free(handle); }
@@ -136,21 +128,8 @@ class AsyncConnection {
   using EventPtr = std::unique_ptr<event, EventDeleter>;
 
   AsyncConnection(event_base* loop, Address address, ConnectionOptions options)
-      : loop_(loop),
-        address_(detail::checkedAddress("swl::AsyncConnection", address)),
-        endpoint_(address_.endpoint()),
-        options_(detail::checkedOptions(options)),
-        dialer_(options_),
-        breaker_(detail::breakerFor(options_)) {
+      : AsyncCalls("swl::AsyncConnection", address, options, nullptr), loop_(loop) {
     if (loop_ == nullptr) throw InvalidArgument("swl::AsyncConnection: the event_base is null");
-    if (options_.replica_acks > 0) {
-      throw InvalidArgument(
-          "swl::AsyncConnection: replica_acks (WAIT) is not supported on the event loop; "
-          "use a blocking Connection, ConnectionPool or SentinelConnection for it");
-    }
-    if (options_.command_timeout.count() == 0) {
-      throw InvalidArgument("swl::AsyncConnection: command_timeout must be positive; it bounds every call");
-    }
     timeout_timer_.reset(evtimer_new(loop_, &AsyncConnection::onTimer, this));
     deferred_event_.reset(event_new(loop_, -1, 0, &AsyncConnection::onDeferred, this));
     loop_free_event_.reset(event_new(loop_, -1, 0, &AsyncConnection::onLoopFree, this));
@@ -158,164 +137,22 @@ class AsyncConnection {
       throw Error("swl::AsyncConnection: libevent could not make its events");
   }
 
-  void send(Pending&& pending) {
-    redisAsyncContext* context = nullptr;
-    try {
-      context = connected();
-    } catch (const Error&) {
-      defer(std::move(pending.done), std::current_exception());
-      return;
-    }
-    auto position = in_flight_.insert(in_flight_.end(), std::move(pending));
-    position->position = position;
-    position->owner = this;
-    position->context = context;
-    position->sequence = ++sent_;
-    position->sent_at.reset();  // a call sent again after NOSCRIPT waits afresh
-    // Its wait starts when the loop is next free to write it (onLoopFree): a caller may queue a batch
-    // for longer than command_timeout in one turn of the loop, before anything of it goes out.
-    event_active(loop_free_event_.get(), 0, 0);
-    if (redisAsyncFormattedCommand(context, &AsyncConnection::onReply, &*position, position->command.data(),
-                                   position->command.size()) != REDIS_OK) {
-      // The context is already shutting down; its teardown will not call back for this one.
-      Callback done = std::move(position->done);
-      in_flight_.erase(position);
-      defer(std::move(done), std::make_exception_ptr(ConnectionError(lostMessage(context))));
-      return;
-    }
-    if (!evtimer_pending(timeout_timer_.get(), nullptr)) armTimer(options_.command_timeout);
-  }
-
-  // The live context, connecting first when there is none. Commands sent before the connection is up
-  // wait in hiredis's buffer; AUTH and SELECT go first.
-  redisAsyncContext* connected() {
-    if (closing_ || closed_) throw ConnectionError(closedMessage());
-    breaker_->admit(endpoint_);
-    if (context_ != nullptr) return context_;
-    redisAsyncContext* context = dialer_.dialAsync(address_);
-    if (context->err != 0) {
-      const std::string why = detail::aboutRedis(endpoint_, " failed connecting (", context->errstr, ")");
-      redisAsyncFree(context);
-      breaker_->recordFailure(why);
-      throw ConnectionError(why);
-    }
-    context->data = this;
-    if (!detail::LibeventWatch::attach(loop_, *context)) {
-      redisAsyncFree(context);
+  // The engine's hooks (detail/io/async_calls.hpp).
+  void attach(redisAsyncContext& context) {
+    if (!detail::LibeventWatch::attach(loop_, context)) {
       throw detail::redisError<ConnectionError>(endpoint_, ": cannot attach to the libevent loop");
     }
-    redisAsyncSetConnectCallback(context, &AsyncConnection::onConnect);
-    redisAsyncSetDisconnectCallback(context, &AsyncConnection::onDisconnect);
-    context_ = context;
-    connected_ = false;
-    handshake();
-    return context_;
   }
-
-  // The handshake (detail/io/async_protocol.hpp). A refusal drops the connection with an AuthError:
-  // nothing sent behind it can succeed.
-  void handshake() {
-    for (detail::Greeting& greeting : detail::handshakeOf(options_)) {
-      Pending pending;
-      pending.command = std::move(greeting.command);
-      pending.done = [this, what = std::move(greeting.what)](ReplyView, std::exception_ptr error) {
-        if (!error || context_ == nullptr) return;
-        try {
-          std::rethrow_exception(error);
-        } catch (const ReplyError& refusal) {
-          const std::string why = detail::handshakeRefusal(endpoint_, what, refusal);
-          breaker_->recordFailure(why, detail::BreakCause::refused_credentials);
-          drop(context_, std::make_exception_ptr(AuthError(why)));
-        } catch (const Error&) {
-        }
-      };
-      send(std::move(pending));
-    }
+  void sent(Pending& pending) {
+    // Its wait starts when the loop is next free to write it (onLoopFree): a caller may queue a batch
+    // for longer than command_timeout in one turn of the loop, before anything of it goes out.
+    pending.sent_at.reset();  // a call sent again after NOSCRIPT waits afresh
+    event_active(loop_free_event_.get(), 0, 0);
+    if (!evtimer_pending(timeout_timer_.get(), nullptr)) armTimer(options_.command_timeout);
   }
-
-  // Frees `context`: hiredis calls back every call still in flight on it, and they fail with `why`.
-  void drop(redisAsyncContext* context, const std::exception_ptr& why) {
-    if (context == context_) context_ = nullptr;
-    blame(context, why);
-    redisAsyncFree(context);  // inside a hiredis callback this only marks it; hiredis frees it after
-  }
-
-  void blame(const redisAsyncContext* context, const std::exception_ptr& why) {
-    for (Pending& pending : in_flight_) {
-      if (pending.context == context && !pending.failure) pending.failure = why;
-    }
-  }
-
-  static void onReply(redisAsyncContext* context, void* reply, void* privdata) noexcept {
-    auto& pending = *static_cast<Pending*>(privdata);
-    AsyncConnection& self = *pending.owner;
-    Pending taken = std::move(pending);
-    self.in_flight_.erase(taken.position);
-    self.last_reply_at_ = Clock::now();
-    self.answer(context, ReplyView(static_cast<const redisReply*>(reply)), std::move(taken));
-  }
-
-  void answer(redisAsyncContext* context, ReplyView reply, Pending pending) {
-    if (!reply.isNull()) breaker_->recordSuccess();
-    if (reply.isNull()) {
-      // The context is going away: the next call connects afresh.
-      if (context == context_) context_ = nullptr;
-      pending.done(ReplyView(),
-                   pending.failure ? pending.failure : std::make_exception_ptr(ConnectionError(lostMessage(context))));
-      return;
-    }
-    if (pending.script != nullptr && !pending.repeated && reply.isError("NOSCRIPT")) {
-      repeatAfterLoad(std::move(pending));
-      return;
-    }
-    if (reply.isError()) {
-      const std::string what = pending.script != nullptr ? "script " + pending.script->name() : "a command";
-      pending.done(ReplyView(), std::make_exception_ptr(
-                                    detail::redisError<ReplyError>(endpoint_, ": ", what, " failed: ", reply.text())));
-      return;
-    }
-    pending.done(reply, nullptr);
-  }
-
-  // NOSCRIPT: loaded once for every call that met the same empty cache, then sent again (ScriptLoads).
-  void repeatAfterLoad(Pending pending) {
-    if (loads_.needLoadFor(*pending.script, pending.sequence)) {
-      const std::string_view load[] = {"SCRIPT", "LOAD", pending.script->text()};
-      Pending loading;
-      loading.command = detail::formattedCommand(load, 3);
-      loading.done = [](ReplyView, std::exception_ptr) {};  // a failed load shows as NOSCRIPT again
-      send(std::move(loading));
-      loads_.loaded(*pending.script, sent_);
-    }
-    pending.repeated = true;
-    send(std::move(pending));
-  }
-
-  static void onConnect(const redisAsyncContext* context, int status) {
-    auto& self = *static_cast<AsyncConnection*>(context->data);
-    if (context != self.context_) return;
-    if (status == REDIS_OK) {
-      self.connected_ = true;
-      return;
-    }
-    // hiredis frees the context itself after this, calling back everything queued on it.
-    const std::string why = detail::aboutRedis(self.endpoint_, " failed connecting (", context->errstr, ")");
-    self.breaker_->recordFailure(why);
-    self.blame(context, std::make_exception_ptr(ConnectionError(why)));
-    self.context_ = nullptr;
-  }
-
-  static void onDisconnect(const redisAsyncContext* context, int) {
-    auto& self = *static_cast<AsyncConnection*>(context->data);
-    if (context == self.context_) self.context_ = nullptr;
-  }
-
-  std::string lostMessage(const redisAsyncContext* context) const {
-    return detail::aboutRedis(endpoint_, ": connection lost",
-                              (context->errstr[0] != '\0' ? " (" + std::string(context->errstr) + ")" : std::string()));
-  }
-
-  std::string closedMessage() const { return "swl::AsyncConnection to " + endpoint_ + " is closed"; }
+  void greeting(Pending&) noexcept {}
+  void replied() { last_reply_at_ = Clock::now(); }
+  bool answering() const noexcept { return true; }
 
   // The oldest call in flight decides: once it has waited command_timeout for its reply, the context is
   // dropped. Replies come in order, so it waits from when it was sent or from the reply before it,
@@ -371,7 +208,7 @@ class AsyncConnection {
   }
 
   // Failures found before anything was sent are answered on the loop's next turn.
-  void defer(Callback done, std::exception_ptr error) {
+  void endSoon(Callback&& done, std::exception_ptr error) {
     if (closing_) {
       done(ReplyView(), std::move(error));
       return;
@@ -389,20 +226,9 @@ class AsyncConnection {
   }
 
   event_base* loop_;
-  Address address_;
-  std::string endpoint_;
-  ConnectionOptions options_;
-  detail::Dialer dialer_;
-  redisAsyncContext* context_ = nullptr;  // freed by drop(), or by hiredis itself when the connection ends
-  bool connected_ = false;
-  bool closing_ = false;          // being destroyed: callbacks run at once, there is no next turn of the loop
-  bool closed_ = false;           // close() was called
-  std::list<Pending> in_flight_;  // send order; hiredis holds a pointer to each until it calls back
+  bool closing_ = false;  // being destroyed: callbacks run at once, there is no next turn of the loop
   Clock::time_point last_reply_at_{};
   Clock::time_point timer_due_{};
-  std::uint64_t sent_ = 0;
-  detail::ScriptLoads loads_;
-  std::shared_ptr<detail::CircuitBreaker> breaker_;
   EventPtr timeout_timer_;
   EventPtr deferred_event_;
   EventPtr loop_free_event_;

@@ -1,0 +1,264 @@
+#pragma once
+// The calls of an event-loop connection (AsyncConnection on libevent, AsioSession on Asio), written once:
+// one hiredis async context at a time, dialled when a call needs it and greeted (detail/io/async_protocol.hpp);
+// each call sent once and ended once; a reply read as what it means; NOSCRIPT answered by one SCRIPT LOAD
+// and the call sent again; and the reason a dropped context leaves its calls.
+//
+// What belongs to the loop is the Owner's (it derives from AsyncCalls<Owner, Extra>, and Extra is what its
+// calls carry besides):
+//   void attach(redisAsyncContext&)            watch a new context's socket on the loop, or throw
+//   void endSoon(Callback&&, std::exception_ptr)  end a call that failed before it was sent, on a later turn
+//   void sent(Pending&)                        a call went out: its deadline or timer starts
+//   void greeting(Pending&)                    a handshake command is about to go out
+//   void replied()                             a reply came
+//   bool answering() const                     false while the owner is torn down: replies are dropped
+
+#include <swl/connection_options.hpp>
+#include <swl/detail/io/async_protocol.hpp>
+#include <swl/detail/io/checked_options.hpp>
+#include <swl/detail/io/circuit_breaker.hpp>
+#include <swl/detail/io/dial.hpp>
+#include <swl/detail/io/hiredis.hpp>
+#include <swl/detail/messages.hpp>
+#include <swl/error.hpp>
+#include <swl/redis/client.hpp>
+
+#include <hiredis/async.h>
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace swl::detail {
+
+template <class Owner, class Extra>
+class AsyncCalls {
+ public:
+  // How a call ends: a non-error reply (valid during the callback) and no error, or a null view and the
+  // error.
+  using Callback = std::function<void(ReplyView reply, std::exception_ptr error)>;
+
+  AsyncCalls(const AsyncCalls&) = delete;
+  AsyncCalls& operator=(const AsyncCalls&) = delete;
+
+  /// "host:port" or "unix:/path": how messages name the server.
+  const std::string& endpoint() const noexcept { return endpoint_; }
+  const ConnectionOptions& options() const noexcept { return options_; }
+
+ protected:
+  struct Pending : Extra {
+    std::string command;             // the whole RESP command, kept to resend after NOSCRIPT
+    const Script* script = nullptr;  // null for the connection's own commands (AUTH, SELECT, SCRIPT LOAD)
+    Callback done;                   // empty once the call has ended
+    bool repeated = false;
+    std::uint64_t order = 0;  // send order, to know whether a SCRIPT LOAD went out after it
+    redisAsyncContext* context = nullptr;
+    std::exception_ptr failure;  // set when the connection drops the context: why this call got no reply
+    AsyncCalls* owner = nullptr;
+    typename std::list<Pending>::iterator position;
+  };
+
+  // `face` names the connection in messages ("swl::AsyncConnection"); `breaker` is shared by the
+  // connections of a pool to one server, and made for this one when null.
+  AsyncCalls(std::string_view face, const Address& address, const ConnectionOptions& options,
+             std::shared_ptr<CircuitBreaker> breaker)
+      : face_(face),
+        address_(checkedAddress(face_, address)),
+        endpoint_(address_.endpoint()),
+        options_(checkedOptions(options)),
+        dialer_(options_),
+        breaker_(breaker ? std::move(breaker) : breakerFor(options_)) {
+    if (options_.replica_acks > 0) {
+      throw InvalidArgument(face_ +
+                            ": replica_acks (WAIT) is not supported on the event loop; "
+                            "use a blocking Connection, ConnectionPool or SentinelConnection for it");
+    }
+    if (options_.command_timeout.count() == 0) {
+      throw InvalidArgument(face_ + ": command_timeout must be positive; it bounds every call");
+    }
+  }
+  ~AsyncCalls() = default;
+
+  void send(Pending&& pending) {
+    redisAsyncContext* context = nullptr;
+    try {
+      context = connected();
+    } catch (const Error&) {
+      return owner().endSoon(std::move(pending.done), std::current_exception());
+    }
+    auto position = in_flight_.insert(in_flight_.end(), std::move(pending));
+    position->position = position;
+    position->owner = this;
+    position->context = context;
+    position->order = ++sent_;
+    if (redisAsyncFormattedCommand(context, &AsyncCalls::onReply, &*position, position->command.data(),
+                                   position->command.size()) != REDIS_OK) {
+      // The context is already shutting down; its teardown will not call back for this one.
+      Callback done = std::move(position->done);
+      in_flight_.erase(position);
+      return owner().endSoon(std::move(done), std::make_exception_ptr(ConnectionError(lostMessage(context))));
+    }
+    owner().sent(*position);
+  }
+
+  // Frees `context`: hiredis calls back every call still in flight on it, and they fail with `why`.
+  void drop(redisAsyncContext* context, const std::exception_ptr& why) {
+    if (context == context_) context_ = nullptr;
+    for (Pending& pending : in_flight_) {
+      if (pending.context == context && !pending.failure) pending.failure = why;
+    }
+    redisAsyncFree(context);  // inside a hiredis callback this only marks it; hiredis frees it after
+  }
+
+  std::string closedMessage() const { return face_ + " to " + endpoint_ + " is closed"; }
+
+  std::string face_;
+  Address address_;
+  std::string endpoint_;
+  ConnectionOptions options_;
+  Dialer dialer_;
+  std::shared_ptr<CircuitBreaker> breaker_;
+  redisAsyncContext* context_ = nullptr;  // freed by drop(), or by hiredis itself when the connection ends
+  bool connected_ = false;                // context_ has finished connecting
+  bool closed_ = false;                   // for good: calls fail at once
+  std::list<Pending> in_flight_;          // send order; hiredis holds a pointer to each until it calls back
+  std::uint64_t sent_ = 0;
+  ScriptLoads loads_;
+
+ private:
+  Owner& owner() noexcept { return static_cast<Owner&>(*this); }
+
+  // The live context, connecting first when there is none. Commands sent before the connection is up
+  // wait in hiredis's buffer, behind the handshake's.
+  redisAsyncContext* connected() {
+    if (closed_) throw ConnectionError(closedMessage());
+    breaker_->admit(endpoint_);
+    if (context_ != nullptr) return context_;
+    redisAsyncContext* context = dialer_.dialAsync(address_);
+    if (context->err != 0) {
+      const std::string why = aboutRedis(endpoint_, " failed connecting (", context->errstr, ")");
+      redisAsyncFree(context);
+      breaker_->recordFailure(why);
+      throw ConnectionError(why);
+    }
+    context->data = this;
+    try {
+      owner().attach(*context);
+    } catch (const Error&) {
+      redisAsyncFree(context);
+      throw;
+    }
+    redisAsyncSetConnectCallback(context, &AsyncCalls::onConnect);
+    redisAsyncSetDisconnectCallback(context, &AsyncCalls::onDisconnect);
+    context_ = context;
+    connected_ = false;
+    handshake();
+    return context_;
+  }
+
+  // The handshake's commands go first; a refusal of one drops the connection with an AuthError: nothing
+  // sent behind it can succeed.
+  void handshake() {
+    for (Greeting& greeting : handshakeOf(options_)) {
+      Pending pending;
+      pending.command = std::move(greeting.command);
+      pending.done = [this, what = std::move(greeting.what)](ReplyView, std::exception_ptr error) {
+        if (error && context_ != nullptr) refused(what, error);
+      };
+      owner().greeting(pending);
+      send(std::move(pending));
+    }
+  }
+
+  void refused(const std::string& what, const std::exception_ptr& error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const ReplyError& refusal) {
+      const std::string why = handshakeRefusal(endpoint_, what, refusal);
+      breaker_->recordFailure(why, BreakCause::refused_credentials);
+      drop(context_, std::make_exception_ptr(AuthError(why)));
+    } catch (const Error&) {
+      // the connection failed on its own: its calls have their reasons already
+    }
+  }
+
+  static void onReply(redisAsyncContext* context, void* reply, void* privdata) noexcept {
+    auto& pending = *static_cast<Pending*>(privdata);
+    AsyncCalls& self = *pending.owner;
+    Pending taken = std::move(pending);
+    self.in_flight_.erase(taken.position);
+    self.owner().replied();
+    self.answer(context, ReplyView(static_cast<const redisReply*>(reply)), std::move(taken));
+  }
+
+  void answer(redisAsyncContext* context, ReplyView reply, Pending&& pending) {
+    if (!owner().answering()) return;
+    if (reply.isNull()) {
+      // The context is going away: the next call connects afresh.
+      if (context == context_) context_ = nullptr;
+      if (pending.done) {
+        pending.done(ReplyView(), pending.failure ? pending.failure
+                                                  : std::make_exception_ptr(ConnectionError(lostMessage(context))));
+      }
+      return;
+    }
+    breaker_->recordSuccess();
+    if (!pending.done) return;  // ended already (at its deadline, or cancelled): the late reply is dropped
+    if (pending.script != nullptr && !pending.repeated && reply.isError("NOSCRIPT"))
+      return repeatAfterLoad(std::move(pending));
+    if (reply.isError()) {
+      const std::string what = pending.script != nullptr ? "script " + pending.script->name() : "a command";
+      return pending.done(ReplyView(), std::make_exception_ptr(
+                                           redisError<ReplyError>(endpoint_, ": ", what, " failed: ", reply.text())));
+    }
+    pending.done(reply, nullptr);
+  }
+
+  // NOSCRIPT: loaded once for every call that met the same empty cache, then sent again (ScriptLoads).
+  void repeatAfterLoad(Pending&& pending) {
+    if (loads_.needLoadFor(*pending.script, pending.order)) {
+      const std::string_view load[] = {"SCRIPT", "LOAD", pending.script->text()};
+      Pending loading;
+      loading.command = formattedCommand(load, 3);
+      loading.done = [](ReplyView, std::exception_ptr) {};  // a failed load shows as NOSCRIPT again
+      send(std::move(loading));
+      loads_.loaded(*pending.script, sent_);
+    }
+    pending.repeated = true;
+    send(std::move(pending));
+  }
+
+  static void onConnect(const redisAsyncContext* context, int status) {
+    auto& self = *static_cast<AsyncCalls*>(context->data);
+    if (context != self.context_) return;
+    if (status == REDIS_OK) {
+      self.connected_ = true;
+      return;
+    }
+    // hiredis frees the context itself after this, calling back everything queued on it.
+    const std::string why = aboutRedis(self.endpoint_, " failed connecting (", context->errstr, ")");
+    self.breaker_->recordFailure(why);
+    for (Pending& pending : self.in_flight_) {
+      if (pending.context == context && !pending.failure)
+        pending.failure = std::make_exception_ptr(ConnectionError(why));
+    }
+    self.context_ = nullptr;
+  }
+
+  static void onDisconnect(const redisAsyncContext* context, int) {
+    auto& self = *static_cast<AsyncCalls*>(context->data);
+    if (context == self.context_) self.context_ = nullptr;
+  }
+
+  std::string lostMessage(const redisAsyncContext* context) const {
+    return aboutRedis(endpoint_, ": connection lost",
+                      (context->errstr[0] != '\0' ? " (" + std::string(context->errstr) + ")" : std::string()));
+  }
+};
+
+}  // namespace swl::detail
