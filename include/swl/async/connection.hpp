@@ -116,7 +116,8 @@ class AsyncConnection : private detail::AsyncCalls<AsyncConnection, detail::Loop
     return static_cast<std::size_t>(std::count_if(in_flight_.begin(), in_flight_.end(),
                                                   [](const Pending& pending) { return pending.script != nullptr; }));
   }
-  using AsyncCalls::endpoint;
+  /// "host:port" or "unix:/path": how messages name the server.
+  const std::string& endpoint() const noexcept { return AsyncCalls::endpoint(); }
 
  private:
   friend class detail::AsyncCalls<AsyncConnection, detail::LoopCallTerms>;
