@@ -23,6 +23,7 @@
 #include <future>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -79,6 +80,16 @@ struct Completions {
   std::vector<int> counts;
   std::size_t completed = 0;
 };
+
+// One call of one unit for `key`, run to its end: what it decided (before a test stops the server, it
+// leaves the connection up and the script loaded).
+template <class Limiter>
+swl::Decision decideOne(swl::asio::io_context& io, Limiter& limiter, std::string_view key = "key") {
+  Completions one(1);
+  limiter.async_try_acquire(key, 1, one.of(0));
+  REQUIRE(runUntil(io, [&] { return one.completed == 1; }));
+  return one.decisions[0];
+}
 
 // `io` run by `runners` threads while `callers` threads each start `calls` decisions of one unit for one
 // key through `limiter`; how many were admitted, completed and failed once all have completed (or 20 s).
@@ -187,9 +198,7 @@ TEST_CASE(
   swl::LimiterOptions options;
   options.on_failure = swl::FailurePolicy::allow;
   swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{10, 60s}, options);
-  Completions warm(1);
-  limiter.async_try_acquire("key", 1, warm.of(0));
-  REQUIRE(runUntil(io, [&] { return warm.completed == 1; }));
+  decideOne(io, limiter);  // connected, the script loaded
 
   server.pause();
   Completions stalled(20);
@@ -246,9 +255,7 @@ TEST_CASE(
     CHECK(server.connect().command({"EXISTS", limiter.redisKey("key")})->integer() == 0);
   }
   SECTION("after it was sent, to a stopped Redis") {
-    Completions warm(1);
-    limiter.async_try_acquire("key", 1, warm.of(0));
-    REQUIRE(runUntil(io, [&] { return warm.completed == 1; }));
+    decideOne(io, limiter);  // connected, the script loaded
     server.pause();
     swl::asio::cancellation_signal signal;
     Completions completions(1);
@@ -265,10 +272,7 @@ TEST_CASE(
     CHECK(took < 2s);  // not the 5 s deadline
     CHECK(completions.errors[0] == swl::asio::error::operation_aborted);
     // Redis read it before it stopped: it counts it when it resumes, as the docs say.
-    Completions after(1);
-    limiter.async_try_acquire("key", 1, after.of(0));
-    REQUIRE(runUntil(io, [&] { return after.completed == 1; }));
-    CHECK(after.decisions[0].remaining == 7);
+    CHECK(decideOne(io, limiter).remaining == 7);
   }
 }
 
@@ -415,9 +419,7 @@ TEST_CASE(
   swl::LimiterOptions deny;
   deny.on_failure = swl::FailurePolicy::deny;
   swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{10, 60s}, deny);
-  Completions warm(1);
-  limiter.async_try_acquire("key", 1, warm.of(0));
-  REQUIRE(runUntil(io, [&] { return warm.completed == 1; }));
+  decideOne(io, limiter);  // connected, the script loaded
   // The ids of the clients connected to the server, but the one asking.
   const auto others = [&] {
     swl::Connection asking = server.connect();
@@ -435,19 +437,13 @@ TEST_CASE(
   REQUIRE(before.size() == 1);  // the limiter's connection
 
   server.pause();
-  Completions stalled(1);
-  limiter.async_try_acquire("key", 1, stalled.of(0));
-  REQUIRE(runUntil(io, [&] { return stalled.completed == 1; }));
-  CHECK(stalled.decisions[0].tier == swl::Tier::fail_closed);
+  CHECK(decideOne(io, limiter).tier == swl::Tier::fail_closed);
   io.restart();
   io.run_for(1s);  // past 100 ms + 500 ms: the connection is given up (and with it all work: run_for returns)
   server.resume();
 
   // Its breaker opened for a cool-down of 0 (patient()): the next call connects again and decides.
-  Completions after(1);
-  limiter.async_try_acquire("key", 1, after.of(0));
-  REQUIRE(runUntil(io, [&] { return after.completed == 1; }));
-  CHECK(after.decisions[0].tier == swl::Tier::redis);
+  CHECK(decideOne(io, limiter).tier == swl::Tier::redis);
   std::vector<std::string> now = others();
   for (const auto until = Clock::now() + 5s; now.size() != 1 && Clock::now() < until; now = others()) {
     std::this_thread::sleep_for(10ms);  // the server sees the old connection's close once it runs again

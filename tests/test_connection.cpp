@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <random>
 #include <sstream>
 #include <string>
@@ -47,10 +48,22 @@ TEST_CASE("a command swl formats is byte for byte what hiredis would write, for 
     for (std::string& text : words) text = word(random() % 3 == 0 ? random() % 2'000 : random() % 12);
     commands.push_back(words);
   }
+  // The boundaries the lengths' digits cross: each must have been reached.
+  int two_digit_counts = 0, empty_words = 0, four_digit_lengths = 0;
   for (const auto& words : commands) {
     const std::vector<std::string_view> views(words.begin(), words.end());
     CHECK(swl::detail::formattedCommand(views.data(), views.size()) == hiredisFormat(words));
+    two_digit_counts += words.size() >= 10 ? 1 : 0;
+    for (const std::string& text : words) {
+      empty_words += text.empty() ? 1 : 0;
+      four_digit_lengths += text.size() >= 1'000 ? 1 : 0;
+    }
   }
+  std::printf("formatted commands: %d with 10 words or more, %d empty words, %d words of 1,000 bytes or more\n",
+              two_digit_counts, empty_words, four_digit_lengths);
+  CHECK(two_digit_counts > 0);
+  CHECK(empty_words > 0);
+  CHECK(four_digit_lengths > 0);
 }
 
 TEST_CASE("a connection is opened lazily and reports a refused connect as a ConnectionError naming the server") {
