@@ -1,0 +1,79 @@
+#pragma once
+/// \file
+/// What the configuration says about one descriptor: its rate limit and how swl keeps it. Plain values,
+/// made by the configuration (config.hpp) and found for a request by a RuleTree (rules.hpp).
+
+#include <swl/decision.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace swl::ratelimit {
+
+/// The unit of `requests_per_unit`, as envoyproxy/ratelimit names them (`unit: second`, any case).
+enum class Unit { second, minute, hour, day, week, month, year };
+
+/// The swl algorithm that keeps a rule (`algorithm:`). The exact log is the default; a calendar period
+/// is always a fixed window (Rule::calendar).
+enum class Algorithm {
+  /// `sliding_window_log`: every hit of the last unit counted, exactly (swl::SlidingWindowLimiter).
+  sliding_window_log,
+  /// `gcra`: hits spread evenly, a whole unit's worth allowed at once (swl::GcraLimiter).
+  gcra,
+  /// `fixed_window`: a counter per unit-long window from the epoch, or per calendar period.
+  fixed_window,
+};
+
+/// Where something was written: a file and its line, counted from 1.
+struct SourceLocation {
+  std::string file;
+  int line = 0;
+};
+
+/// One level of the path that leads to a rule, as written in the file.
+struct PathStep {
+  /// The descriptor entry's key.
+  std::string key;
+  /// The value as written: empty for any value, ending in '*' for a prefix, or else the exact value.
+  std::string value;
+  /// `value_to_metric` of that level: whether its metrics should name the request's value.
+  bool value_to_metric = false;
+};
+
+/// A descriptor's `rate_limit`, with the descriptor's own flags.
+struct Rule {
+  /// `name`, empty when the file gives none; what other rules' `replaces` refer to.
+  std::string name;
+  /// `unlimited: true`: every hit is allowed, and nothing is counted; `limit` is then empty.
+  bool unlimited = false;
+  /// `requests_per_unit` per `unit`, the unit as a duration: 30 days for a month and 365 for a year (as
+  /// envoyproxy/ratelimit counts them), the usual length of one period when `calendar` is set.
+  swl::Limit limit;
+  Unit unit = Unit::second;
+  Algorithm algorithm = Algorithm::sliding_window_log;
+  /// `calendar: true`: the unit is a local calendar day, ISO week, month or year in `time_zone`,
+  /// counted as a fixed window (swl::CalendarPeriods), instead of a length of time.
+  bool calendar = false;
+  /// `time_zone` (IANA, "Europe/Berlin"), "UTC" unless given; only with `calendar`. The zone is checked
+  /// against the system's zone data when the limiter is made, not here: that needs the date library.
+  std::string time_zone;
+  /// `weight`: the units each hit counts, from 1 to requests_per_unit.
+  std::int64_t weight = 1;
+  /// The descriptor's `shadow_mode`: decide and report, but never refuse.
+  bool shadow_mode = false;
+  /// The descriptor's `detailed_metric`: its metrics should name the request's values.
+  bool detailed_metric = false;
+  /// The names in `replaces`: rules this one takes the place of when both match one request.
+  std::vector<std::string> replaces;
+  /// The domain, then each level's key, or key_value as written ("mongo_cps.database_users",
+  /// "mongo_cps.to_number.from_number"): envoyproxy/ratelimit's stats key for the rule.
+  std::string stats_key;
+  /// The levels that lead to the rule, from the domain down.
+  std::vector<PathStep> path;
+  /// Where its `rate_limit` is written.
+  SourceLocation source;
+};
+
+}  // namespace swl::ratelimit
