@@ -107,10 +107,7 @@ class AsioLimiter {
     // input throws from this call, wherever the caller is.
     Prepared prepared = prepare(*calls_, key, cost, limit);
     return asio::async_initiate<CompletionToken, void(asio_error_code, Decision)>(
-        [calls = calls_, session = nextSession()](auto handler, Prepared&& prepared, Clock::time_point deadline) {
-          startTryAcquire(std::move(handler), calls, session, std::move(prepared), deadline);
-        },
-        token, std::move(prepared), Clock::now() + timeout);
+        TryAcquireStart{calls_, nextSession()}, token, std::move(prepared), Clock::now() + timeout);
   }
 
   /// Each request decided as async_try_acquire would, all sent at once; a failure spoils only its own
@@ -221,19 +218,36 @@ class AsioLimiter {
     return prepared;
   }
 
+  // async_try_acquire's initiation. Asio starts it once, as an rvalue, and then it hands what it holds
+  // on instead of copying it: each copy of a shared_ptr costs two atomic operations, on every decision.
+  struct TryAcquireStart {
+    std::shared_ptr<Calls> calls;
+    std::shared_ptr<Session> session;
+
+    template <class Handler>
+    void operator()(Handler&& handler, Prepared&& prepared, Clock::time_point deadline) && {
+      startTryAcquire(std::forward<Handler>(handler), std::move(calls), std::move(session), std::move(prepared),
+                      deadline);
+    }
+    template <class Handler>
+    void operator()(Handler&& handler, Prepared&& prepared, Clock::time_point deadline) const& {
+      TryAcquireStart (*this)(std::forward<Handler>(handler), std::move(prepared), deadline);
+    }
+  };
+
   template <class Handler>
-  static void startTryAcquire(Handler handler, const std::shared_ptr<Calls>& calls,
-                              const std::shared_ptr<Session>& session, Prepared&& prepared,
-                              Clock::time_point deadline) {
-    const auto operation = detail::AsioOperation<Decision>::start(std::move(handler), session);
+  static void startTryAcquire(Handler handler, std::shared_ptr<Calls> calls, std::shared_ptr<Session> session,
+                              Prepared&& prepared, Clock::time_point deadline) {
+    auto operation = detail::AsioOperation<Decision>::start(std::move(handler), std::move(session));
     if (prepared.listed) {
       detail::enforce(calls->options().enforcement, *prepared.listed);
       prepared.observation.report(prepared.key, prepared.cost, &*prepared.listed, nullptr);
       return operation->complete({}, *prepared.listed, true);
     }
     // What the call's end means, whichever way it ends.
-    auto decide = [operation, calls, observation = prepared.observation, key = std::move(prepared.key),
-                   cost = prepared.cost, limit = prepared.limit](ReplyView reply, std::exception_ptr error) {
+    auto decide = [operation, calls = std::move(calls), observation = prepared.observation,
+                   key = std::move(prepared.key), cost = prepared.cost,
+                   limit = prepared.limit](ReplyView reply, std::exception_ptr error) {
       Outcome outcome = detail::outcomeOf(reply, std::move(error), limit.max_requests);
       if (!outcome.ok() && operation->cancelled()) {
         observation.report(key, cost, nullptr, outcome.error);
@@ -245,8 +259,9 @@ class AsioLimiter {
       operation->complete(outcome.ok() ? asio_error_code() : asio_error_code(errorCodeOf(outcome.error)),
                           outcome.decision);
     };
-    detail::onStrand(session->strand(), [operation, call = std::move(*prepared.call), deadline,
-                                         decide = std::move(decide)]() mutable {
+    const Session::Strand& strand = operation->session().strand();
+    detail::onStrand(strand, [operation = std::move(operation), call = std::move(*prepared.call), deadline,
+                              decide = std::move(decide)]() mutable {
       if (operation->cancelled()) {
         // Never sent: nothing was counted. (Posted: this may run inside the call that started it.)
         const auto why = std::make_exception_ptr(detail::cancelledError(operation->session().endpoint()));

@@ -113,30 +113,29 @@ class AsioOperation<Result>::Holding final : public AsioOperation<Result> {
   Holding(Handler handler, std::shared_ptr<AsioSession> session)
       : AsioOperation<Result>(std::move(session)),
         handler_(std::move(handler)),
-        executor_(asio::get_associated_executor(handler_, this->session().strand())),
-        work_(trackedWork(executor_)) {}
+        executor_(trackedWork(asio::get_associated_executor(handler_, this->session().strand()))) {}
 
  private:
-  using Executor = asio::associated_executor_t<Handler, AsioSession::Strand>;
-  using Work = decltype(trackedWork(std::declval<const Executor&>()));
+  using Executor = decltype(trackedWork(std::declval<asio::associated_executor_t<Handler, AsioSession::Strand>>()));
 
   void deliver(asio_error_code error, Result result, bool later) override {
     auto invoke = [handler = std::move(handler_), error, result = std::move(result)]() mutable {
       std::move(handler)(error, std::move(result));
     };
+    // Once the handler has run, or its executor holds it as work of its own, the work we kept ends.
+    const Executor executor = std::move(*executor_);
+    executor_.reset();
     if (later) {
-      asio::post(executor_, std::move(invoke));
+      asio::post(executor, std::move(invoke));
     } else if constexpr (std::is_same_v<Executor, AsioSession::Strand>) {
-      onStrand(executor_, std::move(invoke));  // a handler with no executor of its own
+      onStrand(executor, std::move(invoke));  // a handler with no executor of its own
     } else {
-      asio::dispatch(executor_, std::move(invoke));
+      asio::dispatch(executor, std::move(invoke));
     }
-    work_.reset();  // the handler has run, or its executor holds it as work of its own
   }
 
   Handler handler_;
-  Executor executor_;
-  std::optional<Work> work_;  // until the handler is handed to its executor
+  std::optional<Executor> executor_;  // the handler's, tracking work until the handler is handed to it
 };
 
 }  // namespace swl::detail
