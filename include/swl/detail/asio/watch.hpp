@@ -27,7 +27,8 @@ class AsioWatch : public std::enable_shared_from_this<AsioWatch> {
     return watch;
   }
 
-  AsioWatch(const Strand& strand, redisAsyncContext& context) : socket_(strand), context_(&context) {
+  AsioWatch(const Strand& strand, redisAsyncContext& context)
+      : strand_(strand), socket_(strand.get_inner_executor()), context_(&context) {
     socket_.assign(context.c.fd);
   }
   AsioWatch(const AsioWatch&) = delete;
@@ -41,7 +42,7 @@ class AsioWatch : public std::enable_shared_from_this<AsioWatch> {
     bool& wanted = direction == watch_read ? reading_ : writing_;
     wanted = true;
     if (direction == watch_write && !flushing_ && (context_->c.flags & REDIS_CONNECTED) != 0) {
-      flushSoon();
+      if (!reading_replies_) flushSoon();  // else the replies' handler flushes once they are all read
       return;
     }
     if (!(direction == watch_read ? read_waiting_ : write_waiting_)) wait(direction);
@@ -50,38 +51,73 @@ class AsioWatch : public std::enable_shared_from_this<AsioWatch> {
   // A connected socket is nearly always writable. Asking the reactor first costs a system call to re-arm
   // the descriptor and a turn of the loop per write; instead, write once the strand has run what it had
   // queued (so the commands it sends go out together), and wait for writability only when the socket's
-  // buffer is full.
+  // buffer is full. What the replies' callbacks sent goes out when they have all run, in the same turn:
+  // posting it would cost the loop another look at the reactor between the replies and the next calls.
   void flushSoon() {
     if (flush_posted_ || write_waiting_) return;
     flush_posted_ = true;
-    asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    asio::post(strand_, [self = shared_from_this()] {
       self->flush_posted_ = false;
-      if (self->context_ == nullptr || !self->writing_ || self->write_waiting_) return;
-      self->flushing_ = true;
-      redisAsyncHandleWrite(self->context_);  // may free the context (a broken connection)
-      self->flushing_ = false;
-      if (self->context_ != nullptr && self->writing_ && !self->write_waiting_) self->wait(watch_write);
+      self->flush();
     });
+  }
+
+  void flush() {
+    if (context_ == nullptr || !writing_ || write_waiting_) return;
+    flushing_ = true;
+    redisAsyncHandleWrite(context_);  // may free the context (a broken connection)
+    flushing_ = false;
+    if (context_ != nullptr && writing_ && !write_waiting_) wait(watch_write);
+  }
+
+  void readReplies() {
+    reading_replies_ = true;
+    redisAsyncHandleRead(context_);  // may free the context (a closed connection)
+    reading_replies_ = false;
+    flush();
   }
 
   // One readiness wait at a time per direction; hiredis says by its hooks whether another is wanted.
   void wait(Direction direction) {
+    if (direction == watch_write) {
+      watches_writes_ = true;
+    } else if (watches_writes_ && !write_waiting_) {
+      watchReadsOnly();  // no wait is outstanding, which releasing the descriptor would end
+    }
     (direction == watch_read ? read_waiting_ : write_waiting_) = true;
     const auto kind =
         direction == watch_read ? asio::posix::descriptor_base::wait_read : asio::posix::descriptor_base::wait_write;
-    socket_.async_wait(kind, [self = shared_from_this(), direction](const asio_error_code& error) {
-      (direction == watch_read ? self->read_waiting_ : self->write_waiting_) = false;
-      const bool& wanted = direction == watch_read ? self->reading_ : self->writing_;
-      if (error || self->context_ == nullptr || !wanted) return;
-      // Either may free the context (a closed connection): forget() then clears context_.
-      if (direction == watch_read) {
-        redisAsyncHandleRead(self->context_);
-      } else {
-        redisAsyncHandleWrite(self->context_);
-      }
-      const bool waiting = direction == watch_read ? self->read_waiting_ : self->write_waiting_;
-      if (self->context_ != nullptr && wanted && !waiting) self->wait(direction);
+    // The socket completes its waits outside the strand, and they enter it here: at once when no other
+    // thread holds it (the usual case). A wait bound to the strand would be queued behind the reactor
+    // instead, and the loop would look at the reactor once more before the replies are read.
+    socket_.async_wait(kind, [self = shared_from_this(), direction](const asio_error_code& error) mutable {
+      const Strand& strand = self->strand_;
+      asio::dispatch(strand, [self = std::move(self), direction, error] { self->waited(direction, error); });
     });
+  }
+
+  // On the strand. The caller (the wait's handler) keeps this watch alive.
+  void waited(Direction direction, const asio_error_code& error) {
+    (direction == watch_read ? read_waiting_ : write_waiting_) = false;
+    const bool& wanted = direction == watch_read ? reading_ : writing_;
+    if (error || context_ == nullptr || !wanted) return;
+    // Either may free the context (a closed connection): forget() then clears context_.
+    if (direction == watch_read) {
+      readReplies();
+    } else {
+      redisAsyncHandleWrite(context_);
+    }
+    const bool waiting = direction == watch_read ? read_waiting_ : write_waiting_;
+    if (context_ != nullptr && wanted && !waiting) wait(direction);
+  }
+
+  // Asio's reactor watches a descriptor edge-triggered, and keeps watching for writability once asked
+  // to: each read wait then re-arms both, and a socket that is writable (as a connected one nearly always
+  // is) wakes the loop once more for nothing. Registering the socket anew watches it for reads alone.
+  void watchReadsOnly() {
+    watches_writes_ = false;
+    asio_error_code failed;  // then the socket is closed, its waits fail, and the calls on it time out
+    socket_.assign(socket_.release(), failed);
   }
 
   // hiredis is freeing the context and is about to close its socket: hand the socket back first (the
@@ -92,12 +128,15 @@ class AsioWatch : public std::enable_shared_from_this<AsioWatch> {
     if (socket_.is_open()) socket_.release();
   }
 
-  asio::posix::stream_descriptor socket_;
+  Strand strand_;
+  asio::posix::stream_descriptor socket_;  // on the strand's inner executor: see wait()
   redisAsyncContext* context_;
   bool reading_ = false, writing_ = false;             // what hiredis wants watched
   bool read_waiting_ = false, write_waiting_ = false;  // a wait is outstanding
   bool flush_posted_ = false;                          // flushSoon() will write
   bool flushing_ = false;                              // inside that write: what is left waits for the reactor
+  bool reading_replies_ = false;                       // inside readReplies(): it flushes when they have run
+  bool watches_writes_ = false;                        // the reactor watches the socket for writability
 };
 
 }  // namespace swl::detail
