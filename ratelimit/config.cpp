@@ -1,13 +1,11 @@
 // Reading envoyproxy/ratelimit's YAML with yaml-cpp, which stays inside this file. Every check says the
 // file and the line (yaml-cpp counts from 0, people from 1), and refuses the file at its first fault.
 
-// swl's algorithms before anything that includes <iomanip> (config.hpp's <filesystem> does): an
-// unqualified quoted(std::string) in swl/detail/script/calls.hpp would otherwise find std::quoted.
+#include <ratelimit/config.hpp>
+
 #include <swl/algorithms/fixed_window.hpp>
 #include <swl/algorithms/gcra.hpp>
 #include <swl/algorithms/sliding_window_log.hpp>
-
-#include <ratelimit/config.hpp>
 
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>

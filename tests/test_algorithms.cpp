@@ -1,6 +1,10 @@
 // Every algorithm behind the same RedisLimiter: the sliding window log, the sliding counter, the fixed
 // window and GCRA, each on a real redis-server, most on a clock the test moves by hand.
 
+// First, as a service's own code may have it: swl's messages call their quoted(), never std::quoted,
+// which argument-dependent lookup would otherwise find for a std::string.
+#include <iomanip>
+
 #include <swl/swl.hpp>
 
 #include "support/edge_burst.hpp"

@@ -42,7 +42,7 @@ inline void checkRequest(std::string_view limiter, std::string_view call, std::s
     return InvalidArgument(std::string(limiter) + "::" + std::string(call) + ": " + why);
   };
   if (key.empty()) throw refuse("the key is empty");
-  const auto of_key = [&] { return " (key " + quoted(key) + ")"; };
+  const auto of_key = [&] { return " (key " + detail::quoted(key) + ")"; };
   if (cost <= 0) throw refuse("cost " + std::to_string(cost) + " is not positive" + of_key());
   if (cost > limit) {
     throw refuse("cost " + std::to_string(cost) + " exceeds the limit of " + std::to_string(limit) +

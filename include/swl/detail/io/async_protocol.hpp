@@ -46,7 +46,7 @@ inline std::vector<Greeting> handshakeOf(const ConnectionOptions& options) {
     greetings.push_back({formattedCommand(auth, 2), "authentication"});
   } else {
     const std::string_view auth[] = {"AUTH", options.user, options.password};
-    greetings.push_back({formattedCommand(auth, 3), "authentication as user " + quoted(options.user)});
+    greetings.push_back({formattedCommand(auth, 3), "authentication as user " + detail::quoted(options.user)});
   }
   if (options.db != 0) {
     const std::string db = std::to_string(options.db);

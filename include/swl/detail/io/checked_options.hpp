@@ -22,7 +22,8 @@ inline const ConnectionOptions& checkedOptions(const ConnectionOptions& options)
                           " is negative");
   }
   if (!options.user.empty() && options.password.empty()) {
-    throw InvalidArgument("swl::ConnectionOptions: user " + quoted(options.user) + " is given without a password");
+    throw InvalidArgument("swl::ConnectionOptions: user " + detail::quoted(options.user) +
+                          " is given without a password");
   }
   if (options.tls.cert_file.empty() != options.tls.key_file.empty()) {
     throw InvalidArgument("swl::TlsOptions: cert_file and key_file go together; " +

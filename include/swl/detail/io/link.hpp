@@ -248,9 +248,9 @@ class Link {
           options_.user.empty() ? run({"AUTH", options_.password}) : run({"AUTH", options_.user, options_.password});
       if (reply->isError()) {
         // Redis's own message names the problem and never repeats the password; neither does ours.
-        throw redisError<AuthError>(endpoint_, " refused authentication",
-                                    (options_.user.empty() ? std::string() : " as user " + quoted(options_.user)), ": ",
-                                    reply->text());
+        throw redisError<AuthError>(
+            endpoint_, " refused authentication",
+            (options_.user.empty() ? std::string() : " as user " + detail::quoted(options_.user)), ": ", reply->text());
       }
     }
     if (options_.db != 0) {

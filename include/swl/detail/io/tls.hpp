@@ -61,9 +61,9 @@ class TlsContext {
     if (ca_file != nullptr || ca_dir != nullptr) {
       if (SSL_CTX_load_verify_locations(context_.get(), ca_file, ca_dir) != 1) {
         throw InvalidArgument("swl::TlsOptions: cannot load the CAs from " +
-                              (ca_file != nullptr ? "ca_file " + quoted(options.ca_file) : "") +
+                              (ca_file != nullptr ? "ca_file " + detail::quoted(options.ca_file) : "") +
                               (ca_file != nullptr && ca_dir != nullptr ? " and " : "") +
-                              (ca_dir != nullptr ? "ca_dir " + quoted(options.ca_dir) : "") + ": " +
+                              (ca_dir != nullptr ? "ca_dir " + detail::quoted(options.ca_dir) : "") + ": " +
                               openSslError("unreadable"));
       }
     } else if (options.verify_peer && SSL_CTX_set_default_verify_paths(context_.get()) != 1) {
@@ -72,13 +72,14 @@ class TlsContext {
     }
     if (!options.cert_file.empty()) {
       if (SSL_CTX_use_certificate_chain_file(context_.get(), options.cert_file.c_str()) != 1) {
-        throw InvalidArgument("swl::TlsOptions: cannot load cert_file " + quoted(options.cert_file) + ": " +
+        throw InvalidArgument("swl::TlsOptions: cannot load cert_file " + detail::quoted(options.cert_file) + ": " +
                               openSslError("unreadable"));
       }
       if (SSL_CTX_use_PrivateKey_file(context_.get(), options.key_file.c_str(), SSL_FILETYPE_PEM) != 1 ||
           SSL_CTX_check_private_key(context_.get()) != 1) {
-        throw InvalidArgument("swl::TlsOptions: cannot use key_file " + quoted(options.key_file) + " with cert_file " +
-                              quoted(options.cert_file) + ": " + openSslError("unreadable"));
+        throw InvalidArgument("swl::TlsOptions: cannot use key_file " + detail::quoted(options.key_file) +
+                              " with cert_file " + detail::quoted(options.cert_file) + ": " +
+                              openSslError("unreadable"));
       }
     }
   }
@@ -93,11 +94,11 @@ class TlsContext {
     const std::string& name = options_.server_name.empty() ? address.host : options_.server_name;
     if (isIpAddress(name)) {
       if (options_.verify_peer && X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl.get()), name.c_str()) != 1)
-        throw InvalidArgument("swl::TlsOptions: cannot verify against the address " + quoted(name));
+        throw InvalidArgument("swl::TlsOptions: cannot verify against the address " + detail::quoted(name));
     } else {
       SSL_set_tlsext_host_name(ssl.get(), name.c_str());
       if (options_.verify_peer && SSL_set1_host(ssl.get(), name.c_str()) != 1)
-        throw InvalidArgument("swl::TlsOptions: cannot verify against the name " + quoted(name));
+        throw InvalidArgument("swl::TlsOptions: cannot verify against the name " + detail::quoted(name));
     }
     ERR_clear_error();
     errno = 0;
@@ -128,7 +129,8 @@ class TlsContext {
     const long verified = SSL_get_verify_result(&ssl);
     if (options_.verify_peer && verified != X509_V_OK) {
       throw redisError<TlsError>(endpoint, ": its TLS certificate was refused (",
-                                 X509_verify_cert_error_string(verified), "; the name expected is ", quoted(name), ")");
+                                 X509_verify_cert_error_string(verified), "; the name expected is ",
+                                 detail::quoted(name), ")");
     }
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ETIMEDOUT) {
       throw redisError<TimeoutError>(endpoint, " timed out in the TLS handshake");

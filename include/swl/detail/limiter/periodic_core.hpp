@@ -56,7 +56,7 @@ return answer
     if (limit.window != window) {
       throw InvalidArgument(std::string(kName) + ": a limit per call changes only the quota, but its window of " +
                             std::to_string(limit.window.count()) + " us is not the periods' own (" +
-                            std::to_string(window.count()) + " us, " + quoted(periods().name()) + ")");
+                            std::to_string(window.count()) + " us, " + detail::quoted(periods().name()) + ")");
     }
   }
 

@@ -138,8 +138,8 @@ class SlidingWindowLimiterCore : public RedisLimiterCore<SlidingWindowLog, KeyPo
     if (!receipt) return false;
     if (actual < 0 || actual >= kLargestExact) {
       throw InvalidArgument(std::string(SlidingWindowLog::kName) + "::" + std::string(call) + ": " +
-                            std::to_string(actual) + " units are not in 0..2^53-1 (key " + quoted(receipt.redis_key) +
-                            ")");
+                            std::to_string(actual) + " units are not in 0..2^53-1 (key " +
+                            detail::quoted(receipt.redis_key) + ")");
     }
     const typename Calls::SettleTexts texts = calls_.settleTexts(receipt, actual);
     return redis_->run(calls_.settleCall(receipt, texts))->integer() == 1;
@@ -147,7 +147,8 @@ class SlidingWindowLimiterCore : public RedisLimiterCore<SlidingWindowLog, KeyPo
 
   void checkTerms(const LeaseTerms& terms, std::int64_t cost, const Limit& limit, std::string_view key) const {
     const auto refuse = [&](const std::string& why) {
-      return InvalidArgument(std::string(SlidingWindowLog::kName) + "::lease: " + why + " (key " + quoted(key) + ")");
+      return InvalidArgument(std::string(SlidingWindowLog::kName) + "::lease: " + why + " (key " + detail::quoted(key) +
+                             ")");
     };
     if (terms.units < cost || terms.units > limit.max_requests) {
       throw refuse(std::to_string(terms.units) + " units wanted, not in cost " + std::to_string(cost) + "..limit " +

@@ -56,7 +56,7 @@ class ScriptNow {
 inline std::string checkedMember(std::string_view limiter, std::string member) {
   const auto marks = [](char byte) { return static_cast<unsigned char>(byte) < ',' || byte == '='; };
   if (std::any_of(member.begin(), member.end(), marks)) {
-    throw InvalidArgument(std::string(limiter) + ": the member policy made the member " + quoted(member) +
+    throw InvalidArgument(std::string(limiter) + ": the member policy made the member " + detail::quoted(member) +
                           ", which holds a byte below ',' (a space, a control byte or one of !\"#$%&'()*+) or '=': "
                           "the log marks its own members with those");
   }
