@@ -1,0 +1,403 @@
+#pragma once
+/// \file
+/// What swl-ratelimit answers Envoy: a RateLimitRequest's descriptors found in the configuration and
+/// decided together, all or nothing, in one EVALSHA (swl::MultiLimiter): no descriptor counts a request
+/// that another refused, unlike envoyproxy/ratelimit, which counts every hit.
+///
+/// Per descriptor: the limit its rule gives (or the request's own override), its cost (the descriptor's
+/// hits_addend, else the request's, else 1) times the rule's weight, and its Redis key, made of the rule
+/// and the descriptor's values, so that the same descriptor is the same counter in every request. A
+/// descriptor no rule matches, or an unlimited one, is OK and counts nothing. A shadow-mode rule that
+/// refuses is reported OK and records nothing, and the others are decided again without it. Of the
+/// rules that match one request, one named in another's `replaces` is left out, as envoyproxy does.
+///
+/// Redis's failures answer by the failure policy (open by default, as Envoy's filter expects).
+
+#include <ratelimit/config.hpp>
+#include <ratelimit/rule.hpp>
+
+#include <swl/calendar.hpp>
+#include <swl/composites/multi_limiter.hpp>
+#include <swl/integrations/http_headers.hpp>
+#include <swl/periods.hpp>
+#include <swl/redis/client.hpp>
+
+#include "envoy/service/ratelimit/v3/rls.pb.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace swl::ratelimit {
+
+namespace rls = envoy::service::ratelimit::v3;
+
+/// How the service decides, besides its configuration.
+struct DeciderOptions {
+  /// What every Redis key of the service starts with.
+  std::string key_prefix = "swlrl";
+  /// What a request gets when Redis cannot answer: admitted (FailurePolicy::allow, Envoy's expectation)
+  /// or refused (FailurePolicy::deny).
+  FailurePolicy on_failure = FailurePolicy::allow;
+};
+
+/// The key policy of the service's MultiLimiters: the decider makes each descriptor's Redis key itself
+/// (whatever slot of a MultiLimiter decides it), so the key is taken as it is.
+class GivenKey {
+ public:
+  explicit GivenKey(const std::string& /*the slot's name*/ = {}) {}
+  std::string key(std::string_view redis_key) const { return std::string(redis_key); }
+};
+
+class Decider {
+ public:
+  /// Decides over `redis` (a pool, a cluster, a Sentinel-watched client), which must outlive it.
+  Decider(RedisClient& redis, DeciderOptions options) : redis_(&redis), options_(std::move(options)) {}
+
+  /// The answer to `request` under `config`. A request of more limited descriptors than one decision
+  /// takes (ScriptCall::kMaxKeys), or whose limited descriptors cost different amounts, is an
+  /// InvalidArgument.
+  rls::RateLimitResponse decide(const Configuration& config, const rls::RateLimitRequest& request) {
+    std::vector<Limited> limited = find(config, request);
+    rls::RateLimitResponse response;
+    for (int i = 0; i < request.descriptors_size(); ++i) response.add_statuses()->set_code(rls::RateLimitResponse::OK);
+    for (const Limited& each : limited) describeLimit(each, *response.mutable_statuses(each.index));
+    decideAll(limited);
+    answerOverall(limited, response);
+    return response;
+  }
+
+ private:
+  // One descriptor the request must be decided under: where it is in the request, its rule's limit
+  // in units of its weight, and its counter.
+  struct Limited {
+    int index = 0;
+    const Rule* rule = nullptr;  // null for a limit the request set itself (an override)
+    std::int64_t requests_per_unit = 0;
+    Unit unit = Unit::second;
+    Limit limit;  // in units of `weight`: exact, since every hit on the counter costs a multiple of it
+    std::int64_t weight = 1;
+    std::int64_t hits = 1;
+    bool shadow = false;
+    std::string counting;  // how it is counted: "log", or the periods of a fixed window
+    std::optional<Periods> periods;
+    std::string redis_key;
+    std::optional<Decision> decision;
+  };
+
+  std::vector<Limited> find(const Configuration& config, const rls::RateLimitRequest& request) const {
+    const std::int64_t request_hits = request.hits_addend() == 0 ? 1 : request.hits_addend();
+    std::vector<Limited> limited;
+    std::vector<DescriptorEntry> entries;
+    for (int i = 0; i < request.descriptors_size(); ++i) {
+      const auto& descriptor = request.descriptors(i);
+      entries.clear();
+      for (const auto& entry : descriptor.entries()) entries.push_back({entry.key(), entry.value()});
+      Limited each;
+      each.index = i;
+      each.hits = descriptor.has_hits_addend() && descriptor.hits_addend().value() > 0
+                      ? static_cast<std::int64_t>(std::min<std::uint64_t>(descriptor.hits_addend().value(),
+                                                                          std::numeric_limits<std::int64_t>::max()))
+                      : request_hits;
+      if (descriptor.has_limit()) {
+        if (!overridden(request.domain(), descriptor, entries, each)) continue;
+      } else {
+        each.rule = config.find(request.domain(), entries);
+        if (each.rule == nullptr || each.rule->unlimited) continue;
+        ruled(*each.rule, entries, each);
+      }
+      limited.push_back(std::move(each));
+    }
+    leaveOutReplaced(limited);
+    return limited;
+  }
+
+  // A limit the request gives: counted in a log of its own unit, apart from any rule's counter.
+  bool overridden(std::string_view domain,
+                  const envoy::extensions::common::ratelimit::v3::RateLimitDescriptor& descriptor,
+                  const std::vector<DescriptorEntry>& entries, Limited& each) const {
+    const auto unit = unitOf(descriptor.limit().unit());
+    if (!unit || descriptor.limit().requests_per_unit() == 0) return false;  // as envoyproxy: no limit then
+    each.requests_per_unit = descriptor.limit().requests_per_unit();
+    each.unit = *unit;
+    each.limit = Limit{each.requests_per_unit, lengthOf(*unit)};
+    each.counting = "log";
+    std::string name(domain);
+    for (const DescriptorEntry& entry : entries) name.append(".").append(entry.key);
+    each.redis_key = counterKey(name + ".override." + unitName(*unit), entries);
+    return true;
+  }
+
+  void ruled(const Rule& rule, const std::vector<DescriptorEntry>& entries, Limited& each) const {
+    each.requests_per_unit = rule.limit.max_requests;
+    each.unit = rule.unit;
+    each.weight = rule.weight;
+    each.shadow = rule.shadow_mode;
+    each.limit = Limit{rule.limit.max_requests / rule.weight, rule.limit.window};
+    if (rule.algorithm == Algorithm::gcra) {
+      throw InvalidArgument("swl-ratelimit: the rule at " + rule.source.file + ":" + std::to_string(rule.source.line) +
+                            " asks for gcra, which swl-ratelimit does not decide yet");
+    }
+    if (rule.calendar) {
+      each.periods = calendarPeriods(rule);
+      each.counting = "calendar " + unitName(rule.unit) + " " + rule.time_zone;
+    } else if (rule.algorithm == Algorithm::fixed_window) {
+      each.periods = fixedPeriods(rule.limit.window);
+      each.counting = "fixed " + std::to_string(rule.limit.window.count());
+    } else {
+      each.counting = "log";
+    }
+    each.redis_key = counterKey(rule.stats_key, entries);
+  }
+
+  // Length-prefixed values: no value can end early and make two descriptors one key.
+  std::string counterKey(std::string_view rule, const std::vector<DescriptorEntry>& entries) const {
+    std::string key = options_.key_prefix;
+    key.append(":").append(rule).append(":");
+    for (const DescriptorEntry& entry : entries)
+      key.append(std::to_string(entry.value.size())).append("=").append(entry.value);
+    return key;
+  }
+
+  static void leaveOutReplaced(std::vector<Limited>& limited) {
+    std::vector<std::string_view> replaced;
+    for (const Limited& each : limited) {
+      if (each.rule != nullptr) replaced.insert(replaced.end(), each.rule->replaces.begin(), each.rule->replaces.end());
+    }
+    if (replaced.empty()) return;
+    limited.erase(std::remove_if(limited.begin(), limited.end(),
+                                 [&](const Limited& each) {
+                                   return each.rule != nullptr && !each.rule->name.empty() &&
+                                          std::find(replaced.begin(), replaced.end(), each.rule->name) !=
+                                              replaced.end();
+                                 }),
+                  limited.end());
+  }
+
+  // Decides every limited descriptor in one call; while the only refusals are shadow rules', decides
+  // again without them (they record nothing, as swl's shadow mode records nothing for a refusal).
+  void decideAll(std::vector<Limited>& limited) {
+    std::vector<Limited*> open;
+    for (Limited& each : limited) {
+      if (each.hits > each.limit.max_requests) {
+        each.decision = neverFits(each);  // the whole limit could not hold it
+      } else {
+        open.push_back(&each);
+      }
+    }
+    if (open.size() > ScriptCall::kMaxKeys) {
+      throw InvalidArgument("swl-ratelimit: " + std::to_string(open.size()) + " limited descriptors in one request; " +
+                            "one decision takes at most " + std::to_string(ScriptCall::kMaxKeys));
+    }
+    const bool refused_before = std::any_of(limited.begin(), limited.end(), [](const Limited& each) {
+      return each.decision && !each.decision->allowed && !each.shadow;
+    });
+    while (!open.empty()) {
+      const MultiDecision decided = decideTogether(open);
+      std::vector<Limited*> again;
+      bool real_refusal = refused_before;
+      for (std::size_t i = 0; i < open.size(); ++i) {
+        open[i]->decision = decided.rules[i];
+        if (!open[i]->decision->allowed && !open[i]->shadow) real_refusal = true;
+      }
+      if (decided.decision.allowed || real_refusal) break;
+      for (Limited* each : open) {
+        if (each->decision->allowed) again.push_back(each);
+      }
+      open = std::move(again);
+    }
+  }
+
+  MultiDecision decideTogether(const std::vector<Limited*>& open) {
+    std::vector<std::string_view> keys;
+    std::vector<Limit> limits;
+    std::string signature;
+    for (const Limited* each : open) {
+      keys.push_back(each->redis_key);
+      limits.push_back(each->limit);
+      signature.append(each->counting).append(";");
+    }
+    // One cost for every rule of one decision: what MultiLimiter takes.
+    const std::int64_t hits = open.front()->hits;
+    for (const Limited* each : open) {
+      if (each->hits != hits) {
+        throw InvalidArgument("swl-ratelimit: the limited descriptors of one request cost " + std::to_string(hits) +
+                              " and " + std::to_string(each->hits) + " hits; one decision takes one cost");
+      }
+    }
+    return limiterFor(signature, open).tryAcquire(keys, hits, limits);
+  }
+
+  // The MultiLimiter for one sequence of ways of counting, made once: its rules are slots, and the
+  // keys and limits come with each call.
+  MultiLimiter<GivenKey>& limiterFor(const std::string& signature, const std::vector<Limited*>& open) {
+    const std::lock_guard<std::mutex> lock(limiters_mutex_);
+    auto found = limiters_.find(signature);
+    if (found == limiters_.end()) {
+      std::vector<swl::Rule> slots;
+      for (std::size_t i = 0; i < open.size(); ++i) {
+        if (open[i]->periods) {
+          slots.emplace_back(std::to_string(i), open[i]->limit.max_requests, *open[i]->periods);
+        } else {
+          slots.emplace_back(std::to_string(i), open[i]->limit);
+        }
+      }
+      LimiterOptions options;
+      options.on_failure = options_.on_failure;
+      found = limiters_
+                  .emplace(signature, std::make_unique<MultiLimiter<GivenKey>>(*redis_, std::move(slots),
+                                                                               std::move(options), options_.key_prefix))
+                  .first;
+    }
+    return *found->second;
+  }
+
+  static Decision neverFits(const Limited& each) {
+    Decision decision;
+    decision.allowed = each.shadow;
+    decision.shadow_rejected = each.shadow;
+    decision.limit = each.limit.max_requests;
+    decision.retry_after = std::chrono::duration_cast<std::chrono::microseconds>(each.limit.window);
+    return decision;
+  }
+
+  static void describeLimit(const Limited& each, rls::RateLimitResponse::DescriptorStatus& status) {
+    auto& limit = *status.mutable_current_limit();
+    limit.set_requests_per_unit(static_cast<std::uint32_t>(
+        std::min<std::int64_t>(each.requests_per_unit, std::numeric_limits<std::uint32_t>::max())));
+    limit.set_unit(static_cast<rls::RateLimitResponse::RateLimit::Unit>(wireUnit(each.unit)));
+    if (each.rule != nullptr) limit.set_name(each.rule->name);
+  }
+
+  static void answerOverall(const std::vector<Limited>& limited, rls::RateLimitResponse& response) {
+    bool over = false;
+    const Limited* binding = nullptr;
+    for (const Limited& each : limited) {
+      if (!each.decision) continue;  // never decided: another's refusal came first
+      auto& status = *response.mutable_statuses(each.index);
+      const Decision& decision = *each.decision;
+      const bool refused = !decision.allowed && !each.shadow;
+      status.set_code(refused ? rls::RateLimitResponse::OVER_LIMIT : rls::RateLimitResponse::OK);
+      const std::int64_t remaining = std::max<std::int64_t>(0, decision.remaining) * each.weight;
+      status.set_limit_remaining(
+          static_cast<std::uint32_t>(std::min<std::int64_t>(remaining, std::numeric_limits<std::uint32_t>::max())));
+      const auto until_reset = refused ? decision.retry_after : decision.reset_after;
+      status.mutable_duration_until_reset()->set_seconds(until_reset.count() / 1'000'000);
+      status.mutable_duration_until_reset()->set_nanos(
+          static_cast<std::int32_t>(until_reset.count() % 1'000'000 * 1000));
+      if (refused) {
+        over = true;
+        if (binding == nullptr || decision.retry_after > binding->decision->retry_after) binding = &each;
+      }
+    }
+    response.set_overall_code(over ? rls::RateLimitResponse::OVER_LIMIT : rls::RateLimitResponse::OK);
+    if (binding != nullptr) {
+      auto* header = response.add_response_headers_to_add();
+      header->set_key("retry-after");
+      header->set_value(retryAfterValue(*binding->decision));
+    }
+  }
+
+  static std::optional<Unit> unitOf(int wire) {
+    switch (wire) {
+      case 1:
+        return Unit::second;
+      case 2:
+        return Unit::minute;
+      case 3:
+        return Unit::hour;
+      case 4:
+        return Unit::day;
+      case 5:
+        return Unit::month;
+      case 6:
+        return Unit::year;
+      case 7:
+        return Unit::week;
+      default:
+        return std::nullopt;
+    }
+  }
+  static int wireUnit(Unit unit) {
+    switch (unit) {
+      case Unit::second:
+        return 1;
+      case Unit::minute:
+        return 2;
+      case Unit::hour:
+        return 3;
+      case Unit::day:
+        return 4;
+      case Unit::month:
+        return 5;
+      case Unit::year:
+        return 6;
+      case Unit::week:
+        return 7;
+    }
+    return 0;
+  }
+  static std::string unitName(Unit unit) {
+    static constexpr std::string_view names[] = {"second", "minute", "hour", "day", "week", "month", "year"};
+    return std::string(names[static_cast<int>(unit)]);
+  }
+  static std::chrono::milliseconds lengthOf(Unit unit) {
+    using std::chrono::hours;
+    switch (unit) {
+      case Unit::second:
+        return std::chrono::seconds(1);
+      case Unit::minute:
+        return std::chrono::minutes(1);
+      case Unit::hour:
+        return hours(1);
+      case Unit::day:
+        return hours(24);
+      case Unit::week:
+        return hours(24 * 7);
+      case Unit::month:
+        return hours(24 * 30);
+      case Unit::year:
+        return hours(24 * 365);
+    }
+    return hours(0);
+  }
+
+  // Windows of `length` from the epoch on, as envoyproxy/ratelimit counts.
+  static Periods fixedPeriods(std::chrono::microseconds usual) {
+    return Periods("fixed windows of " + std::to_string(usual.count()) + " us", usual,
+                   [usual](std::chrono::microseconds instant) {
+                     const auto start = instant - instant % usual;
+                     return Period{start, start + usual};
+                   });
+  }
+
+  // The configuration allows calendar periods of a day or longer only.
+  static Periods calendarPeriods(const Rule& rule) {
+    switch (rule.unit) {
+      case Unit::week:
+        return CalendarPeriods::weeks(1, rule.time_zone);
+      case Unit::month:
+        return CalendarPeriods::months(1, rule.time_zone);
+      case Unit::year:
+        return CalendarPeriods::months(12, rule.time_zone);
+      default:
+        return CalendarPeriods::days(1, rule.time_zone);
+    }
+  }
+
+  RedisClient* redis_;
+  DeciderOptions options_;
+  std::mutex limiters_mutex_;
+  std::map<std::string, std::unique_ptr<MultiLimiter<GivenKey>>> limiters_;
+};
+
+}  // namespace swl::ratelimit

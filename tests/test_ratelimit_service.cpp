@@ -1,0 +1,394 @@
+// swl-ratelimit as Envoy calls it: the server program and a redis-server, both started here, and
+// ShouldRateLimit over gRPC, each status checked against what the configuration's limits give.
+
+#include "support/child_process.hpp"
+#include "support/redis_server.hpp"
+
+#include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace {
+
+namespace rls = envoy::service::ratelimit::v3;
+using swl::test::ChildProcess;
+using swl::test::RedisServer;
+using Entries = std::vector<std::pair<std::string, std::string>>;
+
+constexpr const char* kConfig = R"yaml(domain: shop
+descriptors:
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 3}
+  - key: route
+    value: /search
+    rate_limit: {unit: minute, requests_per_unit: 5, name: search}
+  - key: route
+    rate_limit: {unit: minute, requests_per_unit: 100}
+  - key: tenant
+    descriptors:
+      - key: plan
+        value: free
+        rate_limit: {unit: hour, requests_per_unit: 2}
+  - key: internal
+    rate_limit: {unlimited: true}
+  - key: trial
+    rate_limit: {unit: minute, requests_per_unit: 1}
+    shadow_mode: true
+  - key: bulk
+    rate_limit: {unit: minute, requests_per_unit: 10, weight: 5}
+  - key: window
+    rate_limit: {unit: hour, requests_per_unit: 2, algorithm: fixed_window}
+)yaml";
+
+// A directory of its own for one test's files, removed after it.
+class TemporaryDirectory {
+ public:
+  TemporaryDirectory() {
+    static std::atomic<int> made{0};
+    path_ = std::filesystem::temp_directory_path() /
+            ("swl-ratelimit-test-" + std::to_string(::getpid()) + "-" + std::to_string(++made));
+    std::filesystem::create_directories(path_);
+  }
+  ~TemporaryDirectory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path write(const std::string& name, const std::string& text) const {
+    std::ofstream(path_ / name) << text;
+    return path_ / name;
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+std::string readFile(const std::filesystem::path& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// The swl-ratelimit program (CMake gives its path), on a port it chose, with its output kept.
+class RateLimitServer {
+ public:
+  RateLimitServer(const std::filesystem::path& config, int redis_port, std::vector<std::string> more = {})
+      : output_(config.parent_path() / ("server-" + std::to_string(++started_) + ".out")) {
+    const char* program = std::getenv("SWL_RATELIMIT_SERVER");
+    if (program == nullptr) throw std::runtime_error("SWL_RATELIMIT_SERVER is not set (CMake sets it)");
+    std::vector<std::string> arguments{
+        program,    "--config",   config.string(), "--redis", "127.0.0.1:" + std::to_string(redis_port),
+        "--listen", "127.0.0.1:0"};
+    arguments.insert(arguments.end(), more.begin(), more.end());
+    process_.start(arguments, output_.string());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    const std::string ready = "listening on ";
+    for (;;) {
+      const std::string text = readFile(output_);
+      const auto at = text.find(ready);
+      if (at != std::string::npos && text.find(',', at) != std::string::npos) {
+        address_ = text.substr(at + ready.size(), text.find(',', at) - at - ready.size());
+        break;
+      }
+      if (!process_.alive()) throw std::runtime_error("swl-ratelimit exited at start: " + text);
+      if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("swl-ratelimit did not start");
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    stub_ = rls::RateLimitService::NewStub(grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+  }
+
+  // One call, as Envoy makes it; its status must be OK.
+  rls::RateLimitResponse call(const rls::RateLimitRequest& request) {
+    rls::RateLimitResponse response;
+    const grpc::Status status = callStatus(request, response);
+    INFO(status.error_message());
+    REQUIRE(status.ok());
+    return response;
+  }
+
+  grpc::Status callStatus(const rls::RateLimitRequest& request, rls::RateLimitResponse& response) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    return stub_->ShouldRateLimit(&context, request, &response);
+  }
+
+  // SIGHUP, then waits until the output says the configuration was reloaded or kept (`count` times).
+  void reload(int count) {
+    ::kill(process_.pid(), SIGHUP);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (reloads() < count) {
+      if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("swl-ratelimit did not reload");
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+  std::string output() const { return readFile(output_); }
+
+ private:
+  int reloads() const {
+    const std::string text = output();
+    int found = 0;
+    for (const char* mark : {"configuration reloaded", "configuration kept"}) {
+      for (auto at = text.find(mark); at != std::string::npos; at = text.find(mark, at + 1)) ++found;
+    }
+    return found;
+  }
+
+  static inline std::atomic<int> started_{0};
+  std::filesystem::path output_;
+  ChildProcess process_;
+  std::string address_;
+  std::unique_ptr<rls::RateLimitService::Stub> stub_;
+};
+
+rls::RateLimitRequest request(const std::vector<Entries>& descriptors, std::uint32_t hits = 0,
+                              const std::string& domain = "shop") {
+  rls::RateLimitRequest request;
+  request.set_domain(domain);
+  request.set_hits_addend(hits);
+  for (const Entries& entries : descriptors) {
+    auto* descriptor = request.add_descriptors();
+    for (const auto& [key, value] : entries) {
+      auto* entry = descriptor->add_entries();
+      entry->set_key(key);
+      entry->set_value(value);
+    }
+  }
+  return request;
+}
+
+std::string header(const rls::RateLimitResponse& response, const std::string& key) {
+  for (const auto& header : response.response_headers_to_add()) {
+    if (header.key() == key) return header.value();
+  }
+  return "";
+}
+
+std::int64_t microsecondsOf(const google::protobuf::Duration& duration) {
+  return duration.seconds() * 1'000'000 + duration.nanos() / 1000;
+}
+
+struct Running {
+  TemporaryDirectory directory;
+  RedisServer redis;
+  RateLimitServer server;
+  explicit Running(const std::string& config = kConfig, std::vector<std::string> more = {})
+      : server(directory.write("config.yaml", config), redis.port(), std::move(more)) {}
+};
+
+}  // namespace
+
+TEST_CASE(
+    "swl-ratelimit admits a descriptor up to its limit, then answers OVER_LIMIT with the limit, what remains and "
+    "Retry-After") {
+  Running running;
+  for (int call = 1; call <= 4; ++call) {
+    const auto response = running.server.call(request({{{"user", "alice"}}}));
+    REQUIRE(response.statuses_size() == 1);
+    const auto& status = response.statuses(0);
+    CHECK(status.current_limit().requests_per_unit() == 3);
+    CHECK(status.current_limit().unit() == rls::RateLimitResponse::RateLimit::MINUTE);
+    if (call <= 3) {
+      CHECK(response.overall_code() == rls::RateLimitResponse::OK);
+      CHECK(status.code() == rls::RateLimitResponse::OK);
+      CHECK(status.limit_remaining() == static_cast<std::uint32_t>(3 - call));
+      CHECK(header(response, "retry-after").empty());
+    } else {
+      CHECK(response.overall_code() == rls::RateLimitResponse::OVER_LIMIT);
+      CHECK(status.code() == rls::RateLimitResponse::OVER_LIMIT);
+      CHECK(status.limit_remaining() == 0);
+      // The exact wait: until the first of the three leaves the minute.
+      CHECK(microsecondsOf(status.duration_until_reset()) > 0);
+      CHECK(microsecondsOf(status.duration_until_reset()) <= 60'000'000);
+      const int retry_after = std::stoi(header(response, "retry-after"));
+      CHECK(retry_after >= 1);
+      CHECK(retry_after <= 60);
+    }
+  }
+  // Another value of the same key is another counter.
+  CHECK(running.server.call(request({{{"user", "bob"}}})).statuses(0).limit_remaining() == 2);
+}
+
+TEST_CASE("swl-ratelimit decides a request's descriptors all or nothing: one refusal counts the request in none") {
+  Running running;
+  const auto both = request({{{"user", "carol"}}, {{"route", "/search"}}});
+  for (int call = 1; call <= 3; ++call) {
+    const auto response = running.server.call(both);
+    CHECK(response.overall_code() == rls::RateLimitResponse::OK);
+    CHECK(response.statuses(1).current_limit().name() == "search");
+    CHECK(response.statuses(1).limit_remaining() == static_cast<std::uint32_t>(5 - call));
+  }
+  const auto refused = running.server.call(both);
+  CHECK(refused.overall_code() == rls::RateLimitResponse::OVER_LIMIT);
+  CHECK(refused.statuses(0).code() == rls::RateLimitResponse::OVER_LIMIT);
+  CHECK(refused.statuses(1).code() == rls::RateLimitResponse::OK);
+  // The refused request took nothing of /search's five: two remain, and the next takes one.
+  const auto search = running.server.call(request({{{"route", "/search"}}}));
+  CHECK(search.overall_code() == rls::RateLimitResponse::OK);
+  CHECK(search.statuses(0).limit_remaining() == 1);
+}
+
+TEST_CASE(
+    "swl-ratelimit finds nested descriptors, a value's own rule before its key's, and no rule for a partial path") {
+  Running running;
+  const auto other = running.server.call(request({{{"route", "/other"}}}));
+  CHECK(other.statuses(0).current_limit().requests_per_unit() == 100);
+  const auto plan = running.server.call(request({{{"tenant", "acme"}, {"plan", "free"}}}));
+  CHECK(plan.statuses(0).current_limit().requests_per_unit() == 2);
+  CHECK(plan.statuses(0).current_limit().unit() == rls::RateLimitResponse::RateLimit::HOUR);
+  CHECK(plan.statuses(0).limit_remaining() == 1);
+  for (const auto& partial :
+       {request({{{"tenant", "acme"}}}), request({{{"plan", "free"}}}),
+        request({{{"tenant", "acme"}, {"plan", "paid"}}}), request({{{"user", "x"}}}, 0, "elsewhere")}) {
+    const auto response = running.server.call(partial);
+    CHECK(response.overall_code() == rls::RateLimitResponse::OK);
+    CHECK(response.statuses(0).code() == rls::RateLimitResponse::OK);
+    CHECK_FALSE(response.statuses(0).has_current_limit());
+  }
+}
+
+TEST_CASE(
+    "swl-ratelimit takes the request's limit override and its hits_addend, the request's and a descriptor's own") {
+  Running running;
+  auto overridden = request({{{"user", "dave"}}});
+  overridden.mutable_descriptors(0)->mutable_limit()->set_requests_per_unit(1);
+  overridden.mutable_descriptors(0)->mutable_limit()->set_unit(envoy::type::v3::MINUTE);
+  CHECK(running.server.call(overridden).overall_code() == rls::RateLimitResponse::OK);
+  const auto second = running.server.call(overridden);
+  CHECK(second.overall_code() == rls::RateLimitResponse::OVER_LIMIT);
+  CHECK(second.statuses(0).current_limit().requests_per_unit() == 1);
+  // The override counts apart from the configured limit: dave still has his three.
+  CHECK(running.server.call(request({{{"user", "dave"}}})).statuses(0).limit_remaining() == 2);
+
+  const auto two = request({{{"user", "erin"}}}, 2);
+  CHECK(running.server.call(two).statuses(0).limit_remaining() == 1);
+  CHECK(running.server.call(two).overall_code() == rls::RateLimitResponse::OVER_LIMIT);
+
+  auto three = request({{{"user", "frank"}}}, 1);
+  three.mutable_descriptors(0)->mutable_hits_addend()->set_value(3);
+  CHECK(running.server.call(three).statuses(0).limit_remaining() == 0);
+  auto four = request({{{"user", "grace"}}});
+  four.mutable_descriptors(0)->mutable_hits_addend()->set_value(4);  // more than the whole limit
+  CHECK(running.server.call(four).overall_code() == rls::RateLimitResponse::OVER_LIMIT);
+  CHECK(running.server.call(request({{{"user", "grace"}}})).statuses(0).limit_remaining() == 2);
+}
+
+TEST_CASE(
+    "swl-ratelimit: a shadow rule refuses nothing and records what it would refuse for no one, an unlimited one counts "
+    "nothing") {
+  Running running;
+  for (int call = 1; call <= 3; ++call) {
+    const auto response = running.server.call(request({{{"trial", "t"}}}));
+    CHECK(response.overall_code() == rls::RateLimitResponse::OK);
+    CHECK(response.statuses(0).code() == rls::RateLimitResponse::OK);
+  }
+  // The shadow rule would refuse: the user's rule alone decides, and counts the request.
+  const auto together = request({{{"trial", "t"}}, {{"user", "heidi"}}});
+  const auto response = running.server.call(together);
+  CHECK(response.overall_code() == rls::RateLimitResponse::OK);
+  CHECK(response.statuses(1).limit_remaining() == 2);
+  CHECK(running.server.call(request({{{"user", "heidi"}}})).statuses(0).limit_remaining() == 1);
+  for (int call = 1; call <= 10; ++call) {
+    const auto unlimited = running.server.call(request({{{"internal", "batch"}}}));
+    CHECK(unlimited.statuses(0).code() == rls::RateLimitResponse::OK);
+    CHECK_FALSE(unlimited.statuses(0).has_current_limit());
+  }
+}
+
+TEST_CASE("swl-ratelimit counts a weighted rule's hits in units and a fixed window per window") {
+  Running running;
+  const auto bulk = request({{{"bulk", "b"}}});
+  CHECK(running.server.call(bulk).statuses(0).limit_remaining() == 5);
+  CHECK(running.server.call(bulk).statuses(0).limit_remaining() == 0);
+  CHECK(running.server.call(bulk).overall_code() == rls::RateLimitResponse::OVER_LIMIT);
+
+  const auto window = request({{{"window", "w"}}});
+  CHECK(running.server.call(window).overall_code() == rls::RateLimitResponse::OK);
+  CHECK(running.server.call(window).overall_code() == rls::RateLimitResponse::OK);
+  const auto refused = running.server.call(window);
+  CHECK(refused.overall_code() == rls::RateLimitResponse::OVER_LIMIT);
+  // Until the hour's window ends.
+  CHECK(microsecondsOf(refused.statuses(0).duration_until_reset()) <= 3'600'000'000);
+}
+
+TEST_CASE("swl-ratelimit answers by its failure policy while Redis is down: open by default, closed when asked") {
+  TemporaryDirectory directory;
+  RedisServer redis;
+  const auto config = directory.write("config.yaml", kConfig);
+  RateLimitServer open(config, redis.port());
+  RateLimitServer closed(config, redis.port(), {"--failure-mode", "closed"});
+  CHECK(open.call(request({{{"user", "ivan"}}})).overall_code() == rls::RateLimitResponse::OK);
+  redis.stop();
+  for (int call = 1; call <= 5; ++call) {
+    CHECK(open.call(request({{{"user", "ivan"}}})).overall_code() == rls::RateLimitResponse::OK);
+    CHECK(closed.call(request({{{"user", "ivan"}}})).overall_code() == rls::RateLimitResponse::OVER_LIMIT);
+  }
+}
+
+TEST_CASE(
+    "swl-ratelimit reloads its configuration on SIGHUP under load, and keeps the rules in force when the new file is "
+    "wrong") {
+  Running running;
+  std::atomic<bool> done{false};
+  std::atomic<int> calls{0}, failed{0};
+  std::thread load([&] {
+    while (!done) {
+      rls::RateLimitResponse response;
+      if (!running.server.callStatus(request({{{"route", "/other"}}}), response).ok()) ++failed;
+      ++calls;
+    }
+  });
+  std::string raised = kConfig;
+  raised.replace(raised.find("requests_per_unit: 3"), 20, "requests_per_unit: 7");
+  running.directory.write("config.yaml", raised);
+  running.server.reload(1);
+  CHECK(running.server.call(request({{{"user", "judy"}}})).statuses(0).current_limit().requests_per_unit() == 7);
+
+  running.directory.write(
+      "config.yaml",
+      "domain: shop\ndescriptors:\n  - key: user\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n");
+  running.server.reload(2);
+  CHECK(running.server.output().find("config.yaml:4") != std::string::npos);
+  CHECK(running.server.call(request({{{"user", "judy"}}})).statuses(0).current_limit().requests_per_unit() == 7);
+  done = true;
+  load.join();
+  CHECK(calls > 0);
+  CHECK(failed == 0);
+}
+
+TEST_CASE("swl-ratelimit refuses to start on a wrong configuration, naming its line") {
+  TemporaryDirectory directory;
+  const auto config =
+      directory.write("config.yaml", "domain: shop\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute}\n");
+  ChildProcess server;
+  const auto output = directory.path() / "out";
+  server.start({std::getenv("SWL_RATELIMIT_SERVER"), "--config", config.string(), "--listen", "127.0.0.1:0"},
+               output.string());
+  CHECK(server.waitForExit(std::chrono::seconds(20)) == 1);
+}
+
+TEST_CASE("swl-ratelimit refuses a request of more limited descriptors than one decision takes with INVALID_ARGUMENT") {
+  Running running;
+  std::vector<Entries> many;
+  for (int i = 0; i < 10; ++i) many.push_back({{"user", "u" + std::to_string(i)}});
+  rls::RateLimitResponse response;
+  const grpc::Status status = running.server.callStatus(request(many), response);
+  CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(status.error_message().find("at most 9") != std::string::npos);
+}
