@@ -5,6 +5,7 @@
 #
 #   bash scripts/demo.sh                the HTTP service
 #   bash scripts/demo.sh token_budget   examples/token_budget: tokens per minute, reserved and settled
+#   bash scripts/demo.sh ratelimit      swl-ratelimit, Envoy's rate limit service, called as Envoy calls it
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -19,8 +20,43 @@ if [ "${1:-}" = token_budget ]; then
   echo "private redis-server on 127.0.0.1:$REDIS_PORT (pid $REDIS_PID)"
   build-demo/examples/token_budget 127.0.0.1 "$REDIS_PORT"
   exit 0
+elif [ "${1:-}" = ratelimit ]; then
+  install_missing g++ make cmake pkg-config libhiredis-dev redis-server redis-tools libyaml-cpp-dev libgrpc++-dev \
+    libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libhowardhinnant-date-dev
+  cmake -S . -B build-demo -DCMAKE_BUILD_TYPE=Release -DSWL_BUILD_TESTS=OFF -DSWL_BUILD_EXAMPLES=ON >/dev/null
+  cmake --build build-demo -j"$(nproc)" --target swl-ratelimit swl-ratelimit-probe
+  workdir=$(mktemp -d)
+  server_pid=
+  trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null; stop_private_redis; rm -rf "$workdir"' EXIT
+  start_private_redis "$workdir"
+  echo "private redis-server on 127.0.0.1:$REDIS_PORT (pid $REDIS_PID)"
+  cat >"$workdir/shop.yaml" <<'YAML'
+domain: shop
+descriptors:
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 3}
+  - key: route
+    value: /search
+    rate_limit: {unit: minute, requests_per_unit: 5, name: search}
+YAML
+  echo "configuration ($workdir/shop.yaml):"
+  sed 's/^/  /' "$workdir/shop.yaml"
+  build-demo/ratelimit/swl-ratelimit --config "$workdir/shop.yaml" --redis "127.0.0.1:$REDIS_PORT" \
+    --listen 127.0.0.1:0 >"$workdir/server.out" &
+  server_pid=$!
+  for _ in $(seq 500); do grep -q 'listening on' "$workdir/server.out" && break; sleep 0.02; done
+  cat "$workdir/server.out"
+  address=$(sed -n 's/.*listening on \([^,]*\),.*/\1/p' "$workdir/server.out")
+  probe() { build-demo/ratelimit/swl-ratelimit-probe --server "$address" --domain shop "$@"; }
+  echo
+  echo "== four requests by alice to /search: user 3 a minute, /search 5 a minute, decided together"
+  for _ in 1 2 3 4; do probe user=alice route=/search; done
+  echo
+  echo "== the refused fourth took nothing of /search's five: bob's request finds two left, and takes one"
+  probe user=bob route=/search
+  exit 0
 elif [ -n "${1:-}" ]; then
-  echo "usage: $0 [token_budget]" >&2
+  echo "usage: $0 [token_budget|ratelimit]" >&2
   exit 2
 fi
 
