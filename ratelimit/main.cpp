@@ -115,6 +115,11 @@ int main(int argc, char** argv) {
   int port = 0;
   builder.AddListeningPort(settings.listen, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&service);
+  // Each call holds a gRPC thread while Redis answers. gRPC's sync server otherwise keeps at most two
+  // idle threads and makes and ends threads as load comes and goes: keep enough for the pool's calls.
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, static_cast<int>(settings.pool_size));
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
+                              static_cast<int>(2 * settings.pool_size));
   const std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     std::cerr << "swl-ratelimit: cannot listen on " << settings.listen << "\n";
