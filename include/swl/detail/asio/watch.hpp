@@ -1,7 +1,8 @@
 #pragma once
 // hiredis's event hooks for one async context, on Asio: the context's socket watched through a
-// posix::stream_descriptor on the connection's strand. hiredis owns the socket and closes it; the
-// descriptor only borrows it and gives it back (release) before hiredis does, and never closes it.
+// posix::stream_descriptor, whose waits end on the connection's strand. hiredis owns the socket and
+// closes it; the descriptor only borrows it and gives it back (release) before hiredis does, and never
+// closes it.
 
 #include <swl/asio/backend.hpp>
 
