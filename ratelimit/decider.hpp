@@ -7,9 +7,10 @@
 /// Per descriptor: the limit its rule gives (or the request's own override), its cost (the descriptor's
 /// hits_addend, else the request's, else 1) times the rule's weight, and its Redis key, made of the rule
 /// and the descriptor's values, so that the same descriptor is the same counter in every request. A
-/// descriptor no rule matches, or an unlimited one, is OK and counts nothing. A shadow-mode rule that
-/// refuses is reported OK and records nothing, and the others are decided again without it. Of the
-/// rules that match one request, one named in another's `replaces` is left out, as envoyproxy does.
+/// descriptor no rule matches, or an unlimited one, is OK and counts nothing; one that repeats another's
+/// counter in the same request shares its decision and counts once. A shadow-mode rule that refuses is
+/// reported OK and records nothing, and the others are decided again without it. Of the rules that
+/// match one request, one named in another's `replaces` is left out, as envoyproxy does.
 ///
 /// Redis's failures answer by the failure policy (open by default, as Envoy's filter expects).
 
@@ -187,9 +188,16 @@ class Decider {
   // again without them (they record nothing, as swl's shadow mode records nothing for a refusal).
   void decideAll(std::vector<Limited>& limited) {
     std::vector<Limited*> open;
+    // The same counter twice in one request (two of Envoy's actions making one descriptor) is decided
+    // once: one script must not record one request twice in one log.
+    std::vector<std::pair<Limited*, const Limited*>> repeats;
     for (Limited& each : limited) {
+      const auto same = std::find_if(open.begin(), open.end(),
+                                     [&](const Limited* other) { return other->redis_key == each.redis_key; });
       if (each.hits > each.limit.max_requests) {
         each.decision = neverFits(each);  // the whole limit could not hold it
+      } else if (same != open.end()) {
+        repeats.emplace_back(&each, *same);
       } else {
         open.push_back(&each);
       }
@@ -215,6 +223,7 @@ class Decider {
       }
       open = std::move(again);
     }
+    for (const auto& [repeat, decided] : repeats) repeat->decision = decided->decision;
   }
 
   MultiDecision decideTogether(const std::vector<Limited*>& open) {

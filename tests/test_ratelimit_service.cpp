@@ -311,6 +311,15 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("swl-ratelimit counts a descriptor given twice in one request once, and answers both alike") {
+  Running running;
+  const auto twice = running.server.call(request({{{"user", "kim"}}, {{"user", "kim"}}}));
+  CHECK(twice.overall_code() == rls::RateLimitResponse::OK);
+  CHECK(twice.statuses(0).limit_remaining() == 2);
+  CHECK(twice.statuses(1).limit_remaining() == 2);
+  CHECK(running.server.call(request({{{"user", "kim"}}})).statuses(0).limit_remaining() == 1);
+}
+
 TEST_CASE("swl-ratelimit counts a weighted rule's hits in units and a fixed window per window") {
   Running running;
   const auto bulk = request({{{"bulk", "b"}}});
