@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -42,6 +43,20 @@ namespace swl::ratelimit {
 
 namespace rls = envoy::service::ratelimit::v3;
 
+/// What one limited descriptor of a request got, for metrics.
+enum class DescriptorOutcome {
+  ok,                 ///< admitted by Redis
+  over_limit,         ///< refused by Redis (or never fitting its limit)
+  shadow_over_limit,  ///< a shadow rule that would have refused: answered OK, recorded nothing
+  failure_policy,     ///< answered by the failure policy: Redis could not decide
+};
+
+/// The name a metric gives a DescriptorOutcome.
+inline const char* nameOf(DescriptorOutcome outcome) {
+  static constexpr const char* names[] = {"ok", "over_limit", "shadow_over_limit", "failure_policy"};
+  return names[static_cast<int>(outcome)];
+}
+
 /// How the service decides, besides its configuration.
 struct DeciderOptions {
   /// What every Redis key of the service starts with.
@@ -49,6 +64,11 @@ struct DeciderOptions {
   /// What a request gets when Redis cannot answer: admitted (FailurePolicy::allow, Envoy's expectation)
   /// or refused (FailurePolicy::deny).
   FailurePolicy on_failure = FailurePolicy::allow;
+  /// Sees each decision of its MultiLimiters (swl::PrometheusMetrics::observer(), say).
+  Observer observer;
+  /// Told what each limited descriptor got, under its rule's stats key ("shop.user"; "override" for a
+  /// limit the request set): for metrics per rule. Called from the threads that decide.
+  std::function<void(std::string_view rule, DescriptorOutcome)> on_descriptor;
 };
 
 /// The key policy of the service's MultiLimiters: the decider makes each descriptor's Redis key itself
@@ -74,6 +94,7 @@ class Decider {
     for (const Limited& each : limited) describeLimit(each, *response.mutable_statuses(each.index));
     decideAll(limited);
     answerOverall(limited, response);
+    if (options_.on_descriptor) report(limited);
     return response;
   }
 
@@ -262,12 +283,25 @@ class Decider {
       }
       LimiterOptions options;
       options.on_failure = options_.on_failure;
+      options.observer = options_.observer;
       found = limiters_
                   .emplace(signature, std::make_unique<MultiLimiter<GivenKey>>(*redis_, std::move(slots),
                                                                                std::move(options), options_.key_prefix))
                   .first;
     }
     return *found->second;
+  }
+
+  void report(const std::vector<Limited>& limited) const {
+    for (const Limited& each : limited) {
+      if (!each.decision) continue;
+      const Decision& decision = *each.decision;
+      const DescriptorOutcome outcome = decision.tier != Tier::redis ? DescriptorOutcome::failure_policy
+                                        : decision.allowed           ? DescriptorOutcome::ok
+                                        : each.shadow                ? DescriptorOutcome::shadow_over_limit
+                                                                     : DescriptorOutcome::over_limit;
+      options_.on_descriptor(each.rule != nullptr ? std::string_view(each.rule->stats_key) : "override", outcome);
+    }
   }
 
   static Decision neverFits(const Limited& each) {

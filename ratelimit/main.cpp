@@ -7,12 +7,15 @@
 
 #include <ratelimit/config.hpp>
 #include <ratelimit/decider.hpp>
+#include <ratelimit/metrics.hpp>
 #include <ratelimit/service.hpp>
 
 #include <swl/swl.hpp>
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <prometheus/exposer.h>
+#include <prometheus/registry.h>
 
 #include <csignal>
 #include <cstdlib>
@@ -33,6 +36,7 @@ struct Settings {
   swl::FailurePolicy on_failure = swl::FailurePolicy::allow;
   std::size_t pool_size = 8;
   std::string key_prefix = "swlrl";
+  std::string metrics;  // HOST:PORT for /metrics; none when empty
 };
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -63,6 +67,8 @@ void apply(Settings& settings, std::string_view flag, const std::string& value) 
     const int size = std::atoi(value.c_str());
     if (size <= 0) usage("--pool-size " + value + ": expected a positive number");
     settings.pool_size = static_cast<std::size_t>(size);
+  } else if (flag == "metrics") {
+    settings.metrics = value;
   } else if (flag == "key-prefix") {
     if (value.empty()) usage("--key-prefix is empty");
     settings.key_prefix = value;
@@ -73,7 +79,7 @@ void apply(Settings& settings, std::string_view flag, const std::string& value) 
 
 Settings parse(int argc, char** argv) {
   Settings settings;
-  for (const char* flag : {"config", "listen", "redis", "failure-mode", "pool-size", "key-prefix"}) {
+  for (const char* flag : {"config", "listen", "redis", "failure-mode", "pool-size", "key-prefix", "metrics"}) {
     std::string variable = "SWL_RATELIMIT_" + std::string(flag);
     for (char& c : variable) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     if (const char* value = std::getenv(variable.c_str())) apply(settings, flag, value);
@@ -107,7 +113,25 @@ int main(int argc, char** argv) {
   }
   swl::ConnectionPool redis([&] { return swl::Connection::tcp(settings.redis_host, settings.redis_port); },
                             swl::PoolOptions{settings.pool_size, std::chrono::milliseconds(1000)});
-  swl::ratelimit::Decider decider(redis, {settings.key_prefix, settings.on_failure});
+  swl::ratelimit::DeciderOptions options{settings.key_prefix, settings.on_failure, {}, {}};
+  const auto registry = std::make_shared<prometheus::Registry>();
+  swl::PrometheusMetrics decisions(*registry, "swl-ratelimit");
+  swl::ratelimit::DescriptorMetrics descriptors(*registry);
+  std::unique_ptr<prometheus::Exposer> exposer;
+  if (!settings.metrics.empty()) {
+    try {
+      exposer = std::make_unique<prometheus::Exposer>(settings.metrics);
+    } catch (const std::exception& error) {
+      std::cerr << "swl-ratelimit: cannot serve metrics on " << settings.metrics << ": " << error.what() << "\n";
+      return 1;
+    }
+    exposer->RegisterCollectable(registry);
+    options.observer = decisions.observer();
+    options.on_descriptor = [&descriptors](std::string_view rule, swl::ratelimit::DescriptorOutcome outcome) {
+      descriptors.count(rule, outcome);
+    };
+  }
+  swl::ratelimit::Decider decider(redis, options);
   swl::ratelimit::RateLimitService service(decider, configuration);
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -126,6 +150,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string host = settings.listen.substr(0, settings.listen.rfind(':'));
+  if (exposer) {
+    const std::string metrics_host = settings.metrics.substr(0, settings.metrics.rfind(':'));
+    std::cout << "swl-ratelimit: metrics on " << metrics_host << ":" << exposer->GetListeningPorts().front()
+              << "/metrics" << std::endl;
+  }
   std::cout << "swl-ratelimit: listening on " << host << ":" << port << ", " << configuration->domains().size()
             << " domain(s) from " << settings.config.string() << std::endl;
 

@@ -6,7 +6,11 @@
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
@@ -139,6 +143,39 @@ class RateLimitServer {
   }
 
   std::string output() const { return readFile(output_); }
+
+  // What /metrics serves, when the server was started with --metrics.
+  std::string metrics() const {
+    const std::string text = output();
+    const std::string mark = "metrics on 127.0.0.1:";
+    const auto at = text.find(mark);
+    if (at == std::string::npos) throw std::runtime_error("swl-ratelimit serves no metrics: " + text);
+    return httpGet(std::stoi(text.substr(at + mark.size())), "/metrics");
+  }
+
+  // An HTTP/1.0 GET on 127.0.0.1: the whole response, headers included, once the server closes.
+  static std::string httpGet(int port, const std::string& path) {
+    const int socket_fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<std::uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    timeval patience{20, 0};
+    ::setsockopt(socket_fd, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
+    std::string response;
+    if (::connect(socket_fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
+      const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+      if (::send(socket_fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
+        char buffer[4096];
+        for (ssize_t got; (got = ::recv(socket_fd, buffer, sizeof buffer, 0)) > 0;) response.append(buffer, got);
+      }
+    }
+    ::close(socket_fd);
+    if (response.rfind("HTTP/1.", 0) != 0 || response.find(" 200 ") == std::string::npos) {
+      throw std::runtime_error("GET " + path + " failed: " + response.substr(0, 200));
+    }
+    return response;
+  }
 
  private:
   int reloads() const {
@@ -400,4 +437,27 @@ TEST_CASE("swl-ratelimit refuses a request of more limited descriptors than one 
   const grpc::Status status = running.server.callStatus(request(many), response);
   CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   CHECK(status.error_message().find("at most 9") != std::string::npos);
+}
+
+TEST_CASE("swl-ratelimit counts each rule's outcomes for Prometheus on --metrics, beside the library's own series") {
+  TemporaryDirectory directory;
+  RedisServer redis;
+  RateLimitServer server(directory.write("config.yaml", kConfig), redis.port(), {"--metrics", "127.0.0.1:0"});
+  for (int call = 1; call <= 4; ++call) server.call(request({{{"user", "lena"}}}));
+  for (int call = 1; call <= 2; ++call) server.call(request({{{"trial", "t"}}}));
+  auto overridden = request({{{"user", "lena"}}});
+  overridden.mutable_descriptors(0)->mutable_limit()->set_requests_per_unit(5);
+  overridden.mutable_descriptors(0)->mutable_limit()->set_unit(envoy::type::v3::HOUR);
+  server.call(overridden);
+  const std::string metrics = server.metrics();
+  INFO(metrics);
+  CHECK(metrics.find(R"(swl_ratelimit_descriptors_total{outcome="ok",rule="shop.user"} 3)") != std::string::npos);
+  CHECK(metrics.find(R"(swl_ratelimit_descriptors_total{outcome="over_limit",rule="shop.user"} 1)") !=
+        std::string::npos);
+  CHECK(metrics.find(R"(swl_ratelimit_descriptors_total{outcome="ok",rule="shop.trial"} 1)") != std::string::npos);
+  CHECK(metrics.find(R"(swl_ratelimit_descriptors_total{outcome="shadow_over_limit",rule="shop.trial"} 1)") !=
+        std::string::npos);
+  CHECK(metrics.find(R"(swl_ratelimit_descriptors_total{outcome="ok",rule="override"} 1)") != std::string::npos);
+  CHECK(metrics.find(R"(swl_decisions_total{limiter="swl-ratelimit",tier="redis",verdict="allowed"})") !=
+        std::string::npos);
 }
