@@ -373,7 +373,9 @@ TEST_CASE("swl-ratelimit counts a weighted rule's hits in units and a fixed wind
   CHECK(microsecondsOf(refused.statuses(0).duration_until_reset()) <= 3'600'000'000);
 }
 
-TEST_CASE("swl-ratelimit answers by its failure policy while Redis is down: open by default, closed when asked") {
+TEST_CASE(
+    "swl-ratelimit answers by its failure policy while Redis is down, started before or after: open by default, closed "
+    "when asked") {
   TemporaryDirectory directory;
   RedisServer redis;
   const auto config = directory.write("config.yaml", kConfig);
@@ -385,6 +387,9 @@ TEST_CASE("swl-ratelimit answers by its failure policy while Redis is down: open
     CHECK(open.call(request({{{"user", "ivan"}}})).overall_code() == rls::RateLimitResponse::OK);
     CHECK(closed.call(request({{{"user", "ivan"}}})).overall_code() == rls::RateLimitResponse::OVER_LIMIT);
   }
+  // A server started while Redis is down starts, and answers the same way.
+  RateLimitServer started_without_redis(config, redis.port());
+  CHECK(started_without_redis.call(request({{{"user", "ivan"}}})).overall_code() == rls::RateLimitResponse::OK);
 }
 
 TEST_CASE(
