@@ -43,22 +43,6 @@ constexpr std::array<std::string_view, 9> kRateLimitKeys{
     "unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "calendar", "time_zone", "weight"};
 constexpr std::array<std::string_view, 1> kReplacesKeys{"name"};
 
-struct UnitName {
-  std::string_view name;
-  Unit unit;
-  std::chrono::seconds length;
-};
-// A month of 30 days and a year of 365, as envoyproxy/ratelimit counts them.
-constexpr std::array<UnitName, 7> kUnits{{
-    {"second", Unit::second, std::chrono::seconds(1)},
-    {"minute", Unit::minute, std::chrono::minutes(1)},
-    {"hour", Unit::hour, std::chrono::hours(1)},
-    {"day", Unit::day, std::chrono::hours(24)},
-    {"week", Unit::week, std::chrono::hours(24 * 7)},
-    {"month", Unit::month, std::chrono::hours(24 * 30)},
-    {"year", Unit::year, std::chrono::hours(24 * 365)},
-}};
-
 struct AlgorithmName {
   std::string_view name;
   Algorithm algorithm;
@@ -218,7 +202,7 @@ class DomainReader {
 
     const Field* unit = find(fields, "unit");
     if (!unit) refuse(rate_limit.key, "rate_limit has no unit (or say unlimited: true)");
-    const UnitName& unit_name = readUnit(*unit);
+    const UnitInfo& unit_name = readUnit(*unit);
     rule.unit = unit_name.unit;
     const Field* requests = find(fields, "requests_per_unit");
     if (!requests) refuse(rate_limit.key, "rate_limit has no requests_per_unit (or say unlimited: true)");
@@ -235,9 +219,9 @@ class DomainReader {
     return rule;
   }
 
-  const UnitName& readUnit(const Field& unit) {
+  const UnitInfo& readUnit(const Field& unit) {
     const std::string name = lowercase(text(unit, "unit"));
-    for (const UnitName& known : kUnits) {
+    for (const UnitInfo& known : kUnits) {
       if (known.name == name) return known;
     }
     refuse(unit.key, "unknown unit \"" + text(unit, "unit") + "\" (second, minute, hour, day, week, month or year)");
@@ -255,7 +239,7 @@ class DomainReader {
     }
     if (rule.unit < Unit::day) {
       refuse(calendar->key, "calendar periods are days, weeks, months or years, and " +
-                                std::string(kUnits[static_cast<std::size_t>(rule.unit)].name) + " is none of them");
+                                std::string(infoOf(rule.unit).name) + " is none of them");
     }
     rule.time_zone = time_zone ? text(*time_zone, "time_zone") : "UTC";
     if (rule.time_zone.empty()) refuse(time_zone->key, "time_zone is empty");

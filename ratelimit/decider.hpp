@@ -111,7 +111,6 @@ class Decider {
     std::int64_t hits = 1;
     bool shadow = false;
     std::string counting;  // how it is counted: "log", or the periods of a fixed window
-    std::optional<Periods> periods;
     std::string redis_key;
     std::optional<Decision> decision;
   };
@@ -151,11 +150,11 @@ class Decider {
     if (!unit || descriptor.limit().requests_per_unit() == 0) return false;  // as envoyproxy: no limit then
     each.requests_per_unit = descriptor.limit().requests_per_unit();
     each.unit = *unit;
-    each.limit = Limit{each.requests_per_unit, lengthOf(*unit)};
+    each.limit = Limit{each.requests_per_unit, infoOf(*unit).length};
     each.counting = "log";
     std::string name(domain);
     for (const DescriptorEntry& entry : entries) name.append(".").append(entry.key);
-    each.redis_key = counterKey(name + ".override." + unitName(*unit), entries);
+    each.redis_key = counterKey(name + ".override." + std::string(infoOf(*unit).name), entries);
     return true;
   }
 
@@ -170,10 +169,8 @@ class Decider {
                             " asks for gcra, which swl-ratelimit does not decide yet");
     }
     if (rule.calendar) {
-      each.periods = calendarPeriods(rule);
-      each.counting = "calendar " + unitName(rule.unit) + " " + rule.time_zone;
+      each.counting = "calendar " + std::string(infoOf(rule.unit).name) + " " + rule.time_zone;
     } else if (rule.algorithm == Algorithm::fixed_window) {
-      each.periods = fixedPeriods(rule.limit.window);
       each.counting = "fixed " + std::to_string(rule.limit.window.count());
     } else {
       each.counting = "log";
@@ -275,8 +272,8 @@ class Decider {
     if (found == limiters_.end()) {
       std::vector<swl::Rule> slots;
       for (std::size_t i = 0; i < open.size(); ++i) {
-        if (open[i]->periods) {
-          slots.emplace_back(std::to_string(i), open[i]->limit.max_requests, *open[i]->periods);
+        if (const std::optional<Periods> periods = periodsOf(*open[i])) {
+          slots.emplace_back(std::to_string(i), open[i]->limit.max_requests, *periods);
         } else {
           slots.emplace_back(std::to_string(i), open[i]->limit);
         }
@@ -317,7 +314,7 @@ class Decider {
     auto& limit = *status.mutable_current_limit();
     limit.set_requests_per_unit(static_cast<std::uint32_t>(
         std::min<std::int64_t>(each.requests_per_unit, std::numeric_limits<std::uint32_t>::max())));
-    limit.set_unit(static_cast<rls::RateLimitResponse::RateLimit::Unit>(wireUnit(each.unit)));
+    limit.set_unit(static_cast<rls::RateLimitResponse::RateLimit::Unit>(infoOf(each.unit).envoy_number));
     if (each.rule != nullptr) limit.set_name(each.rule->name);
   }
 
@@ -350,68 +347,20 @@ class Decider {
     }
   }
 
-  static std::optional<Unit> unitOf(int wire) {
-    switch (wire) {
-      case 1:
-        return Unit::second;
-      case 2:
-        return Unit::minute;
-      case 3:
-        return Unit::hour;
-      case 4:
-        return Unit::day;
-      case 5:
-        return Unit::month;
-      case 6:
-        return Unit::year;
-      case 7:
-        return Unit::week;
-      default:
-        return std::nullopt;
+  static std::optional<Unit> unitOf(int envoy_number) {
+    for (const UnitInfo& unit : kUnits) {
+      if (unit.envoy_number == envoy_number) return unit.unit;
     }
+    return std::nullopt;
   }
-  static int wireUnit(Unit unit) {
-    switch (unit) {
-      case Unit::second:
-        return 1;
-      case Unit::minute:
-        return 2;
-      case Unit::hour:
-        return 3;
-      case Unit::day:
-        return 4;
-      case Unit::month:
-        return 5;
-      case Unit::year:
-        return 6;
-      case Unit::week:
-        return 7;
-    }
-    return 0;
-  }
-  static std::string unitName(Unit unit) {
-    static constexpr std::string_view names[] = {"second", "minute", "hour", "day", "week", "month", "year"};
-    return std::string(names[static_cast<int>(unit)]);
-  }
-  static std::chrono::milliseconds lengthOf(Unit unit) {
-    using std::chrono::hours;
-    switch (unit) {
-      case Unit::second:
-        return std::chrono::seconds(1);
-      case Unit::minute:
-        return std::chrono::minutes(1);
-      case Unit::hour:
-        return hours(1);
-      case Unit::day:
-        return hours(24);
-      case Unit::week:
-        return hours(24 * 7);
-      case Unit::month:
-        return hours(24 * 30);
-      case Unit::year:
-        return hours(24 * 365);
-    }
-    return hours(0);
+
+  // The periods a descriptor is counted in, none for a log: made only with its MultiLimiter (a calendar's
+  // reads the time zone's rules), never per call.
+  static std::optional<Periods> periodsOf(const Limited& each) {
+    if (each.rule == nullptr) return std::nullopt;
+    if (each.rule->calendar) return calendarPeriods(*each.rule);
+    if (each.rule->algorithm == Algorithm::fixed_window) return fixedPeriods(each.rule->limit.window);
+    return std::nullopt;
   }
 
   // Windows of `length` from the epoch on, as envoyproxy/ratelimit counts.

@@ -5,15 +5,41 @@
 
 #include <swl/decision.hpp>
 
+#include <array>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace swl::ratelimit {
 
 /// The unit of `requests_per_unit`, as envoyproxy/ratelimit names them (`unit: second`, any case).
 enum class Unit { second, minute, hour, day, week, month, year };
+
+/// What a Unit is: its name in the files, its length, and its number in Envoy's API (RateLimitUnit, and
+/// RateLimitResponse.RateLimit.Unit, where week came last).
+struct UnitInfo {
+  std::string_view name;
+  Unit unit;
+  std::chrono::seconds length;
+  int envoy_number;
+};
+
+/// Every Unit, in the enum's order. A month is 30 days and a year 365, as envoyproxy/ratelimit counts them.
+inline constexpr std::array<UnitInfo, 7> kUnits{{
+    {"second", Unit::second, std::chrono::seconds(1), 1},
+    {"minute", Unit::minute, std::chrono::minutes(1), 2},
+    {"hour", Unit::hour, std::chrono::hours(1), 3},
+    {"day", Unit::day, std::chrono::hours(24), 4},
+    {"week", Unit::week, std::chrono::hours(24 * 7), 7},
+    {"month", Unit::month, std::chrono::hours(24 * 30), 5},
+    {"year", Unit::year, std::chrono::hours(24 * 365), 6},
+}};
+
+/// kUnits' entry for `unit`.
+constexpr const UnitInfo& infoOf(Unit unit) { return kUnits[static_cast<std::size_t>(unit)]; }
 
 /// The swl algorithm that keeps a rule (`algorithm:`). The exact log is the default; a calendar period
 /// is always a fixed window (Rule::calendar).
