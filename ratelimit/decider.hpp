@@ -134,7 +134,7 @@ class Decider {
       } else {
         each.rule = config.find(request.domain(), entries);
         if (each.rule == nullptr || each.rule->unlimited) continue;
-        ruled(*each.rule, entries, each);
+        ruled(*each.rule, request.domain(), entries, each);
       }
       limited.push_back(std::move(each));
     }
@@ -154,11 +154,12 @@ class Decider {
     each.counting = "log";
     std::string name(domain);
     for (const DescriptorEntry& entry : entries) name.append(".").append(entry.key);
-    each.redis_key = counterKey(name + ".override." + std::string(infoOf(*unit).name), entries);
+    each.redis_key = counterKey(domain, name + ".override." + std::string(infoOf(*unit).name), entries);
     return true;
   }
 
-  void ruled(const Rule& rule, const std::vector<DescriptorEntry>& entries, Limited& each) const {
+  void ruled(const Rule& rule, std::string_view domain, const std::vector<DescriptorEntry>& entries,
+             Limited& each) const {
     each.requests_per_unit = rule.limit.max_requests;
     each.unit = rule.unit;
     each.weight = rule.weight;
@@ -175,13 +176,17 @@ class Decider {
     } else {
       each.counting = "log";
     }
-    each.redis_key = counterKey(rule.stats_key, entries);
+    each.redis_key = counterKey(domain, rule.stats_key, entries);
   }
 
-  // Length-prefixed values: no value can end early and make two descriptors one key.
-  std::string counterKey(std::string_view rule, const std::vector<DescriptorEntry>& entries) const {
+  // "swlrl:{shop}.user:5=alice" for the rule "shop.user": the domain is the hash tag, so that on a Cluster
+  // one request's counters share a slot, as one script needs (the prefix holds no brace, and every key
+  // of a request starts alike up to the tag's end). Length-prefixed values: no value can end early and
+  // make two descriptors one key.
+  std::string counterKey(std::string_view domain, std::string_view name,
+                         const std::vector<DescriptorEntry>& entries) const {
     std::string key = options_.key_prefix;
-    key.append(":").append(rule).append(":");
+    key.append(":{").append(domain).append("}").append(name.substr(domain.size())).append(":");
     for (const DescriptorEntry& entry : entries)
       key.append(std::to_string(entry.value.size())).append("=").append(entry.value);
     return key;

@@ -2,7 +2,12 @@
 // ShouldRateLimit over gRPC, each status checked against what the configuration's limits give.
 
 #include "support/child_process.hpp"
+#include "support/redis_cluster.hpp"
+#include "support/redis_sentinel.hpp"
 #include "support/redis_server.hpp"
+#include "support/replies.hpp"
+
+#include <swl/redis/hash_slot.hpp>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 
@@ -31,6 +36,8 @@ namespace {
 
 namespace rls = envoy::service::ratelimit::v3;
 using swl::test::ChildProcess;
+using swl::test::RedisCluster;
+using swl::test::RedisSentinel;
 using swl::test::RedisServer;
 using Entries = std::vector<std::pair<std::string, std::string>>;
 
@@ -93,13 +100,18 @@ std::string readFile(const std::filesystem::path& path) {
 class RateLimitServer {
  public:
   RateLimitServer(const std::filesystem::path& config, int redis_port, std::vector<std::string> more = {})
+      : RateLimitServer(config, withFlags({"--redis", "127.0.0.1:" + std::to_string(redis_port)}, std::move(more))) {}
+
+  // `flags` say where Redis is, and anything else; `environment` is set for the server alone.
+  RateLimitServer(const std::filesystem::path& config, const std::vector<std::string>& flags,
+                  const std::vector<std::pair<std::string, std::string>>& environment = {})
       : output_(config.parent_path() / ("server-" + std::to_string(++started_) + ".out")) {
     const char* program = std::getenv("SWL_RATELIMIT_SERVER");
     if (program == nullptr) throw std::runtime_error("SWL_RATELIMIT_SERVER is not set (CMake sets it)");
-    std::vector<std::string> arguments{
-        program,    "--config",   config.string(), "--redis", "127.0.0.1:" + std::to_string(redis_port),
-        "--listen", "127.0.0.1:0"};
-    arguments.insert(arguments.end(), more.begin(), more.end());
+    std::vector<std::string> arguments{"env"};
+    for (const auto& [name, value] : environment) arguments.push_back(name + "=" + value);
+    arguments.insert(arguments.end(), {program, "--config", config.string(), "--listen", "127.0.0.1:0"});
+    arguments.insert(arguments.end(), flags.begin(), flags.end());
     process_.start(arguments, output_.string());
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     const std::string ready = "listening on ";
@@ -143,6 +155,11 @@ class RateLimitServer {
   }
 
   std::string output() const { return readFile(output_); }
+
+  static std::vector<std::string> withFlags(std::vector<std::string> flags, const std::vector<std::string>& more) {
+    flags.insert(flags.end(), more.begin(), more.end());
+    return flags;
+  }
 
   // What /metrics serves, when the server was started with --metrics.
   std::string metrics() const {
@@ -465,4 +482,79 @@ TEST_CASE("swl-ratelimit counts each rule's outcomes for Prometheus on --metrics
   CHECK(metrics.find(R"(swl_ratelimit_descriptors_total{outcome="ok",rule="override"} 1)") != std::string::npos);
   CHECK(metrics.find(R"(swl_decisions_total{limiter="swl-ratelimit",tier="redis",verdict="allowed"})") !=
         std::string::npos);
+}
+
+namespace {
+
+// The Redis key swl-ratelimit keeps `user`'s counter of the kConfig rule shop.user in.
+const std::string kCarolKey = "swlrl:{shop}.user:5=carol";
+
+// Three requests of carol on /search are admitted and the fourth is refused by her limit of 3; the
+// refused one took nothing of /search's 5.
+void checkAllOrNothing(RateLimitServer& server) {
+  const auto both = request({{{"user", "carol"}}, {{"route", "/search"}}});
+  for (int call = 1; call <= 3; ++call) {
+    const auto response = server.call(both);
+    CHECK(response.overall_code() == rls::RateLimitResponse::OK);
+    CHECK(response.statuses(0).limit_remaining() == static_cast<std::uint32_t>(3 - call));
+    CHECK(response.statuses(1).limit_remaining() == static_cast<std::uint32_t>(5 - call));
+  }
+  const auto refused = server.call(both);
+  CHECK(refused.overall_code() == rls::RateLimitResponse::OVER_LIMIT);
+  CHECK(refused.statuses(0).code() == rls::RateLimitResponse::OVER_LIMIT);
+  CHECK(server.call(request({{{"route", "/search"}}})).statuses(0).limit_remaining() == 1);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "swl-ratelimit on a Redis Cluster (--redis-cluster) keeps one request's counters in its domain's slot, so they "
+    "are still decided all or nothing") {
+  TemporaryDirectory directory;
+  RedisCluster cluster;
+  const auto seeds = cluster.seeds();
+  RateLimitServer server(directory.write("config.yaml", kConfig),
+                         {"--redis-cluster", "127.0.0.1:" + std::to_string(seeds[0].port) +
+                                                 ",127.0.0.1:" + std::to_string(seeds[1].port)});
+  checkAllOrNothing(server);
+  // The counters are where the domain's hash tag puts them: on that slot's master.
+  swl::Connection master = cluster.connect(cluster.masterOf(swl::hashSlot("{shop}")));
+  CHECK(swl::test::logEntries(master, kCarolKey) == 3);
+  CHECK(swl::test::logEntries(master, "swlrl:{shop}.route_/search:7=/search") == 4);
+}
+
+TEST_CASE(
+    "swl-ratelimit behind Redis Sentinel (--redis-sentinel) finds the master with the Sentinels' password and "
+    "authenticates to it with the one in its environment") {
+  TemporaryDirectory directory;
+  RedisSentinel sentinel("data-secret", "sentinel-secret");
+  std::string sentinels(RedisSentinel::kMasterName);
+  for (const swl::Address& address : sentinel.sentinels()) sentinels += "," + address.endpoint();
+  RateLimitServer server(directory.write("config.yaml", kConfig),
+                         {"--redis-sentinel", sentinels, "--redis-sentinel-password", "sentinel-secret"},
+                         {{"SWL_RATELIMIT_REDIS_PASSWORD", "data-secret"}});
+  checkAllOrNothing(server);
+  swl::Connection master = sentinel.connectToNode(sentinel.firstMasterPort());
+  CHECK(swl::test::logEntries(master, kCarolKey) == 3);
+}
+
+TEST_CASE("swl-ratelimit refuses flags that contradict each other, naming them, and prints its usage") {
+  TemporaryDirectory directory;
+  const auto config = directory.write("config.yaml", kConfig);
+  const auto exitOf = [&](std::vector<std::string> flags) {
+    ChildProcess server;
+    const auto output = directory.path() / "out";
+    std::vector<std::string> arguments{std::getenv("SWL_RATELIMIT_SERVER"), "--config", config.string()};
+    arguments.insert(arguments.end(), flags.begin(), flags.end());
+    server.start(arguments, output.string(), ChildProcess::Errors::with_output);
+    const int status = server.waitForExit(std::chrono::seconds(20));
+    return std::make_pair(status, readFile(output));
+  };
+  const auto [both_status, both_output] = exitOf({"--redis", "127.0.0.1:1", "--redis-cluster", "127.0.0.1:2"});
+  CHECK(both_status == 2);
+  CHECK(both_output.find("--redis and --redis-cluster both say where Redis is") != std::string::npos);
+  const auto [unknown_status, unknown_output] = exitOf({"--redis-port", "7000"});
+  CHECK(unknown_status == 2);
+  CHECK(unknown_output.find("unknown flag --redis-port") != std::string::npos);
+  CHECK(unknown_output.find("--redis-sentinel MASTER,HOST:PORT") != std::string::npos);  // the usage text
 }

@@ -23,8 +23,12 @@ class ChildProcess {
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
 
+  // Where a child's standard error goes: to the test's own, where ctest shows it, or into `output`.
+  enum class Errors { shown, with_output };
+
   // Runs arguments[0] (looked up in PATH) with its standard output sent to /dev/null, or to `output`.
-  void start(std::vector<std::string> arguments, const std::string& output = "/dev/null") {
+  void start(std::vector<std::string> arguments, const std::string& output = "/dev/null",
+             Errors errors = Errors::shown) {
     std::vector<char*> argv;
     for (std::string& argument : arguments) argv.push_back(argument.data());
     argv.push_back(nullptr);
@@ -38,6 +42,7 @@ class ChildProcess {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       const int output_fd = ::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       if (output_fd >= 0) ::dup2(output_fd, STDOUT_FILENO);
+      if (output_fd >= 0 && errors == Errors::with_output) ::dup2(output_fd, STDERR_FILENO);
       ::execvp(argv[0], argv.data());
       ::_exit(127);
     }
