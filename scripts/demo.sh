@@ -30,17 +30,9 @@ elif [ "${1:-}" = ratelimit ]; then
   trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null; stop_private_redis; rm -rf "$workdir"' EXIT
   start_private_redis "$workdir"
   echo "private redis-server on 127.0.0.1:$REDIS_PORT (pid $REDIS_PID)"
-  cat >"$workdir/shop.yaml" <<'YAML'
-domain: shop
-descriptors:
-  - key: user
-    rate_limit: {unit: minute, requests_per_unit: 3}
-  - key: route
-    value: /search
-    rate_limit: {unit: minute, requests_per_unit: 5, name: search}
-YAML
+  cp ratelimit/package/config.yaml "$workdir/shop.yaml"  # the example the swl-ratelimit package ships
   echo "configuration ($workdir/shop.yaml):"
-  sed 's/^/  /' "$workdir/shop.yaml"
+  grep -v '^#' "$workdir/shop.yaml" | sed 's/^/  /'
   build-demo/ratelimit/swl-ratelimit --config "$workdir/shop.yaml" --redis "127.0.0.1:$REDIS_PORT" \
     --listen 127.0.0.1:0 >"$workdir/server.out" &
   server_pid=$!

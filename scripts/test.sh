@@ -133,7 +133,7 @@ case "$config" in
   hiredis1) compiler=g++ packages=(g++) settings=(-DCMAKE_BUILD_TYPE=None -DSWL_LUA_OPERATIONS=100000 -DSWL_ORACLE_DECISIONS=100000 "${built_once[@]}" "${without_server[@]}") ;;
   *) echo "usage: $0 [default|asan|tsan|hiredis1|servers]" >&2; exit 2 ;;
 esac
-install_missing "${packages[@]}" make cmake pkg-config libhiredis-dev libevent-dev libcpp-httplib-dev prometheus-cpp-dev libhowardhinnant-date-dev catch2 redis-server redis-tools \
+install_missing "${packages[@]}" make cmake pkg-config dpkg-dev libhiredis-dev libevent-dev libcpp-httplib-dev prometheus-cpp-dev libhowardhinnant-date-dev catch2 redis-server redis-tools \
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc iproute2 lua5.1 libasio-dev libboost1.81-dev libyaml-cpp-dev
 
 build=build-$config

@@ -472,3 +472,12 @@ TEST_CASE("texts on which yaml-cpp 0.7 loops are refused") {
   CHECK_THAT(refusalOf("{:"), Catch::StartsWith("test.yaml:1: "));
   CHECK_THAT(refusalOf("{# ke\ny{:"), Catch::StartsWith("test.yaml:"));
 }
+
+TEST_CASE("the example configuration the swl-ratelimit package ships loads") {
+  const swl::ratelimit::Configuration configuration = swl::ratelimit::loadConfiguration(SWL_RATELIMIT_EXAMPLE_CONFIG);
+  REQUIRE(configuration.domains().size() == 1);
+  const Rule* search = configuration.find("shop", {{"route", "/search"}});
+  REQUIRE(search != nullptr);
+  CHECK(search->name == "search");
+  CHECK(search->limit == swl::Limit{5, 1min});
+}
