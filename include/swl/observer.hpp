@@ -48,7 +48,7 @@ constexpr std::string_view toString(Verdict verdict) noexcept {
 struct DecisionEvent {
   std::string_view key;   ///< the caller's key, before the key policy (MultiLimiter: the binding rule's key)
   std::string_view rule;  ///< MultiLimiter: the binding rule's name; empty for single-limit limiters
-  /// The units the call asked for.
+  /// The units the call asked for (MultiLimiter: of the binding rule, whose cost may differ from the others').
   std::int64_t cost = 0;
   /// What became of the call.
   Verdict verdict = Verdict::error;

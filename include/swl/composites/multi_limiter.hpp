@@ -7,9 +7,12 @@
 ///                                            {"endpoint", swl::Limit{5000, 1s}}});
 ///   swl::MultiDecision d = limiter.tryAcquire({"user:42", "user:42", "GET /search"});
 ///   if (!d) reply429(d.decision.retry_after, "refused by " + d.binding_name);
+///   // A cost per rule (Envoy's hits_addend per descriptor): one unit of each user limit, 40 of the endpoint.
+///   d = limiter.tryAcquire({"user:42", "user:42", "GET /search"}, {1, 1, 40});
 ///
-/// One key per rule, in the rules' order. One EVALSHA decides them all: the request is recorded in
-/// every rule's log only if every rule admits it, so a refusal costs no rule anything. Each rule is an
+/// One key per rule, in the rules' order, and one cost for every rule or one per rule, each judged by its
+/// own rule. One EVALSHA decides them all: the request is recorded in every rule's log, at that rule's
+/// cost, only if every rule admits it, so a refusal costs no rule anything. Each rule is an
 /// exact sliding window log (algorithms/sliding_window_log.hpp), or a quota per period such as a calendar
 /// day in a time zone (periods.hpp, calendar.hpp: {"day", 10'000, CalendarPeriods::days(1, "Europe/Berlin")}),
 /// under the Redis key KeyPolicy(prefix:name) makes of its key: "swl:user-second:user:42" with PrefixKey. The observer
@@ -126,32 +129,37 @@ class MultiLimiter {
     }
   }
 
-  /// keys[i] is the key rule i limits (the same user key for several rules is fine). One EVALSHA.
-  MultiDecision tryAcquire(const std::vector<std::string_view>& keys, std::int64_t cost = 1) {
-    return tryAcquire(keys, cost, {});
+  /// keys[i] is the key rule i limits (the same user key for several rules is fine), and `cost` is what
+  /// each rule is charged; `limits` as in the overload below. One EVALSHA.
+  MultiDecision tryAcquire(const std::vector<std::string_view>& keys, std::int64_t cost = 1,
+                           const std::vector<Limit>& limits = {}) {
+    return tryAcquire(keys, sameCostForEveryRule(cost), limits);
   }
 
-  /// The same with limits chosen for this call (a tenant's plan): limits[i] for rule i, or, when
-  /// `limits` is empty, the rules' own. Still one EVALSHA; each log is the same whatever limit it is
-  /// judged under (docs/limits.md, "Limits per tenant").
-  MultiDecision tryAcquire(const std::vector<std::string_view>& keys, std::int64_t cost,
-                           const std::vector<Limit>& limits) {
+  /// The same with a cost per rule: costs[i] units of rule i (each 1..its limit), each rule judging its
+  /// own cost, and the request recorded in every rule at its cost or in none. `limits` are chosen for this
+  /// call (a tenant's plan): limits[i] for rule i, or, when empty, the rules' own. Still one EVALSHA;
+  /// each log is the same whatever limit it is judged under (docs/limits.md, "Limits per tenant").
+  MultiDecision tryAcquire(const std::vector<std::string_view>& keys, const std::vector<std::int64_t>& costs,
+                           const std::vector<Limit>& limits = {}) {
     const detail::Observation observation(options_.observer, Tier::redis);
     try {
-      std::optional<MultiDecision> listed = answerFromLists(keys, cost, limits);
-      MultiDecision result = listed ? std::move(*listed) : decide(keys, cost, limits);
+      std::optional<MultiDecision> listed = answerFromLists(keys, costs, limits);
+      MultiDecision result = listed ? std::move(*listed) : decide(keys, costs, limits);
       detail::enforce(options_.enforcement, result.decision);
-      observation.report(keys[result.binding], cost, &result.decision, nullptr, result.binding_name);
+      observation.report(keys[result.binding], costs[result.binding], &result.decision, nullptr, result.binding_name);
       return result;
     } catch (const Error&) {
       const std::exception_ptr cause = std::current_exception();
       if (options_.on_failure == FailurePolicy::throw_error || detail::holdsError<InvalidArgument>(cause)) {
-        observation.report(keys.empty() ? std::string_view() : keys.front(), cost, nullptr, cause);
+        observation.report(keys.empty() ? std::string_view() : keys.front(), costs.empty() ? 0 : costs.front(), nullptr,
+                           cause);
         throw;
       }
-      MultiDecision result = answerEveryRuleForFailure(cost, cause, limits);
+      MultiDecision result = answerEveryRuleForFailure(costs, cause, limits);
       detail::enforce(options_.enforcement, result.decision);
-      observation.report(keys.at(result.binding), cost, &result.decision, cause, result.binding_name);
+      observation.report(keys.at(result.binding), costs.at(result.binding), &result.decision, cause,
+                         result.binding_name);
       return result;
     }
   }
@@ -159,33 +167,40 @@ class MultiLimiter {
   /// The decision without the observer, the failure policy and the access list: throws what Redis failed with.
   MultiDecision decide(const std::vector<std::string_view>& keys, std::int64_t cost,
                        const std::vector<Limit>& limits = {}) {
-    validate(keys, cost, limits);
+    return decide(keys, sameCostForEveryRule(cost), limits);
+  }
+
+  /// The same with a cost per rule, costs[i] for rule i.
+  MultiDecision decide(const std::vector<std::string_view>& keys, const std::vector<std::int64_t>& costs,
+                       const std::vector<Limit>& limits = {}) {
+    validate(keys, costs, limits);
     std::vector<std::string> redis_keys;
     redis_keys.reserve(keys.size());
     const detail::ScriptNow now = scriptNow(limits);
-    // Each rule's window, limit and expiry as the script takes them, and a periodic rule's periods.
-    std::array<detail::IntegerText, 3 * ScriptCall::kMaxKeys> rule_texts;
+    // Each rule's cost, window, limit and expiry as the script takes them, and a periodic rule's periods.
+    std::array<detail::IntegerText, 4 * ScriptCall::kMaxKeys> rule_numbers;
     std::array<std::string, ScriptCall::kMaxKeys> period_bounds;
     for (std::size_t i = 0; i < keys.size(); ++i) {
       const Limit& limit = limitOf(i, limits);
       redis_keys.push_back(rules_[i].keys.key(keys[i]));
-      rule_texts[3 * i] = detail::IntegerText(limit.window.count());
-      rule_texts[3 * i + 1] = detail::IntegerText(limit.max_requests);
-      rule_texts[3 * i + 2] = detail::IntegerText(ttl_.ttl(limit.window).count());
+      rule_numbers[4 * i] = detail::IntegerText(costs[i]);
+      rule_numbers[4 * i + 1] = detail::IntegerText(limit.window.count());
+      rule_numbers[4 * i + 2] = detail::IntegerText(limit.max_requests);
+      rule_numbers[4 * i + 3] = detail::IntegerText(ttl_.ttl(limit.window).count());
       if (rules_[i].bounds) period_bounds[i] = rules_[i].bounds->textFor(now.clientNow());
     }
     const std::string member = detail::checkedMember("swl::MultiLimiter", members_.next());
-    const detail::IntegerText cost_text(cost);
     const std::string_view count_rejected = options_.rejected == RejectedRequests::counted ? "1" : "0";
 
     // The call's keys and arguments are views, so they go on the stack: at most 9 rules.
     std::array<std::string_view, ScriptCall::kMaxKeys> key_views;
     std::copy(redis_keys.begin(), redis_keys.end(), key_views.begin());
-    std::array<std::string_view, 4 + 4 * ScriptCall::kMaxKeys> args{cost_text.view(), now.argument(), member,
-                                                                    count_rejected};
-    std::size_t arg_count = 4;
+    std::array<std::string_view,
+               detail::kMultiWindowSharedArguments + detail::kMultiWindowArgumentsPerRule * ScriptCall::kMaxKeys>
+        args{now.argument(), member, count_rejected};
+    std::size_t arg_count = detail::kMultiWindowSharedArguments;
     for (std::size_t i = 0; i < rules_.size(); ++i) {
-      for (std::size_t j = 0; j < 3; ++j) args[arg_count++] = rule_texts[3 * i + j];
+      for (std::size_t j = 0; j < 4; ++j) args[arg_count++] = rule_numbers[4 * i + j];
       args[arg_count++] = period_bounds[i];
     }
     return decodeReply(*redis_->run(ScriptCall(script(), key_views.data(), rules_.size(), args.data(), arg_count)),
@@ -195,9 +210,20 @@ class MultiLimiter {
   /// Throws what tryAcquire would for bad input: a key or a limit per rule, each request one rule could take.
   void validate(const std::vector<std::string_view>& keys, std::int64_t cost,
                 const std::vector<Limit>& limits = {}) const {
+    validate(keys, sameCostForEveryRule(cost), limits);
+  }
+
+  /// The same with a cost per rule: one per rule, each 1..its rule's limit (a message names the rule).
+  void validate(const std::vector<std::string_view>& keys, const std::vector<std::int64_t>& costs,
+                const std::vector<Limit>& limits = {}) const {
     if (keys.size() != rules_.size()) {
       throw InvalidArgument("swl::MultiLimiter::tryAcquire: " + std::to_string(keys.size()) + " keys for " +
                             std::to_string(rules_.size()) + " rules; give one key per rule, in the rules' order");
+    }
+    if (costs.size() != rules_.size()) {
+      throw InvalidArgument("swl::MultiLimiter::tryAcquire: " + std::to_string(costs.size()) + " costs for " +
+                            std::to_string(rules_.size()) +
+                            " rules; give one cost per rule, in the rules' order, or one cost for every rule");
     }
     if (!limits.empty() && limits.size() != rules_.size()) {
       throw InvalidArgument("swl::MultiLimiter::tryAcquire: " + std::to_string(limits.size()) + " limits for " +
@@ -215,7 +241,7 @@ class MultiLimiter {
                                 detail::quoted(rules_[i].bounds->periods().name()) + ")");
         }
       }
-      detail::checkRequest("swl::MultiLimiter", "tryAcquire", keys[i], cost, limit.max_requests);
+      detail::checkRequest("swl::MultiLimiter", "tryAcquire", keys[i], costs[i], limit.max_requests, names_[i]);
     }
   }
 
@@ -240,6 +266,11 @@ class MultiLimiter {
     KeyPolicy keys;
     std::shared_ptr<const detail::PeriodBounds> bounds;  // a periodic rule's periods; none for a log
   };
+
+  // One call's costs when every rule is charged `cost`: the one-cost calls are the per-rule calls.
+  std::vector<std::int64_t> sameCostForEveryRule(std::int64_t cost) const {
+    return std::vector<std::int64_t>(rules_.size(), cost);
+  }
 
   // Rule i's limit in a call given `limits` (empty: the rules' own).
   const Limit& limitOf(std::size_t i, const std::vector<Limit>& limits) const {
@@ -285,7 +316,8 @@ class MultiLimiter {
   // The access list's answer for the whole call, if it gives one: a rule's key denied refuses the call,
   // and otherwise a rule's key allowed admits it untouched (no rule counts it). Every rule answers alike,
   // and the key that decided binds.
-  std::optional<MultiDecision> answerFromLists(const std::vector<std::string_view>& keys, std::int64_t cost,
+  std::optional<MultiDecision> answerFromLists(const std::vector<std::string_view>& keys,
+                                               const std::vector<std::int64_t>& costs,
                                                const std::vector<Limit>& limits) const {
     const AccessList* access = options_.access.get();
     if (access == nullptr) return std::nullopt;
@@ -298,7 +330,7 @@ class MultiLimiter {
     const std::optional<std::size_t> deciding = first_denied ? first_denied : first_allowed;
     if (!deciding) return std::nullopt;
     const Listing listing = first_denied ? Listing::denied : Listing::allowed;
-    validate(keys, cost, limits);
+    validate(keys, costs, limits);
     MultiDecision result;
     for (std::size_t i = 0; i < rules_.size(); ++i)
       result.rules.push_back(detail::answerOfList(listing, limitOf(i, limits)));
@@ -308,12 +340,13 @@ class MultiLimiter {
     return result;
   }
 
-  // Redis could not decide: every rule answers with the failure policy.
-  MultiDecision answerEveryRuleForFailure(std::int64_t cost, const std::exception_ptr& error,
+  // Redis could not decide: every rule answers with the failure policy, for its own cost.
+  MultiDecision answerEveryRuleForFailure(const std::vector<std::int64_t>& costs, const std::exception_ptr& error,
                                           const std::vector<Limit>& limits) const {
     MultiDecision result;
     for (std::size_t i = 0; i < rules_.size(); ++i) {
-      result.rules.push_back(detail::answerForFailure(options_.on_failure, limitOf(i, limits), cost, error).decision);
+      result.rules.push_back(
+          detail::answerForFailure(options_.on_failure, limitOf(i, limits), costs.at(i), error).decision);
     }
     return pickBindingRule(std::move(result));
   }

@@ -35,11 +35,14 @@ inline void refuseBlockFor(const LimiterOptions& options, std::string_view limit
 
 // The checks every limiter applies to a request before it decides anything, so that all of them refuse
 // the same input with the same words. `limiter` and `call` name the call ("swl::LocalLimiter",
-// "tryAcquire"). Nothing is built unless the request is refused: this runs on every decision.
+// "tryAcquire"), and `rule` a MultiLimiter's rule: its rules may share one key, and each has its own cost.
+// Nothing is built unless the request is refused: this runs on every decision.
 inline void checkRequest(std::string_view limiter, std::string_view call, std::string_view key, std::int64_t cost,
-                         std::int64_t limit) {
+                         std::int64_t limit, std::string_view rule = {}) {
   const auto refuse = [&](const std::string& why) {
-    return InvalidArgument(std::string(limiter) + "::" + std::string(call) + ": " + why);
+    std::string where = std::string(limiter) + "::" + std::string(call) + ": ";
+    if (!rule.empty()) where += "rule " + detail::quoted(rule) + ": ";
+    return InvalidArgument(where + why);
   };
   if (key.empty()) throw refuse("the key is empty");
   const auto of_key = [&] { return " (key " + detail::quoted(key) + ")"; };
