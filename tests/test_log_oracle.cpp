@@ -1,10 +1,10 @@
 // The log held to an exact in-memory model, answer by answer, on random traces with a manual clock:
 // weighted costs, batches at one instant, counted refusals, reservations settled to nothing, to less
 // and to more, leases and their give-backs, limits and windows changing per call, a clock stepping back,
-// and MultiLimiter rules deciding over the same sets. After the calls it names, check_log recomputes
-// every sum of the sets they touched from their entries. The token-budget traces reach windows of more
-// than 10^5 entries and every level of the sums. Each case prints what it crossed and fails when a
-// boundary it exists for was never reached.
+// and MultiLimiter rules deciding over the same sets, each at a cost of its own. After the calls it names, check_log
+// recomputes every sum of the sets they touched from their entries. The token-budget traces reach windows of more than
+// 10^5 entries and every level of the sums. Each case prints what it crossed and fails when a boundary it exists for
+// was never reached.
 //
 // SWL_ORACLE_DECISIONS (CMake sets it per build) is how many decisions the cases make between them.
 
@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <random>
@@ -326,34 +327,40 @@ class Trace : public ManualTime {
     touched_.insert({rule, key});
   }
 
-  // One decision over every rule, all or nothing, each rule under its own limit.
-  void decideAll(const std::string& key, std::int64_t cost, const std::vector<swl::Limit>& limits, bool counted) {
+  // One decision over every rule, all or nothing, each rule under its own limit and at its own cost;
+  // `one_cost` asks through the call that takes one cost for every rule (costs then all equal).
+  void decideAll(const std::string& key, const std::vector<std::int64_t>& costs, const std::vector<swl::Limit>& limits,
+                 bool counted, bool one_cost) {
     std::vector<std::size_t> firsts;
-    bool allowed = true;
+    std::vector<bool> fits;
     for (std::size_t rule = 0; rule < rules_.size(); ++rule) {
       ModelLog& m = model(rule, key);
       firsts.push_back(m.firstIn(now, limits[rule].window.count()));
-      allowed = allowed && m.unitsFrom(firsts.back()) + cost <= limits[rule].max_requests;
+      fits.push_back(m.unitsFrom(firsts.back()) + costs[rule] <= limits[rule].max_requests);
     }
+    const bool allowed = std::all_of(fits.begin(), fits.end(), [](bool fit) { return fit; });
     std::vector<Expected> expected;
     for (std::size_t rule = 0; rule < rules_.size(); ++rule) {
       ModelLog& m = model(rule, key);
       const std::int64_t window = limits[rule].window.count();
-      const bool fits = m.unitsFrom(firsts[rule]) + cost <= limits[rule].max_requests;
-      if (allowed || counted) m.record(now, now, window, cost);
-      expected.push_back(m.answer(firsts[rule], fits, cost, limits[rule].max_requests, now, window, tally));
+      if (allowed || counted) m.record(now, now, window, costs[rule]);
+      expected.push_back(
+          m.answer(firsts[rule], fits[rule], costs[rule], limits[rule].max_requests, now, window, tally));
       countDecision(m, limits[rule]);
       touched_.insert({rule, key});
     }
     std::vector<std::string_view> keys(rules_.size(), key);
-    const swl::MultiDecision decision = (counted ? *multi_counted_ : *multi_).tryAcquire(keys, cost, limits);
+    Multi& multi = counted ? *multi_counted_ : *multi_;
+    const swl::MultiDecision decision =
+        one_cost ? multi.tryAcquire(keys, costs.front(), limits) : multi.tryAcquire(keys, costs, limits);
     REQUIRE(decision.rules.size() == expected.size());
     REQUIRE(decision.decision.allowed == allowed);
     for (std::size_t rule = 0; rule < rules_.size(); ++rule) {
-      INFO("rule " << rules_[rule]);
+      INFO("rule " << rules_[rule] << " at cost " << costs[rule]);
       checkAnswer(decision.rules[rule], expected[rule]);
     }
-    tally.add("MultiLimiter decisions");
+    REQUIRE(decision.binding == bindingOf(expected, allowed));
+    tallyMulti(costs, fits, counted, one_cost);
   }
 
   // check_log on every set the calls since the last check touched: each sum recomputed from its entries.
@@ -399,6 +406,47 @@ class Trace : public ManualTime {
     countDecision(m, limit);
     touched_.insert({rule, key});
     return m.answer(first, allowed, cost, limit.max_requests, now, window, tally);
+  }
+
+  // The rule a MultiDecision names: refused, the first with the longest wait; admitted, the first with the
+  // least left.
+  static std::size_t bindingOf(const std::vector<Expected>& rules, bool allowed) {
+    const auto binding =
+        allowed
+            ? std::min_element(rules.begin(), rules.end(),
+                               [](const Expected& a, const Expected& b) {
+                                 return std::max<std::int64_t>(0, a.remaining) < std::max<std::int64_t>(0, b.remaining);
+                               })
+            : std::max_element(rules.begin(), rules.end(),
+                               [](const Expected& a, const Expected& b) { return a.retry_after < b.retry_after; });
+    return static_cast<std::size_t>(binding - rules.begin());
+  }
+
+  // Which way a MultiLimiter decision went: admitted, refused by one rule or by all, and the case costs
+  // per rule exist for, a rule refusing its cost while another rule, asked for less, would admit.
+  void tallyMulti(const std::vector<std::int64_t>& costs, const std::vector<bool>& fits, bool counted, bool one_cost) {
+    tally.add("MultiLimiter decisions");
+    if (one_cost) {
+      tally.add("MultiLimiter decisions of one cost for every rule");
+    } else if (std::adjacent_find(costs.begin(), costs.end(), std::not_equal_to<>()) != costs.end()) {
+      tally.add("MultiLimiter decisions of different costs per rule");
+    }
+    const auto refusing = static_cast<std::size_t>(std::count(fits.begin(), fits.end(), false));
+    if (refusing == 0) {
+      tally.add("MultiLimiter decisions admitted by every rule");
+      return;
+    }
+    if (counted) tally.add("MultiLimiter refusals counted");
+    if (refusing == fits.size()) tally.add("MultiLimiter refusals by every rule");
+    bool larger_beside_smaller = false;
+    for (std::size_t rule = 0; rule < fits.size(); ++rule) {
+      if (fits[rule]) continue;
+      if (refusing == 1) tally.add("MultiLimiter refusals by rule " + rules_[rule] + " alone");
+      for (std::size_t other = 0; other < fits.size(); ++other) {
+        larger_beside_smaller = larger_beside_smaller || (fits[other] && costs[other] < costs[rule]);
+      }
+    }
+    if (larger_beside_smaller) tally.add("MultiLimiter refusals of a larger cost beside a smaller one that fit");
   }
 
   void countDecision(const ModelLog& m, const swl::Limit& limit) {
@@ -494,8 +542,15 @@ void mixedStep(Trace& trace, const std::vector<std::string>& keys, int percent_l
     trace.peek(rule, key, limit);
   } else {
     std::vector<swl::Limit> limits{limit, randomLimit(trace, percent_limits_changed)};
-    const std::int64_t cost = randomCost(trace, std::min(limits[0].max_requests, limits[1].max_requests));
-    trace.decideAll(key, cost, limits, trace.chance(30));
+    // A cost per rule, as each of Envoy's descriptors brings its own; now and then one for every rule.
+    const bool one_cost = trace.chance(20);
+    std::vector<std::int64_t> costs;
+    if (one_cost) {
+      costs.assign(limits.size(), randomCost(trace, std::min(limits[0].max_requests, limits[1].max_requests)));
+    } else {
+      for (const swl::Limit& rule_limit : limits) costs.push_back(randomCost(trace, rule_limit.max_requests));
+    }
+    trace.decideAll(key, costs, limits, trace.chance(30), one_cost);
   }
 }
 
@@ -535,6 +590,11 @@ TEST_CASE("mixed traces agree with the model on every answer, and every set's su
                          "MultiLimiter decisions", "windows wider than the horizon allows", "clock stepped back",
                          "sets checked while counted by units", "sets checked while counted by entries",
                          "waits found through the sums", "checks finding sums stored at level 1"});
+  requireReached(
+      tally, {"MultiLimiter decisions of different costs per rule", "MultiLimiter decisions of one cost for every rule",
+              "MultiLimiter decisions admitted by every rule", "MultiLimiter refusals by rule a alone",
+              "MultiLimiter refusals by rule b alone", "MultiLimiter refusals by every rule",
+              "MultiLimiter refusals of a larger cost beside a smaller one that fit", "MultiLimiter refusals counted"});
 }
 
 TEST_CASE("windows that change every call and a clock that steps back keep to the horizon") {
