@@ -85,8 +85,7 @@ class Decider {
   Decider(RedisClient& redis, DeciderOptions options) : redis_(&redis), options_(std::move(options)) {}
 
   /// The answer to `request` under `config`. A request of more limited descriptors than one decision
-  /// takes (ScriptCall::kMaxKeys), or whose limited descriptors cost different amounts, is an
-  /// InvalidArgument.
+  /// takes (ScriptCall::kMaxKeys) is an InvalidArgument.
   rls::RateLimitResponse decide(const Configuration& config, const rls::RateLimitRequest& request) {
     std::vector<Limited> limited = find(config, request);
     rls::RateLimitResponse response;
@@ -251,22 +250,16 @@ class Decider {
 
   MultiDecision decideTogether(const std::vector<Limited*>& open) {
     std::vector<std::string_view> keys;
+    std::vector<std::int64_t> costs;
     std::vector<Limit> limits;
     std::string signature;
     for (const Limited* each : open) {
       keys.push_back(each->redis_key);
+      costs.push_back(each->hits);
       limits.push_back(each->limit);
       signature.append(each->counting).append(";");
     }
-    // One cost for every rule of one decision: what MultiLimiter takes.
-    const std::int64_t hits = open.front()->hits;
-    for (const Limited* each : open) {
-      if (each->hits != hits) {
-        throw InvalidArgument("swl-ratelimit: the limited descriptors of one request cost " + std::to_string(hits) +
-                              " and " + std::to_string(each->hits) + " hits; one decision takes one cost");
-      }
-    }
-    return limiterFor(signature, open).tryAcquire(keys, hits, limits);
+    return limiterFor(signature, open).tryAcquire(keys, costs, limits);
   }
 
   // The MultiLimiter for one sequence of ways of counting, made once: its rules are slots, and the

@@ -344,6 +344,27 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "swl-ratelimit charges each descriptor its own hits_addend in one decision, and a descriptor refusing its cost "
+    "leaves every counter untouched") {
+  Running running;
+  // heidi's user limit is 3 a minute, /other's route limit 100: she asks 2 of the first and 40 of the second.
+  auto costly = request({{{"user", "heidi"}}, {{"route", "/other"}}});
+  costly.mutable_descriptors(0)->mutable_hits_addend()->set_value(2);
+  costly.mutable_descriptors(1)->mutable_hits_addend()->set_value(40);
+  const auto first = running.server.call(costly);
+  CHECK(first.overall_code() == rls::RateLimitResponse::OK);
+  CHECK(first.statuses(0).limit_remaining() == 1);
+  CHECK(first.statuses(1).limit_remaining() == 60);
+  // Her 2 no longer fit in the 1 left, though /other's 40 would: neither counter takes anything.
+  const auto second = running.server.call(costly);
+  CHECK(second.overall_code() == rls::RateLimitResponse::OVER_LIMIT);
+  CHECK(second.statuses(0).code() == rls::RateLimitResponse::OVER_LIMIT);
+  CHECK(second.statuses(1).code() == rls::RateLimitResponse::OK);
+  CHECK(running.server.call(request({{{"route", "/other"}}})).statuses(0).limit_remaining() == 59);
+  CHECK(running.server.call(request({{{"user", "heidi"}}})).statuses(0).limit_remaining() == 0);
+}
+
+TEST_CASE(
     "swl-ratelimit: a shadow rule refuses nothing and records what it would refuse for no one, an unlimited one counts "
     "nothing") {
   Running running;
