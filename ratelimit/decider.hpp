@@ -111,6 +111,7 @@ class Decider {
     bool shadow = false;
     std::string counting;  // how it is counted: "log", or the periods of a fixed window
     std::string redis_key;
+    std::string policy;  // what the RateLimit headers call it: the rule's name, else its stats key
     std::optional<Decision> decision;
   };
 
@@ -153,7 +154,8 @@ class Decider {
     each.counting = "log";
     std::string name(domain);
     for (const DescriptorEntry& entry : entries) name.append(".").append(entry.key);
-    each.redis_key = counterKey(domain, name + ".override." + std::string(infoOf(*unit).name), entries);
+    each.policy = name + ".override." + std::string(infoOf(*unit).name);
+    each.redis_key = counterKey(domain, each.policy, entries);
     return true;
   }
 
@@ -176,6 +178,7 @@ class Decider {
       each.counting = "log";
     }
     each.redis_key = counterKey(domain, rule.stats_key, entries);
+    each.policy = rule.name.empty() ? rule.stats_key : rule.name;
   }
 
   // "swlrl:{shop}.user:5=alice" for the rule "shop.user": the domain is the hash tag, so that on a Cluster
@@ -338,11 +341,47 @@ class Decider {
       }
     }
     response.set_overall_code(over ? rls::RateLimitResponse::OVER_LIMIT : rls::RateLimitResponse::OK);
-    if (binding != nullptr) {
-      auto* header = response.add_response_headers_to_add();
-      header->set_key("retry-after");
-      header->set_value(retryAfterValue(*binding->decision));
+    if (binding != nullptr) addHeader(response, "retry-after", retryAfterValue(*binding->decision));
+    addRateLimitHeaders(limited, response);
+  }
+
+  // The IETF RateLimit-Policy and RateLimit fields, one policy per enforced descriptor, counted once
+  // however often the request repeats it: in hits per unit, as current_limit and limit_remaining say.
+  // Envoy adds them to the response, admitted or refused. A shadow rule refuses no one, so clients are
+  // not told of it.
+  static void addRateLimitHeaders(const std::vector<Limited>& limited, rls::RateLimitResponse& response) {
+    std::vector<std::string> names;
+    std::vector<PolicyReport> policies;
+    std::vector<std::string_view> counters;
+    names.reserve(limited.size());
+    for (const Limited& each : limited) {
+      if (!each.decision || each.shadow ||
+          std::find(counters.begin(), counters.end(), each.redis_key) != counters.end()) {
+        continue;
+      }
+      counters.push_back(each.redis_key);
+      Decision in_hits = *each.decision;
+      in_hits.remaining = std::max<std::int64_t>(0, in_hits.remaining) * each.weight;
+      names.push_back(printable(each.policy));
+      policies.push_back({names.back(), Limit{each.requests_per_unit, infoOf(each.unit).length}, in_hits});
     }
+    if (policies.empty()) return;
+    addHeader(response, "ratelimit-policy", rateLimitPolicyValue(policies));
+    addHeader(response, "ratelimit", rateLimitValue(policies));
+  }
+
+  static void addHeader(rls::RateLimitResponse& response, std::string_view key, std::string value) {
+    auto* header = response.add_response_headers_to_add();
+    header->set_key(std::string(key));
+    header->set_value(std::move(value));
+  }
+
+  // A structured field carries printable ASCII only; a configuration may name its rules in any text.
+  static std::string printable(std::string text) {
+    for (char& c : text) {
+      if (c < 0x20 || c > 0x7e) c = '?';
+    }
+    return text;
   }
 
   static std::optional<Unit> unitOf(int envoy_number) {

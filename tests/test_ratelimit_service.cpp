@@ -258,6 +258,9 @@ TEST_CASE(
     const auto& status = response.statuses(0);
     CHECK(status.current_limit().requests_per_unit() == 3);
     CHECK(status.current_limit().unit() == rls::RateLimitResponse::RateLimit::MINUTE);
+    // The IETF fields, admitted or refused: 3 a minute, and what is left.
+    CHECK(header(response, "ratelimit-policy") == R"("shop.user";q=3;w=60)");
+    CHECK(header(response, "ratelimit") == R"("shop.user";r=)" + std::to_string(call <= 3 ? 3 - call : 0) + ";t=60");
     if (call <= 3) {
       CHECK(response.overall_code() == rls::RateLimitResponse::OK);
       CHECK(status.code() == rls::RateLimitResponse::OK);
@@ -292,6 +295,8 @@ TEST_CASE("swl-ratelimit decides a request's descriptors all or nothing: one ref
   CHECK(refused.overall_code() == rls::RateLimitResponse::OVER_LIMIT);
   CHECK(refused.statuses(0).code() == rls::RateLimitResponse::OVER_LIMIT);
   CHECK(refused.statuses(1).code() == rls::RateLimitResponse::OK);
+  CHECK(header(refused, "ratelimit-policy") == R"("shop.user";q=3;w=60, "search";q=5;w=60)");
+  CHECK(header(refused, "ratelimit") == R"("shop.user";r=0;t=60, "search";r=2;t=60)");
   // The refused request took nothing of /search's five: two remain, and the next takes one.
   const auto search = running.server.call(request({{{"route", "/search"}}}));
   CHECK(search.overall_code() == rls::RateLimitResponse::OK);
@@ -379,10 +384,12 @@ TEST_CASE(
   CHECK(response.overall_code() == rls::RateLimitResponse::OK);
   CHECK(response.statuses(1).limit_remaining() == 2);
   CHECK(running.server.call(request({{{"user", "heidi"}}})).statuses(0).limit_remaining() == 1);
+  CHECK(header(response, "ratelimit") == R"("shop.user";r=2;t=60)");  // a shadow rule is no client's limit
   for (int call = 1; call <= 10; ++call) {
     const auto unlimited = running.server.call(request({{{"internal", "batch"}}}));
     CHECK(unlimited.statuses(0).code() == rls::RateLimitResponse::OK);
     CHECK_FALSE(unlimited.statuses(0).has_current_limit());
+    CHECK(unlimited.response_headers_to_add().empty());
   }
 }
 
@@ -390,6 +397,7 @@ TEST_CASE("swl-ratelimit counts a descriptor given twice in one request once, an
   Running running;
   const auto twice = running.server.call(request({{{"user", "kim"}}, {{"user", "kim"}}}));
   CHECK(twice.overall_code() == rls::RateLimitResponse::OK);
+  CHECK(header(twice, "ratelimit") == R"("shop.user";r=2;t=60)");
   CHECK(twice.statuses(0).limit_remaining() == 2);
   CHECK(twice.statuses(1).limit_remaining() == 2);
   CHECK(running.server.call(request({{{"user", "kim"}}})).statuses(0).limit_remaining() == 1);
