@@ -84,17 +84,10 @@ class Decider {
   /// Decides over `redis` (a pool, a cluster, a Sentinel-watched client), which must outlive it.
   Decider(RedisClient& redis, DeciderOptions options) : redis_(&redis), options_(std::move(options)) {}
 
-  /// The answer to `request` under `config`. A request of more limited descriptors than one decision
-  /// takes (ScriptCall::kMaxKeys) is an InvalidArgument.
+  /// The answer to `request` under `config`: plan(), then decide(). A request of more limited
+  /// descriptors than one decision takes (ScriptCall::kMaxKeys) is an InvalidArgument.
   rls::RateLimitResponse decide(const Configuration& config, const rls::RateLimitRequest& request) {
-    std::vector<Limited> limited = find(config, request);
-    rls::RateLimitResponse response;
-    for (int i = 0; i < request.descriptors_size(); ++i) response.add_statuses()->set_code(rls::RateLimitResponse::OK);
-    for (const Limited& each : limited) describeLimit(each, *response.mutable_statuses(each.index));
-    decideAll(limited);
-    answerOverall(limited, response);
-    if (options_.on_descriptor) report(limited);
-    return response;
+    return decide(plan(config, request));
   }
 
  private:
@@ -115,6 +108,41 @@ class Decider {
     std::optional<Decision> decision;
   };
 
+ public:
+  /// A request's descriptors found in the configuration, before Redis is asked: valid while the
+  /// configuration it was planned under lives.
+  class Plan {
+   public:
+    /// Whether deciding it asks Redis: false when no descriptor is limited (none matched a rule, or
+    /// every match is unlimited), and the answer is all OK at once.
+    bool asksRedis() const noexcept { return !limited_.empty(); }
+
+   private:
+    friend class Decider;
+    std::vector<Limited> limited_;
+    rls::RateLimitResponse response_;
+  };
+
+  /// Finds `request`'s descriptors in `config`: no Redis, no waiting.
+  Plan plan(const Configuration& config, const rls::RateLimitRequest& request) const {
+    Plan plan;
+    plan.limited_ = find(config, request);
+    for (int i = 0; i < request.descriptors_size(); ++i) {
+      plan.response_.add_statuses()->set_code(rls::RateLimitResponse::OK);
+    }
+    for (const Limited& each : plan.limited_) describeLimit(each, *plan.response_.mutable_statuses(each.index));
+    return plan;
+  }
+
+  /// Decides `plan`'s limited descriptors together, in Redis, and answers.
+  rls::RateLimitResponse decide(Plan plan) {
+    decideAll(plan.limited_);
+    answerOverall(plan.limited_, plan.response_);
+    if (options_.on_descriptor) report(plan.limited_);
+    return std::move(plan.response_);
+  }
+
+ private:
   std::vector<Limited> find(const Configuration& config, const rls::RateLimitRequest& request) const {
     const std::int64_t request_hits = request.hits_addend() == 0 ? 1 : request.hits_addend();
     std::vector<Limited> limited;

@@ -9,6 +9,7 @@
 
 #include <ratelimit/config.hpp>
 #include <ratelimit/decider.hpp>
+#include <ratelimit/deciding_threads.hpp>
 #include <ratelimit/metrics.hpp>
 #include <ratelimit/service.hpp>
 #include <ratelimit/settings.hpp>
@@ -80,19 +81,15 @@ int main(int argc, char** argv) {
     };
   }
   swl::ratelimit::Decider decider(*redis, options);
-  swl::ratelimit::RateLimitService service(decider, configuration);
+  // One deciding thread per Redis connection (per master on a Cluster): a decision never waits for one.
+  swl::ratelimit::DecidingThreads deciding(settings.redis.pool_size);
+  swl::ratelimit::RateLimitService service(decider, deciding, configuration);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(settings.listen, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&service);
-  // Each call holds a gRPC thread while Redis answers. gRPC's sync server otherwise keeps at most two
-  // idle threads and makes and ends threads as load comes and goes: keep enough for the pool's calls.
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS,
-                              static_cast<int>(settings.redis.pool_size));
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
-                              static_cast<int>(2 * settings.redis.pool_size));
   const std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     std::cerr << "swl-ratelimit: cannot listen on " << settings.listen << "\n";

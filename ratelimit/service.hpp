@@ -2,9 +2,14 @@
 /// \file
 /// The gRPC face of swl-ratelimit: Envoy's RateLimitService, answering from the configuration in force.
 /// A new configuration replaces it whole, at once: a call started before goes on with the one it took.
+///
+/// gRPC's callback API: a call costs the server half the CPU of gRPC's synchronous API, which hands each
+/// call between threads (bench/README.md measures both). Its threads must never wait, so each decision
+/// runs on DecidingThreads, which finish the call.
 
 #include <ratelimit/config.hpp>
 #include <ratelimit/decider.hpp>
+#include <ratelimit/deciding_threads.hpp>
 
 #include <swl/error.hpp>
 
@@ -12,36 +17,64 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <exception>
 #include <memory>
+#include <optional>
 #include <utility>
 
 namespace swl::ratelimit {
 
-class RateLimitService final : public rls::RateLimitService::Service {
+class RateLimitService final : public rls::RateLimitService::CallbackService {
  public:
-  RateLimitService(Decider& decider, std::shared_ptr<const Configuration> configuration)
-      : decider_(&decider), configuration_(std::move(configuration)) {}
+  /// Decides with `decider` on `threads`; both must outlive the server's calls (Server::Shutdown waits
+  /// for them).
+  RateLimitService(Decider& decider, DecidingThreads& threads, std::shared_ptr<const Configuration> configuration)
+      : decider_(&decider), threads_(&threads), configuration_(std::move(configuration)) {}
 
   /// The configuration later calls answer from.
   void replace(std::shared_ptr<const Configuration> configuration) {
     std::atomic_store(&configuration_, std::move(configuration));
   }
 
-  grpc::Status ShouldRateLimit(grpc::ServerContext* /*context*/, const rls::RateLimitRequest* request,
-                               rls::RateLimitResponse* response) override {
-    const std::shared_ptr<const Configuration> configuration = std::atomic_load(&configuration_);
+  /// Envoy's call: its descriptors found here, and, when any is limited, decided on a deciding thread,
+  /// which finishes it. The request and the response stay valid until then.
+  grpc::ServerUnaryReactor* ShouldRateLimit(grpc::CallbackServerContext* context, const rls::RateLimitRequest* request,
+                                            rls::RateLimitResponse* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    std::shared_ptr<const Configuration> configuration = std::atomic_load(&configuration_);
+    std::optional<Decider::Plan> plan;
+    const grpc::Status planned = answer([&] { plan.emplace(decider_->plan(*configuration, *request)); });
+    if (!planned.ok() || !plan->asksRedis()) {
+      if (planned.ok()) *response = decider_->decide(std::move(*plan));  // all OK, and nothing to count
+      reactor->Finish(planned);
+      return reactor;
+    }
+    // The plan points into the configuration, which the work keeps.
+    threads_->post([this, reactor, response, configuration = std::move(configuration),
+                    plan = std::make_shared<Decider::Plan>(std::move(*plan))] {
+      reactor->Finish(answer([&] { *response = decider_->decide(std::move(*plan)); }));
+    });
+    return reactor;
+  }
+
+ private:
+  // The status of a call whose work is `work`, whatever it throws.
+  template <class Work>
+  static grpc::Status answer(Work&& work) noexcept {
     try {
-      *response = decider_->decide(*configuration, *request);
+      work();
       return grpc::Status::OK;
     } catch (const InvalidArgument& error) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, error.what());
     } catch (const Error& error) {  // Redis failed, and the failure policy says to say so
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, error.what());
+    } catch (const std::exception& error) {  // memory, say: the call must end, and the thread go on
+      return grpc::Status(grpc::StatusCode::INTERNAL, error.what());
     }
   }
 
- private:
   Decider* decider_;
+  DecidingThreads* threads_;
   std::shared_ptr<const Configuration> configuration_;
 };
 

@@ -12,6 +12,7 @@
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 
 #include <arpa/inet.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -25,6 +26,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -126,7 +128,8 @@ class RateLimitServer {
       if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("swl-ratelimit did not start");
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    stub_ = rls::RateLimitService::NewStub(grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+    channel_ = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+    stub_ = rls::RateLimitService::NewStub(channel_);
   }
 
   // One call, as Envoy makes it; its status must be OK.
@@ -155,6 +158,27 @@ class RateLimitServer {
   }
 
   std::string output() const { return readFile(output_); }
+
+  // gRPC's health check (grpc.health.v1.Health/Check, for the whole server) answers SERVING. The message
+  // is sent and read as bytes: an empty HealthCheckRequest, and a response whose field 1 is 1.
+  bool serving() {
+    grpc::GenericStub stub(channel_);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    grpc::Slice empty("");
+    const grpc::ByteBuffer request(&empty, 1);
+    grpc::ByteBuffer response;
+    std::promise<grpc::Status> done;
+    stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                   [&done](grpc::Status status) { done.set_value(std::move(status)); });
+    const grpc::Status status = done.get_future().get();
+    INFO(status.error_message());
+    std::vector<grpc::Slice> slices;
+    if (!status.ok() || !response.Dump(&slices).ok()) return false;
+    std::string bytes;
+    for (const grpc::Slice& slice : slices) bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+    return bytes == std::string("\x08\x01");
+  }
 
   static std::vector<std::string> withFlags(std::vector<std::string> flags, const std::vector<std::string>& more) {
     flags.insert(flags.end(), more.begin(), more.end());
@@ -208,6 +232,7 @@ class RateLimitServer {
   std::filesystem::path output_;
   ChildProcess process_;
   std::string address_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<rls::RateLimitService::Stub> stub_;
 };
 
@@ -586,4 +611,33 @@ TEST_CASE("swl-ratelimit refuses flags that contradict each other, naming them, 
   CHECK(unknown_status == 2);
   CHECK(unknown_output.find("unknown flag --redis-port") != std::string::npos);
   CHECK(unknown_output.find("--redis-sentinel MASTER,HOST:PORT") != std::string::npos);  // the usage text
+}
+
+TEST_CASE(
+    "swl-ratelimit answers health checks, and requests no rule limits, while every deciding thread waits on a "
+    "stopped Redis") {
+  TemporaryDirectory directory;
+  RedisServer redis;
+  // Two deciding threads, and a Redis timeout longer than the test: the calls below wait until Redis resumes.
+  RateLimitServer server(directory.write("config.yaml", kConfig), redis.port(),
+                         {"--pool-size", "2", "--redis-timeout", "15000"});
+  CHECK(server.call(request({{{"user", "first"}}})).overall_code() == rls::RateLimitResponse::OK);
+  redis.pause();
+  std::atomic<int> answered{0};
+  std::vector<std::thread> waiting;
+  for (int i = 0; i < 6; ++i) {
+    waiting.emplace_back([&, i] {
+      rls::RateLimitResponse response;
+      const auto status = server.callStatus(request({{{"user", "waiting" + std::to_string(i)}}}), response);
+      if (status.ok() && response.overall_code() == rls::RateLimitResponse::OK) ++answered;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(server.serving());
+  const auto unlimited = server.call(request({{{"internal", "batch"}}, {{"nobody", "x"}}}));
+  CHECK(unlimited.overall_code() == rls::RateLimitResponse::OK);
+  CHECK(answered == 0);  // those two came back while every limited request still waited on Redis
+  redis.resume();
+  for (std::thread& thread : waiting) thread.join();
+  CHECK(answered == 6);
 }
