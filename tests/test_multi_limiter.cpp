@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -299,4 +300,239 @@ TEST_CASE("bad multi-limits are refused with a named reason, and Redis down meet
   CHECK(decision.decision.tier == swl::Tier::fail_open);
   swl::MultiLimiter<> throwing(connection, {{"a", swl::Limit{3, 1s}}});
   CHECK_THROWS_AS(throwing.tryAcquire({"k"}), swl::ConnectionError);
+}
+
+namespace {
+
+// A GCRA rule's key as Redis holds it, "tat frac limit" (Gcra::kFunctions), or "" when there is none.
+std::string gcraState(swl::Connection& connection, const std::string& redis_key) {
+  return textReply(connection, {"GET", redis_key});
+}
+
+// The state a GCRA key holds once its arrival time is `tat` + `frac`/`limit` microseconds.
+std::string gcraStateAt(std::chrono::microseconds tat, std::int64_t frac, std::int64_t limit) {
+  return std::to_string(tat.count()) + " " + std::to_string(frac) + " " + std::to_string(limit);
+}
+
+}  // namespace
+
+TEST_CASE_METHOD(ManualTime,
+                 "a GCRA rule beside a log, all or nothing: a refusal by either records nothing in the other") {
+  const swl::Limit bucket{4, 1s}, minute{6, 60s};
+  swl::MultiLimiter<> limiter(connection, {swl::Rule::gcra("burst", bucket), {"minute", minute}}, options);
+  const std::vector<std::string_view> keys{"u", "u"};
+  const std::chrono::microseconds start = clock.now();
+
+  // The whole burst at once, at its own cost: the arrival time moves a second ahead (4 units of 250 ms).
+  const swl::MultiDecision burst = limiter.tryAcquire(keys, {4, 1});
+  REQUIRE(burst);
+  CHECK(burst.rules[0].remaining == 0);
+  CHECK(burst.rules[0].reset_after == 1s);
+  CHECK(burst.rules[1].remaining == 5);
+  const std::string after_burst = gcraStateAt(start + 1s, 0, 4);
+  CHECK(gcraState(connection, "swl:burst:u") == after_burst);
+
+  // The bucket refuses one more unit; the minute would admit it, and records nothing.
+  const swl::MultiDecision by_bucket = limiter.tryAcquire(keys, {1, 1});
+  CHECK_FALSE(by_bucket);
+  CHECK(by_bucket.binding_name == "burst");
+  CHECK_FALSE(by_bucket.rules[0].allowed);
+  CHECK(by_bucket.rules[0].retry_after == 250ms);  // one unit comes back every 250 ms
+  CHECK(by_bucket.rules[1].allowed);
+  CHECK(by_bucket.rules[1].remaining == 5);
+  CHECK(unitsInLog(*this, "minute", minute, "u") == 1);
+  CHECK(gcraState(connection, "swl:burst:u") == after_burst);
+
+  // 250 ms on, one unit is back: the bucket would admit 1, but the minute refuses its own cost of 6 (5
+  // left), so the bucket's arrival time stays where it was.
+  clock.advance(250ms);
+  const swl::MultiDecision by_log = limiter.tryAcquire(keys, {1, 6});
+  CHECK_FALSE(by_log);
+  CHECK(by_log.binding_name == "minute");
+  CHECK(by_log.rules[0].allowed);
+  CHECK(by_log.rules[0].remaining == 1);
+  CHECK_FALSE(by_log.rules[1].allowed);
+  CHECK(gcraState(connection, "swl:burst:u") == after_burst);
+  CHECK(unitsInLog(*this, "minute", minute, "u") == 1);
+
+  // Both fit to the last unit: each records its own cost.
+  const swl::MultiDecision both = limiter.tryAcquire(keys, {1, 5});
+  CHECK(both);
+  CHECK(both.rules[0].remaining == 0);
+  CHECK(both.rules[1].remaining == 0);
+  CHECK(gcraState(connection, "swl:burst:u") == gcraStateAt(start + 1250ms, 0, 4));
+  CHECK(unitsInLog(*this, "minute", minute, "u") == 6);
+
+  // Both refuse: the longer wait binds, the minute's (the entry of 1 unit leaves 60 s after it came).
+  const swl::MultiDecision neither = limiter.tryAcquire(keys, {1, 1});
+  CHECK_FALSE(neither.rules[0].allowed);
+  CHECK_FALSE(neither.rules[1].allowed);
+  CHECK(neither.rules[0].retry_after == 250ms);
+  CHECK(neither.binding_name == "minute");
+  CHECK(neither.decision.retry_after == 60s - 250ms);
+  CHECK(gcraState(connection, "swl:burst:u") == gcraStateAt(start + 1250ms, 0, 4));
+}
+
+TEST_CASE_METHOD(ManualTime, "a GCRA rule refills one unit every window/limit, to the fraction of a microsecond") {
+  // 3 a second: a unit comes back every 333,333 1/3 us.
+  swl::MultiLimiter<> limiter(connection, {{"roomy", swl::Limit{1000, 1s}}, swl::Rule::gcra("g", swl::Limit{3, 1s})},
+                              options);
+  const std::vector<std::string_view> keys{"k", "k"};
+  const std::chrono::microseconds start = clock.now();
+  REQUIRE(limiter.tryAcquire(keys, {1, 3}));
+  CHECK(gcraState(connection, "swl:g:k") == gcraStateAt(start + 1s, 0, 3));
+
+  clock.advance(333'333us);  // a third of a microsecond short of one unit
+  const swl::MultiDecision early = limiter.tryAcquire(keys);
+  CHECK_FALSE(early);
+  CHECK(early.binding_name == "g");
+  CHECK(early.rules[1].remaining == 0);
+  CHECK(early.rules[1].retry_after == 1us);
+  clock.advance(1us);
+  const swl::MultiDecision refilled = limiter.tryAcquire(keys);
+  CHECK(refilled);
+  CHECK(refilled.rules[1].remaining == 0);
+  // One unit past the burst's end: 1 s + 333,333 1/3 us, kept as the whole and the third.
+  CHECK(gcraState(connection, "swl:g:k") == gcraStateAt(start + 1'333'333us, 1, 3));
+  CHECK(refilled.rules[1].reset_after == 1s);  // the third of a microsecond waits a whole one
+
+  // Two thirds of the window later two units are back, not the whole burst.
+  clock.advance(666'667us);
+  CHECK_FALSE(limiter.tryAcquire(keys, {1, 3}));
+  const swl::MultiDecision two = limiter.tryAcquire(keys, {1, 2});
+  CHECK(two);
+  CHECK(two.rules[1].remaining == 0);
+  CHECK_FALSE(limiter.tryAcquire(keys));
+}
+
+TEST_CASE_METHOD(ManualTime, "a GCRA rule answers as GcraLimiter does and keeps its key the same way") {
+  const bool counted = GENERATE(false, true);
+  INFO((counted ? "refusals counted" : "refusals free"));
+  if (counted) options.rejected = swl::RejectedRequests::counted;
+  const swl::Limit bucket{3, 1s};
+  swl::MultiLimiter<> limiter(connection, {swl::Rule::gcra("g", bucket), {"roomy", swl::Limit{1000, 1s}}}, options);
+  swl::GcraLimiter<> single(connection, bucket, options, swl::PrefixKey("single"));
+  swl::GcraLimiter<> reader(connection, bucket, options, swl::PrefixKey("swl:g"));  // the rule's own key
+
+  const std::int64_t costs[] = {3, 1, 1, 2, 1, 3, 1, 2, 2, 1, 1, 3};
+  const std::chrono::microseconds waits[] = {0us, 0us, 333'333us, 1us, 100ms, 1s, 333'334us, 0us, 500ms, 2s, 1us, 0us};
+  for (std::size_t step = 0; step < std::size(costs); ++step) {
+    INFO("step " << step << ": cost " << costs[step]);
+    clock.advance(waits[step]);
+    const swl::Decision alone = single.tryAcquire("k", costs[step]);
+    const swl::MultiDecision multi = limiter.tryAcquire({"k", "k"}, {costs[step], 1});
+    CHECK(multi.rules[0].allowed == alone.allowed);
+    CHECK(multi.rules[0].remaining == alone.remaining);
+    CHECK(multi.rules[0].retry_after == alone.retry_after);
+    CHECK(multi.rules[0].reset_after == alone.reset_after);
+    CHECK(gcraState(connection, "swl:g:k") == gcraState(connection, "single:k"));
+    CHECK(reader.peek("k").used == single.peek("k").used);
+  }
+}
+
+TEST_CASE_METHOD(ManualTime,
+                 "a GCRA rule's key lives as long as the TTL policy says, and while its arrival time is ahead") {
+  options.rejected = swl::RejectedRequests::counted;
+  swl::MultiLimiter<> limiter(connection, {swl::Rule::gcra("g", swl::Limit{2, 1s})}, options);
+  REQUIRE(limiter.tryAcquire({"k"}));  // half a second ahead: the window's TTL is longer
+  CHECK(integerReply(connection, {"PTTL", "swl:g:k"}) > 900);
+  CHECK(integerReply(connection, {"PTTL", "swl:g:k"}) <= 1000);
+  REQUIRE(limiter.tryAcquire({"k"}));
+  for (int i = 0; i < 4; ++i) REQUIRE_FALSE(limiter.tryAcquire({"k"}));  // counted: three seconds ahead
+  CHECK(integerReply(connection, {"PTTL", "swl:g:k"}) > 2900);
+  CHECK(integerReply(connection, {"PTTL", "swl:g:k"}) <= 3001);
+}
+
+TEST_CASE_METHOD(ManualTime, "a GCRA rule under a limit per call carries its past as time owed, as GcraLimiter does") {
+  const swl::Limit own{10, 1s}, raised{20, 1s};
+  swl::MultiLimiter<> limiter(connection, {{"log", swl::Limit{100, 1s}}, swl::Rule::gcra("g", own)}, options);
+  const std::vector<std::string_view> keys{"k", "k"};
+  for (int i = 0; i < 5; ++i) REQUIRE(limiter.tryAcquire(keys));
+  // Five units at 10 a second owe half a second; at 20 a second each unit owes 50 ms: ten more fit.
+  int admitted = 0;
+  while (limiter.tryAcquire(keys, 1, {swl::Limit{100, 1s}, raised})) ++admitted;
+  CHECK(admitted == 10);
+  const swl::MultiDecision refused = limiter.tryAcquire(keys, 1, {swl::Limit{100, 1s}, raised});
+  CHECK(refused.rules[1].limit == 20);
+  CHECK(refused.rules[1].retry_after == 50ms);
+  CHECK(unitsInLog(*this, "log", swl::Limit{100, 1s}, "k") == 15);  // the refusals recorded nothing
+
+  // A fraction owed under one limit is rounded up under another: 1 s / 3 leaves a third of a microsecond.
+  const std::vector<std::string_view> other{"f", "f"};
+  REQUIRE(limiter.tryAcquire(other, 1, {swl::Limit{100, 1s}, swl::Limit{3, 1s}}));
+  REQUIRE(limiter.tryAcquire(other, 1, {swl::Limit{100, 1s}, swl::Limit{2, 1s}}));  // 333,334 + 500,000 us
+  const swl::MultiDecision after = limiter.tryAcquire(other, 1, {swl::Limit{100, 1s}, swl::Limit{1, 1s}});
+  CHECK_FALSE(after);
+  CHECK(after.rules[1].retry_after == 833'334us);
+}
+
+TEST_CASE("GCRA rules refuse limits they cannot count exactly, and periods, naming the rule") {
+  RedisServer server;
+  auto connection = server.connect();
+  const swl::Limit too_fine{std::int64_t{1} << 40, 1'000'000s};
+  CHECK_THROWS_WITH(swl::MultiLimiter<>(connection, {{"log", too_fine}, swl::Rule::gcra("g", too_fine)}),
+                    Catch::Contains("the gcra rule 'g'") && Catch::Contains("too fine to count exactly"));
+  const swl::Periods minutes("whole minutes", 60s, [](std::chrono::microseconds now) {
+    const std::chrono::microseconds start = now - now % std::chrono::microseconds(60s);
+    return swl::Period{start, start + std::chrono::microseconds(60s)};
+  });
+  swl::Rule with_periods("day", 10, minutes);
+  with_periods.algorithm = swl::RuleAlgorithm::gcra;
+  CHECK_THROWS_WITH(swl::MultiLimiter<>(connection, {with_periods}),
+                    Catch::Contains("'day'") && Catch::Contains("a rule is one or the other"));
+
+  swl::LimiterOptions fail_open;
+  fail_open.on_failure = swl::FailurePolicy::allow;
+  swl::MultiLimiter<> limiter(connection, {{"log", swl::Limit{3, 1s}}, swl::Rule::gcra("g", swl::Limit{3, 1s})},
+                              fail_open);
+  CHECK_THROWS_WITH(limiter.tryAcquire({"k", "k"}, 1, {swl::Limit{3, 1s}, too_fine}),
+                    Catch::Contains("the gcra rule 'g'") && Catch::Contains("2^53"));
+  CHECK_NOTHROW(limiter.validate({"k", "k"}, 1, {too_fine, swl::Limit{3, 1s}}));  // a log keeps any limit
+}
+
+TEST_CASE("Redis down: the failure policy answers a GCRA rule at its own cost, as it answers a log") {
+  RedisServer server;
+  auto connection = server.connect();
+  const std::vector<swl::Rule> rules{swl::Rule::gcra("g", swl::Limit{4, 1s}), {"log", swl::Limit{6, 60s}}};
+  swl::LimiterOptions fail_open, fail_closed;
+  fail_open.on_failure = swl::FailurePolicy::allow;
+  fail_closed.on_failure = swl::FailurePolicy::deny;
+  swl::MultiLimiter<> opens(connection, rules, fail_open), closes(connection, rules, fail_closed),
+      throws(connection, rules);
+  REQUIRE(opens.tryAcquire({"k", "k"}, {3, 1}).decision.tier == swl::Tier::redis);
+  server.stop();
+
+  const swl::MultiDecision opened = opens.tryAcquire({"k", "k"}, {3, 1});
+  CHECK(opened);
+  CHECK(opened.decision.tier == swl::Tier::fail_open);
+  CHECK(opened.rules[0].remaining == 1);  // 4 - 3
+  CHECK(opened.rules[1].remaining == 5);  // 6 - 1
+  CHECK(opened.binding_name == "g");
+  const swl::MultiDecision closed = closes.tryAcquire({"k", "k"}, {3, 1});
+  CHECK_FALSE(closed);
+  CHECK(closed.decision.tier == swl::Tier::fail_closed);
+  CHECK_THROWS_AS(throws.tryAcquire({"k", "k"}, {3, 1}), swl::ConnectionError);
+}
+
+TEST_CASE("over maxmemory a decision with a GCRA rule writes nothing, whichever rule comes first") {
+  RedisServer server({"--maxmemory-policy", "noeviction"});
+  auto connection = server.connect();
+  swl::MultiLimiter<> gcra_first(connection, {swl::Rule::gcra("g", swl::Limit{4, 1s}), {"log", swl::Limit{6, 60s}}});
+  swl::MultiLimiter<> log_first(connection, {{"log", swl::Limit{6, 60s}}, swl::Rule::gcra("g", swl::Limit{4, 1s})});
+  REQUIRE(gcra_first.tryAcquire({"a", "a"}));  // loads the script while there is room
+  REQUIRE(log_first.tryAcquire({"b", "b"}));
+  const std::string gcra_a = gcraState(connection, "swl:g:a"), gcra_b = gcraState(connection, "swl:g:b");
+
+  // 2 MB of data, then a 1 MB cap: the server stays above it, whatever its buffers do meanwhile.
+  const std::string ballast(64 * 1024, 'x');
+  for (int i = 0; i < 32; ++i) textReply(connection, {"SET", "ballast:" + std::to_string(i), ballast});
+  textReply(connection, {"CONFIG", "SET", "maxmemory", "1mb"});
+  CHECK_THROWS_WITH(gcra_first.tryAcquire({"a", "a"}), Catch::Contains("OOM"));
+  CHECK_THROWS_WITH(log_first.tryAcquire({"b", "b"}), Catch::Contains("OOM"));
+  textReply(connection, {"CONFIG", "SET", "maxmemory", "0"});
+
+  CHECK(gcraState(connection, "swl:g:a") == gcra_a);
+  CHECK(gcraState(connection, "swl:g:b") == gcra_b);
+  CHECK(logEntries(connection, "swl:log:a") == 1);
+  CHECK(logEntries(connection, "swl:log:b") == 1);
 }

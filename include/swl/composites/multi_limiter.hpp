@@ -11,10 +11,12 @@
 ///   d = limiter.tryAcquire({"user:42", "user:42", "GET /search"}, {1, 1, 40});
 ///
 /// One key per rule, in the rules' order, and one cost for every rule or one per rule, each judged by its
-/// own rule. One EVALSHA decides them all: the request is recorded in every rule's log, at that rule's
-/// cost, only if every rule admits it, so a refusal costs no rule anything. Each rule is an
-/// exact sliding window log (algorithms/sliding_window_log.hpp), or a quota per period such as a calendar
-/// day in a time zone (periods.hpp, calendar.hpp: {"day", 10'000, CalendarPeriods::days(1, "Europe/Berlin")}),
+/// own rule. One EVALSHA decides them all: the request is recorded in every rule, at that rule's cost,
+/// only if every rule admits it, so a refusal costs no rule anything. Each rule is an exact sliding window
+/// log (algorithms/sliding_window_log.hpp); a token bucket, swl::Rule::gcra("burst", swl::Limit{20, 1s}),
+/// decided and answered as GcraLimiter would (algorithms/gcra.hpp; its key lives at least as long as the
+/// TTL policy says); or a quota per period such as a calendar day in a time zone (periods.hpp, calendar.hpp:
+/// {"day", 10'000, CalendarPeriods::days(1, "Europe/Berlin")}),
 /// under the Redis key KeyPolicy(prefix:name) makes of its key: "swl:user-second:user:42" with PrefixKey. The observer
 /// sees one event per decision, under the binding rule's key and name (DecisionEvent::rule). With an access list
 /// (LimiterOptions:: access), a call is refused when any rule's key is denied, and otherwise admitted untouched when
@@ -28,6 +30,7 @@
 
 #include <swl/access_list.hpp>
 #include <swl/algorithm.hpp>
+#include <swl/algorithms/gcra.hpp>
 #include <swl/algorithms/sliding_window.hpp>
 #include <swl/decision.hpp>
 #include <swl/detail/holds_error.hpp>
@@ -59,22 +62,39 @@
 
 namespace swl {
 
+/// How a MultiLimiter rule without periods counts (a rule with periods counts per period).
+enum class RuleAlgorithm {
+  sliding_window_log,  ///< the exact sliding window log (algorithms/sliding_window_log.hpp): the default
+  gcra,                ///< a token bucket (algorithms/gcra.hpp), made by Rule::gcra
+};
+
 /// One limit of a MultiLimiter; the name goes into its Redis keys and names it in decisions. A rule is a
-/// sliding window log, or, given periods (periods.hpp; calendar days in a time zone: calendar.hpp), a
-/// quota per period, whose limit is {quota, the periods' usual length}.
+/// sliding window log; a token bucket, made by Rule::gcra; or, given periods (periods.hpp; calendar days
+/// in a time zone: calendar.hpp), a quota per period, whose limit is {quota, the periods' usual length}.
 struct Rule {
   /// What names the rule in its Redis keys and in decisions: not empty, no braces.
   std::string name;
   /// The rule's limit; for a quota per period, {quota, the periods' usual length}.
   Limit limit;
-  /// The periods of a quota per period; none for a sliding window log.
+  /// The periods of a quota per period; none for a sliding window log or a token bucket.
   std::optional<Periods> periods;
+  /// How the rule counts when it has no periods.
+  RuleAlgorithm algorithm = RuleAlgorithm::sliding_window_log;
 
   /// A sliding window log of `rule_limit`.
   Rule(std::string rule_name, Limit rule_limit) : name(std::move(rule_name)), limit(rule_limit) {}
   /// A quota per period: `quota` units in each of `rule_periods`.
   Rule(std::string rule_name, std::int64_t quota, Periods rule_periods)
       : name(std::move(rule_name)), limit{quota, rule_periods.usualLength()}, periods(std::move(rule_periods)) {}
+
+  /// A token bucket decided as GcraLimiter decides it (the same key, the same answers): a burst of
+  /// `bucket.max_requests`, then one unit back every window/max_requests. Needs max_requests x window
+  /// (in microseconds) below 2^53, per-call limits too.
+  static Rule gcra(std::string rule_name, Limit bucket) {
+    Rule rule(std::move(rule_name), bucket);
+    rule.algorithm = RuleAlgorithm::gcra;
+    return rule;
+  }
 };
 
 /// A MultiLimiter's answer: the decision to act on, and each rule's own.
@@ -122,9 +142,14 @@ class MultiLimiter {
         throw InvalidArgument("swl::MultiLimiter: two rules share a name (" + detail::quoted(rule.name) +
                               "), so they would share Redis keys");
       }
+      if (rule.algorithm == RuleAlgorithm::gcra && rule.periods) {
+        throw InvalidArgument("swl::MultiLimiter: the rule " + detail::quoted(rule.name) +
+                              " is a token bucket (gcra) and has periods; a rule is one or the other");
+      }
       std::shared_ptr<const detail::PeriodBounds> bounds;
       if (rule.periods) bounds = std::make_shared<const detail::PeriodBounds>(std::move(*rule.periods));
-      rules_.push_back({checkedRuleLimit(rule.limit), KeyPolicy(prefix + ":" + rule.name), std::move(bounds)});
+      rules_.push_back({checkedRuleLimit(rule.limit, rule.algorithm, rule.name), KeyPolicy(prefix + ":" + rule.name),
+                        std::move(bounds), rule.algorithm});
       names_.push_back(std::move(rule.name));
     }
   }
@@ -202,7 +227,7 @@ class MultiLimiter {
     std::size_t arg_count = detail::kMultiWindowSharedArguments;
     for (std::size_t i = 0; i < rules_.size(); ++i) {
       for (std::size_t j = 0; j < 4; ++j) args[arg_count++] = rule_numbers[4 * i + j];
-      args[arg_count++] = period_bounds[i];
+      args[arg_count++] = rules_[i].algorithm == RuleAlgorithm::gcra ? detail::kGcraRule : period_bounds[i];
     }
     return decodeReply(*redis_->run(ScriptCall(script(), key_views.data(), rules_.size(), args.data(), arg_count)),
                        limits);
@@ -233,7 +258,7 @@ class MultiLimiter {
     for (std::size_t i = 0; i < keys.size(); ++i) {
       const Limit& limit = limitOf(i, limits);
       if (limit != rules_[i].limit) {
-        checkedRuleLimit(limit);
+        checkedRuleLimit(limit, rules_[i].algorithm, names_[i]);
         if (rules_[i].bounds && limit.window != rules_[i].limit.window) {
           throw InvalidArgument("swl::MultiLimiter::tryAcquire: a limit per call for the periodic rule " +
                                 detail::quoted(names_[i]) + " changes only its quota, but its window of " +
@@ -250,13 +275,15 @@ class MultiLimiter {
   const std::vector<std::string>& ruleNames() const noexcept { return names_; }
   /// Rule `rule`'s own limit.
   const Limit& limit(std::size_t rule) const { return rules_.at(rule).limit; }
-  /// The Redis key rule `rule` keeps `key`'s log in, for operators and tests.
+  /// The Redis key rule `rule` keeps `key`'s state in (a log, a period's count, a GCRA time), for operators
+  /// and tests.
   std::string redisKey(std::size_t rule, std::string_view key) const { return rules_.at(rule).keys.key(key); }
 
   /// The multi-window script, whole (for swl_scripts and SCRIPT LOAD ahead of time).
   static const Script& script() {
     static const std::string text = detail::scriptText<SlidingWindowLog>(
-        std::string(detail::kPeriodFunctions).append(detail::kMultiWindowScript), false, detail::kMultiWindowArguments);
+        std::string(detail::kPeriodFunctions).append(Gcra::kFunctions).append(detail::kMultiWindowScript), false,
+        detail::kMultiWindowArguments);
     static const Script multi_window("multi_window", text);
     return multi_window;
   }
@@ -265,7 +292,8 @@ class MultiLimiter {
   struct RuleState {
     Limit limit;
     KeyPolicy keys;
-    std::shared_ptr<const detail::PeriodBounds> bounds;  // a periodic rule's periods; none for a log
+    std::shared_ptr<const detail::PeriodBounds> bounds;  // a periodic rule's periods; none for a log or GCRA
+    RuleAlgorithm algorithm;
   };
 
   // One call's costs when every rule is charged `cost`: the one-cost calls are the per-rule calls.
@@ -278,8 +306,13 @@ class MultiLimiter {
     return limits.empty() ? rules_[i].limit : limits[i];
   }
 
-  Limit checkedRuleLimit(const Limit& limit) const {
+  // `limit` if rule `name`, counting by `algorithm`, can keep it (GCRA counts limit x window exactly only
+  // below 2^53), and the TTL policy lasts its window.
+  Limit checkedRuleLimit(const Limit& limit, RuleAlgorithm algorithm, std::string_view name) const {
     detail::checkedTtl(ttl_, detail::checkedLimit(limit).window, "swl::MultiLimiter");
+    if (algorithm == RuleAlgorithm::gcra) {
+      Gcra::check(limit, "swl::MultiLimiter: the gcra rule " + detail::quoted(name));
+    }
     return limit;
   }
 

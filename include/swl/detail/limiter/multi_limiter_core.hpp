@@ -1,9 +1,10 @@
 #pragma once
-// MultiLimiter's core: its script (a log or a periodic count per rule, all decided before any records)
-// and the calls that send it.
+// MultiLimiter's core: its script (a log, a periodic count or a GCRA bucket per rule, all decided before
+// any records) and the calls that send it.
 
 #include <swl/access_list.hpp>
 #include <swl/algorithm.hpp>
+#include <swl/algorithms/gcra.hpp>
 #include <swl/algorithms/sliding_window.hpp>
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
@@ -34,50 +35,61 @@
 
 namespace swl::detail {
 
-// Several sliding window logs decided together, all or nothing, in one atomic Lua script: the log of
-// algorithms/sliding_window_log.hpp, whose steps (SlidingWindowLog::kFunctions) it runs for each rule's key.
-// Its arguments open its prelude, followed by the clock and the integer helpers every script shares
-// (kClockAndIntegers).
+// Several rules decided together, all or nothing, in one atomic Lua script: each a sliding window log
+// (algorithms/sliding_window_log.hpp, whose steps SlidingWindowLog::kFunctions it runs for the rule's
+// key), a count per period (kPeriodFunctions) or a GCRA token bucket (Gcra::kFunctions). Its arguments
+// open its prelude, followed by the clock and the integer helpers every script shares (kClockAndIntegers).
 inline constexpr std::string_view kMultiWindowArguments = R"lua(
--- KEYS[i]  rule i's sorted set: the sliding window log (SlidingWindowLog::kFunctions has its layout)
+-- KEYS[i]  rule i's key: a sliding window log's sorted set (SlidingWindowLog::kFunctions has its layout),
+--          a periodic count's hash (kPeriodFunctions) or a GCRA rule's string (Gcra::kFunctions)
 -- ARGV[1]  now in microseconds since the epoch; '' reads Redis's own clock
 -- ARGV[2]  this request's unique member; '' uses its millisecond timestamp
 -- ARGV[3]  '1' to record rejected requests too (an opt-in penalty)
 -- Then five per rule, in the keys' order: rule i's are ARGV[at + 1] .. ARGV[at + 5], at = 3 + 5 * (i - 1).
 -- ARGV[at + 1]  its cost: the units this request asks of this rule (1 <= cost <= its limit, checked by the
 --               client). Each rule has its own, as each of Envoy's descriptors has its own hits_addend
--- ARGV[at + 2], ARGV[at + 3], ARGV[at + 4]  its window (microseconds), limit and expiry (milliseconds)
--- ARGV[at + 5]  for a periodic rule (a calendar day, say), the bounds of the periods around the client's
---               now (kPeriodFunctions); '' for a sliding window log
+-- ARGV[at + 2], ARGV[at + 3], ARGV[at + 4]  its window (microseconds), limit and expiry (milliseconds;
+--               a GCRA key lives at least until its arrival time, a periodic one until its period ends)
+-- ARGV[at + 5]  how it counts: '' for a sliding window log; 'gcra' for a GCRA token bucket; for a
+--               periodic rule (a calendar day, say), the bounds of the periods around the client's now
+--               (kPeriodFunctions), digits and spaces
 -- Returns {allowed 1|0, then for each rule: remaining, retry_after_us, reset_after_us}, integers only.
--- The request is recorded in every log, each at its own cost, only if every rule admits it: no rule pays
--- for a refusal.
+-- The request is recorded in every rule, each at its own cost, only if every rule admits it: no rule
+-- pays for a refusal.
 local now_text = ARGV[1]
 )lua"sv;
 
+// What ARGV[at + 5] says of a GCRA rule (kMultiWindowArguments): no period's bounds hold a letter.
+inline constexpr std::string_view kGcraRule = "gcra";
+
 inline constexpr std::string_view kMultiWindowScript = R"lua(
--- Each rule's window: a period's count (kPeriodFunctions), or a log read as the log's own script reads
--- it (SlidingWindowLog::kFunctions' openWindow), before any rule records anything.
-local periods, rules, allowed = nil, {}, true
-for i, log_key in ipairs(KEYS) do
+-- Each rule's decision before any rule records anything: a GCRA rule's arrival time (Gcra::kFunctions'
+-- decide), a period's count (kPeriodFunctions), or a log read as the log's own script reads it
+-- (SlidingWindowLog::kFunctions' openWindow). A rule refuses only the cost asked of it: another rule's
+-- larger cost is that rule's to refuse.
+local periods, gcra, rules, allowed = nil, nil, {}, true
+for i, rule_key in ipairs(KEYS) do
   local at = 3 + 5 * (i - 1)
   local window = tonumber(ARGV[at + 2])
-  local rule = {key = log_key, cost = tonumber(ARGV[at + 1]), limit = tonumber(ARGV[at + 3]),
+  local rule = {key = rule_key, cost = tonumber(ARGV[at + 1]), limit = tonumber(ARGV[at + 3]),
                 ttl = tonumber(ARGV[at + 4])}
-  local bounds = ARGV[at + 5]
-  if bounds ~= '' then
+  local counting = ARGV[at + 5]
+  if counting == 'gcra' then
+    gcra = gcra or gcraSteps()
+    rule.cell = gcra.decide(rule_key, window, rule.limit, rule.cost)
+    rule.refused = not rule.cell.allowed
+  elseif counting ~= '' then
     periods = periods or countedByPeriods()
-    rule.period_start, rule.period_end = periods.of(bounds)
-    if not rule.period_start then return periods.missed(bounds) end
-    rule.held = periods.units(log_key, rule.period_start, rule.period_end)
+    rule.period_start, rule.period_end = periods.of(counting)
+    if not rule.period_start then return periods.missed(counting) end
+    rule.held = periods.units(rule_key, rule.period_start, rule.period_end)
+    rule.refused = rule.held + rule.cost > rule.limit
   else
     local start = now - window
-    local live = redis.call('ZCOUNT', log_key, '(' .. text(start), TIMES_END)
-    rule.log = openWindow(log_key, window, ARGV[at + 2], start, live)
-    rule.held = rule.log.held
+    local live = redis.call('ZCOUNT', rule_key, '(' .. text(start), TIMES_END)
+    rule.log = openWindow(rule_key, window, ARGV[at + 2], start, live)
+    rule.refused = rule.log.held + rule.cost > rule.limit
   end
-  -- A rule refuses only the cost asked of it: another rule's larger cost is that rule's to refuse.
-  rule.refused = rule.held + rule.cost > rule.limit
   if rule.refused then allowed = false end
   rules[i] = rule
 end
@@ -92,7 +104,10 @@ end
 local result = {allowed and 1 or 0}
 for _, rule in ipairs(rules) do
   local answer
-  if rule.period_end then
+  if rule.cell then
+    if member then gcra.record(rule.cell, rule.ttl) end
+    answer = gcra.answer(rule.cell)
+  elseif rule.period_end then
     if member then
       rule.held = rule.held + rule.cost
       periods.record(rule.key, rule.period_start, rule.period_end, rule.held)
@@ -112,7 +127,7 @@ return result
 )lua"sv;
 
 // How many arguments the multi-window script takes before its rules' (now, member, count_rejected), and
-// per rule (cost, window, limit, expiry, bounds): kMultiWindowArguments has the layout.
+// per rule (cost, window, limit, expiry, how it counts): kMultiWindowArguments has the layout.
 inline constexpr std::size_t kMultiWindowSharedArguments = 3;
 inline constexpr std::size_t kMultiWindowArgumentsPerRule = 5;
 // The 3 are EVALSHA, the SHA-1 and the key count: the words every call spends before its keys.
