@@ -121,8 +121,10 @@ int main(int argc, char** argv) {
   swl::ConnectionPool redis([&] { return swl::Connection::tcp("127.0.0.1", settings.redis_port); },
                             swl::PoolOptions{static_cast<std::size_t>(settings.in_flight), std::chrono::seconds(5)});
   swl::ratelimit::Decider decider(redis, {});
-  const auto channel = grpc::CreateChannel(settings.server, grpc::InsecureChannelCredentials());
-  const auto stub = rls::RateLimitService::NewStub(channel);
+  std::unique_ptr<rls::RateLimitService::Stub> stub;
+  if (settings.mode == "service") {
+    stub = rls::RateLimitService::NewStub(grpc::CreateChannel(settings.server, grpc::InsecureChannelCredentials()));
+  }
 
   std::atomic<int> next{0}, over{0}, failed{0};
   std::vector<std::vector<float>> latencies(settings.in_flight);

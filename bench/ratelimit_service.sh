@@ -1,54 +1,97 @@
 #!/usr/bin/env bash
 # swl-ratelimit over gRPC beside the same decisions made in process (its Decider called directly), on
 # one private redis-server, at 16 and 64 calls in flight: the server called as Envoy calls it (gRPC's
-# async client, all calls in flight on one channel), the Decider by a thread per call in flight. Rounds
-# alternate the two; medians, and the server's rate over the in-process one.
+# async client, all calls in flight on one channel), the Decider by a thread per call in flight. A
+# second server answers the same requests from a configuration where the descriptor is unlimited: gRPC
+# alone, no Redis, the ceiling of any server on this machine. A baseline revision adds both servers as
+# they were there (built in a worktree). Each round runs every contender, in an order that turns.
+# Per contender: the median rate and p99, the server's CPU per call (from /proc, user and system), and
+# the median of each round's rate over that round's in-process rate.
 # The workload is bench/README's: one descriptor per request, 10,000 users, 100 per second each.
 #
-#   bash bench/ratelimit_service.sh [requests=40000] [rounds=3]
+#   bash bench/ratelimit_service.sh [requests=40000] [rounds=3] [baseline revision]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 requests=${1:-40000}
 rounds=${2:-3}
+baseline=${3:-}
 install_missing g++ make cmake pkg-config libhiredis-dev redis-server redis-tools libyaml-cpp-dev libgrpc++-dev \
   libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libhowardhinnant-date-dev prometheus-cpp-dev libevent-dev libasio-dev \
   python3
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DSWL_BUILD_TESTS=OFF -DSWL_BUILD_EXAMPLES=OFF \
   -DSWL_BUILD_BENCHMARKS=ON >/dev/null
 cmake --build build-bench -j"$(nproc)" --target swl-ratelimit ratelimit_service >/dev/null
+servers=("swl-ratelimit=build-bench/ratelimit/swl-ratelimit")
+if [ -n "$baseline" ]; then
+  tree=$PWD/build-bench/tree-$baseline
+  [ -d "$tree" ] || git worktree add --detach "$tree" "$baseline" >/dev/null
+  cmake -S "$tree" -B "$tree-build" -DCMAKE_BUILD_TYPE=Release -DSWL_BUILD_TESTS=OFF -DSWL_BUILD_EXAMPLES=OFF >/dev/null
+  cmake --build "$tree-build" -j"$(nproc)" --target swl-ratelimit >/dev/null
+  servers+=("swl-ratelimit@$baseline=$tree-build/ratelimit/swl-ratelimit")
+fi
+
 workdir=$(mktemp -d)
-server_pid=
-trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null; stop_private_redis; rm -rf "$workdir"' EXIT
+server_pids=()
+trap 'for pid in "${server_pids[@]}"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done; stop_private_redis; rm -rf "$workdir"' EXIT
 start_private_redis "$workdir"
-cat >"$workdir/bench.yaml" <<'YAML'
+cat >"$workdir/limited.yaml" <<'YAML'
 domain: bench
 descriptors:
   - key: user
     rate_limit: {unit: second, requests_per_unit: 100}
 YAML
-build-bench/ratelimit/swl-ratelimit --config "$workdir/bench.yaml" --redis "127.0.0.1:$REDIS_PORT" \
-  --listen 127.0.0.1:0 --pool-size 64 >"$workdir/server.out" &
-server_pid=$!
-for _ in $(seq 500); do grep -q 'listening on' "$workdir/server.out" && break; sleep 0.02; done
-address=$(sed -n 's/.*listening on \([^,]*\),.*/\1/p' "$workdir/server.out")
+sed 's/rate_limit: .*/rate_limit: {unlimited: true}/' "$workdir/limited.yaml" >"$workdir/unlimited.yaml"
 
+# Starts server $2 (a program) on configuration $3 as contender $1; remembers its address and pid.
+declare -A address pid_of
+start_server() {
+  local name=$1 program=$2 config=$3 out="$workdir/$1.out"
+  "$program" --config "$config" --redis "127.0.0.1:$REDIS_PORT" --listen 127.0.0.1:0 --pool-size 64 >"$out" &
+  pid_of[$name]=$!
+  server_pids+=($!)
+  for _ in $(seq 500); do grep -q 'listening on' "$out" && break; sleep 0.02; done
+  address[$name]=$(sed -n 's/.*listening on \([^,]*\),.*/\1/p' "$out")
+}
+contenders=(in-process)
+for server in "${servers[@]}"; do
+  name=${server%%=*} program=${server#*=}
+  start_server "$name" "$program" "$workdir/limited.yaml"
+  start_server "$name, unlimited (gRPC alone)" "$program" "$workdir/unlimited.yaml"
+  contenders+=("$name" "$name, unlimited (gRPC alone)")
+done
+
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 for in_flight in 16 64; do
   for round in $(seq "$rounds"); do
-    modes=(in-process service)
-    [ $((round % 2)) -eq 0 ] && modes=(service in-process)
-    for mode in "${modes[@]}"; do
-      build-bench/bench/ratelimit_service --mode "$mode" --config "$workdir/bench.yaml" --redis-port "$REDIS_PORT" \
-        --server "$address" --in-flight "$in_flight" --requests "$requests"
+    order=("${contenders[@]}")
+    for _ in $(seq $((round % ${#order[@]}))); do order=("${order[@]:1}" "${order[0]}"); done
+    for contender in "${order[@]}"; do
+      if [ "$contender" = in-process ]; then
+        line=$(build-bench/bench/ratelimit_service --mode in-process --config "$workdir/limited.yaml" \
+          --redis-port "$REDIS_PORT" --in-flight "$in_flight" --requests "$requests")
+        server_ticks=0
+      else
+        before=$(ticks "${pid_of[$contender]}")
+        line=$(build-bench/bench/ratelimit_service --mode service --config "$workdir/limited.yaml" \
+          --redis-port "$REDIS_PORT" --server "${address[$contender]}" --in-flight "$in_flight" --requests "$requests")
+        server_ticks=$(($(ticks "${pid_of[$contender]}") - before))
+      fi
+      echo "{\"contender\":\"$contender\",\"round\":$round,\"server_ticks\":$server_ticks,\"ticks_per_second\":$(getconf CLK_TCK),${line#\{}"
     done
   done
 done | python3 -c '
 import sys, json, statistics as st
 rows = [json.loads(line) for line in sys.stdin if line.strip()]
-print("| calls in flight | in process: decisions/s | p99 us | swl-ratelimit over gRPC: decisions/s | p99 us | server / in process |")
-print("|--:|--:|--:|--:|--:|--:|")
+contenders = sys.argv[1].split("|")
+print("| contender | calls in flight | decisions/s (median) | p99 us (median) | server CPU us per call (median) | / in process (median of rounds) |")
+print("|---|--:|--:|--:|--:|--:|")
 for in_flight in sorted({r["in_flight"] for r in rows}):
-    rate = {m: st.median(r["decisions_per_sec"] for r in rows if r["in_flight"] == in_flight and r["mode"] == m) for m in ("in-process", "service")}
-    p99 = {m: st.median(r["p99_us"] for r in rows if r["in_flight"] == in_flight and r["mode"] == m) for m in ("in-process", "service")}
-    print("| %d | %.0f | %.0f | %.0f | %.0f | %.2f |" % (in_flight, rate["in-process"], p99["in-process"], rate["service"], p99["service"], rate["service"] / rate["in-process"]))
-'
+    base = {r["round"]: r["decisions_per_sec"] for r in rows if r["in_flight"] == in_flight and r["contender"] == "in-process"}
+    for c in contenders:
+        mine = [r for r in rows if r["in_flight"] == in_flight and r["contender"] == c]
+        cpu = "" if c == "in-process" else "%.0f" % st.median(1e6 * r["server_ticks"] / r["ticks_per_second"] / r["decisions"] for r in mine)
+        ratio = st.median(r["decisions_per_sec"] / base[r["round"]] for r in mine)
+        print("| %s | %d | %.0f | %.0f | %s | %.2f |" % (c, in_flight, st.median(r["decisions_per_sec"] for r in mine),
+              st.median(r["p99_us"] for r in mine), cpu, ratio))
+' "$(IFS='|'; echo "${contenders[*]}")"
