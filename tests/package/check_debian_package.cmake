@@ -5,12 +5,6 @@ include(${CMAKE_CURRENT_LIST_DIR}/run.cmake)
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 
-function(expect text pattern what)
-  if(NOT text MATCHES "${pattern}")
-    message(FATAL_ERROR "the package ${what}:\n${text}")
-  endif()
-endfunction()
-
 run(${CMAKE_COMMAND} -S ${SWL_SOURCE_DIR} -B ${WORK_DIR}/swl -DSWL_BUILD_EXAMPLES=OFF -DCMAKE_INSTALL_PREFIX=/usr
     -DCMAKE_DISABLE_FIND_PACKAGE_Catch2=TRUE)
 run(${CPACK} -G DEB --config ${WORK_DIR}/swl/CPackConfig.cmake -B ${WORK_DIR}/out)

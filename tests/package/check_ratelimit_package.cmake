@@ -5,12 +5,6 @@ include(${CMAKE_CURRENT_LIST_DIR}/run.cmake)
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 
-function(expect text pattern what)
-  if(NOT text MATCHES "${pattern}")
-    message(FATAL_ERROR "the swl-ratelimit package ${what}:\n${text}")
-  endif()
-endfunction()
-
 run(${CPACK} --config ${BUILD_DIR}/CPackRatelimitConfig.cmake -B ${WORK_DIR}/out)
 file(GLOB packages ${WORK_DIR}/out/swl-ratelimit_*.deb)
 list(LENGTH packages count)
