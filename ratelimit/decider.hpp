@@ -183,7 +183,7 @@ class Decider {
     std::string name(domain);
     for (const DescriptorEntry& entry : entries) name.append(".").append(entry.key);
     each.policy = name + ".override." + std::string(infoOf(*unit).name);
-    each.redis_key = counterKey(domain, each.policy, entries);
+    each.redis_key = counterKey(domain, each.policy, {}, entries);
     return true;
   }
 
@@ -194,29 +194,34 @@ class Decider {
     each.weight = rule.weight;
     each.shadow = rule.shadow_mode;
     each.limit = Limit{rule.limit.max_requests / rule.weight, rule.limit.window};
-    if (rule.algorithm == Algorithm::gcra) {
-      throw InvalidArgument("swl-ratelimit: the rule at " + rule.source.file + ":" + std::to_string(rule.source.line) +
-                            " asks for gcra, which swl-ratelimit does not decide yet");
-    }
+    std::string_view kept_as;  // none for a log, so that a log's key is the same whatever its unit
     if (rule.calendar) {
       each.counting = "calendar " + std::string(infoOf(rule.unit).name) + " " + rule.time_zone;
+      kept_as = "periods";
     } else if (rule.algorithm == Algorithm::fixed_window) {
       each.counting = "fixed " + std::to_string(rule.limit.window.count());
+      kept_as = "periods";
+    } else if (rule.algorithm == Algorithm::gcra) {
+      each.counting = "gcra";
+      kept_as = "gcra";
     } else {
       each.counting = "log";
     }
-    each.redis_key = counterKey(domain, rule.stats_key, entries);
+    each.redis_key = counterKey(domain, rule.stats_key, kept_as, entries);
     each.policy = rule.name.empty() ? rule.stats_key : rule.name;
   }
 
-  // "swlrl:{shop}.user:5=alice" for the rule "shop.user": the domain is the hash tag, so that on a Cluster
-  // one request's counters share a slot, as one script needs (the prefix holds no brace, and every key
-  // of a request starts alike up to the tag's end). Length-prefixed values: no value can end early and
-  // make two descriptors one key.
-  std::string counterKey(std::string_view domain, std::string_view name,
+  // "swlrl:{shop}.user:5=alice" for the rule "shop.user" kept as a log, "swlrl:{shop}.user:gcra:5=alice"
+  // kept by GCRA: a rule that changes how it is kept on a reload starts a key of the right type rather
+  // than fail on the old one. The domain is the hash tag, so that on a Cluster one request's counters
+  // share a slot, as one script needs (the prefix holds no brace, and every key of a request starts
+  // alike up to the tag's end). Length-prefixed values: no value can end early and make two
+  // descriptors one key, nor be taken for how the key is kept.
+  std::string counterKey(std::string_view domain, std::string_view name, std::string_view kept_as,
                          const std::vector<DescriptorEntry>& entries) const {
     std::string key = options_.key_prefix;
     key.append(":{").append(domain).append("}").append(name.substr(domain.size())).append(":");
+    if (!kept_as.empty()) key.append(kept_as).append(":");
     for (const DescriptorEntry& entry : entries)
       key.append(std::to_string(entry.value.size())).append("=").append(entry.value);
     return key;
@@ -303,6 +308,8 @@ class Decider {
       for (std::size_t i = 0; i < open.size(); ++i) {
         if (const std::optional<Periods> periods = periodsOf(*open[i])) {
           slots.emplace_back(std::to_string(i), open[i]->limit.max_requests, *periods);
+        } else if (open[i]->rule != nullptr && open[i]->rule->algorithm == Algorithm::gcra) {
+          slots.push_back(swl::Rule::gcra(std::to_string(i), open[i]->limit));
         } else {
           slots.emplace_back(std::to_string(i), open[i]->limit);
         }

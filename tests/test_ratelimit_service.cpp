@@ -66,6 +66,8 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 10, weight: 5}
   - key: window
     rate_limit: {unit: hour, requests_per_unit: 2, algorithm: fixed_window}
+  - key: bucket
+    rate_limit: {unit: minute, requests_per_unit: 2, algorithm: gcra}
 )yaml";
 
 // A directory of its own for one test's files, removed after it.
@@ -392,6 +394,28 @@ TEST_CASE(
   CHECK(second.statuses(1).code() == rls::RateLimitResponse::OK);
   CHECK(running.server.call(request({{{"route", "/other"}}})).statuses(0).limit_remaining() == 59);
   CHECK(running.server.call(request({{{"user", "heidi"}}})).statuses(0).limit_remaining() == 0);
+}
+
+TEST_CASE(
+    "swl-ratelimit keeps a gcra rule as a token bucket, decided all or nothing with the request's other "
+    "descriptors") {
+  Running running;
+  // A bucket of 2 a minute: both at once, then one back every 30 s.
+  const auto with_user = request({{{"bucket", "b"}}, {{"user", "ivan"}}});
+  for (int call = 1; call <= 2; ++call) {
+    const auto response = running.server.call(with_user);
+    CHECK(response.overall_code() == rls::RateLimitResponse::OK);
+    CHECK(response.statuses(0).limit_remaining() == static_cast<std::uint32_t>(2 - call));
+  }
+  const auto refused = running.server.call(with_user);
+  CHECK(refused.overall_code() == rls::RateLimitResponse::OVER_LIMIT);
+  CHECK(refused.statuses(0).code() == rls::RateLimitResponse::OVER_LIMIT);
+  const std::int64_t wait = microsecondsOf(refused.statuses(0).duration_until_reset());
+  CHECK(wait > 20'000'000);  // the next unit comes back 30 s after the first went
+  CHECK(wait <= 30'000'000);
+  CHECK(header(refused, "retry-after") == std::to_string((wait + 999'999) / 1'000'000));
+  // The bucket's refusal took nothing of ivan's 3 a minute: two were counted, and this third takes the last.
+  CHECK(running.server.call(request({{{"user", "ivan"}}})).statuses(0).limit_remaining() == 0);
 }
 
 TEST_CASE(
