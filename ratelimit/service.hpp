@@ -3,9 +3,10 @@
 /// The gRPC face of swl-ratelimit: Envoy's RateLimitService, answering from the configuration in force.
 /// A new configuration replaces it whole, at once: a call started before goes on with the one it took.
 ///
-/// gRPC's callback API: a call costs the server half the CPU of gRPC's synchronous API, which hands each
-/// call between threads (bench/README.md measures both). Its threads must never wait, so each decision
-/// runs on DecidingThreads, which finish the call.
+/// gRPC's callback API: gRPC's own work per call costs the server half the CPU it costs through the
+/// synchronous API (bench/README.md measures both). Its threads must never wait, so each decision that
+/// asks Redis runs on DecidingThreads, which finish the call; one that needs no Redis is answered at
+/// once, and health checks never queue behind Redis.
 
 #include <ratelimit/config.hpp>
 #include <ratelimit/decider.hpp>
