@@ -44,9 +44,13 @@ class RateLimitService final : public rls::RateLimitService::CallbackService {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     std::shared_ptr<const Configuration> configuration = std::atomic_load(&configuration_);
     std::optional<Decider::Plan> plan;
-    const grpc::Status planned = answer([&] { plan.emplace(decider_->plan(*configuration, *request)); });
-    if (!planned.ok() || !plan->asksRedis()) {
-      if (planned.ok()) *response = decider_->decide(std::move(*plan));  // all OK, and nothing to count
+    bool asks_redis = false;
+    const grpc::Status planned = answer([&] {
+      plan.emplace(decider_->plan(*configuration, *request));
+      asks_redis = plan->asksRedis();
+      if (!asks_redis) *response = decider_->decide(std::move(*plan));  // all OK, and nothing to count
+    });
+    if (!asks_redis) {
       reactor->Finish(planned);
       return reactor;
     }
