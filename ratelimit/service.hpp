@@ -43,7 +43,7 @@ class RateLimitService final : public rls::RateLimitService::CallbackService {
                                             rls::RateLimitResponse* response) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     std::shared_ptr<const Configuration> configuration = std::atomic_load(&configuration_);
-    std::optional<Decider::Plan> plan;
+    std::optional<Plan> plan;
     bool asks_redis = false;
     const grpc::Status planned = answer([&] {
       plan.emplace(decider_->plan(*configuration, *request));
@@ -56,7 +56,7 @@ class RateLimitService final : public rls::RateLimitService::CallbackService {
     }
     // The plan points into the configuration, which the work keeps.
     threads_->post([this, reactor, response, configuration = std::move(configuration),
-                    plan = std::make_shared<Decider::Plan>(std::move(*plan))] {
+                    plan = std::make_shared<Plan>(std::move(*plan))] {
       reactor->Finish(answer([&] { *response = decider_->decide(std::move(*plan)); }));
     });
     return reactor;
