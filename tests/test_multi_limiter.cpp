@@ -156,7 +156,6 @@ TEST_CASE_METHOD(ManualTime, "costs per rule are recorded whole, each in its own
 
   // One cost for every rule still reads as such, beside the braces of a cost per rule.
   CHECK_FALSE(limiter.tryAcquire(keys, 1));
-  CHECK_FALSE(limiter.tryAcquire(keys, {1}));  // one cost for both rules, not a list of one cost for two
   CHECK_FALSE(limiter.tryAcquire(keys, 1, {user_limit, endpoint_limit}));
 }
 

@@ -155,8 +155,9 @@ class MultiLimiter {
   }
 
   /// keys[i] is the key rule i limits (the same user key for several rules is fine), and `cost` is what
-  /// each rule is charged; `limits` as in the overload below. One EVALSHA. A braced single cost, `{2}`,
-  /// is this one cost for every rule (C++ prefers it to a list of one); `{2, 3}` is a cost per rule.
+  /// each rule is charged; `limits` as in the overload below. One EVALSHA. `{2, 3}` is a cost per rule;
+  /// a braced single cost, `{2}`, would be this one cost for every rule (C++ prefers it to a list of one,
+  /// and clang warns of braces around a scalar): write `2`, or a vector of one cost per rule.
   MultiDecision tryAcquire(const std::vector<std::string_view>& keys, std::int64_t cost = 1,
                            const std::vector<Limit>& limits = {}) {
     return tryAcquire(keys, sameCostForEveryRule(cost), limits);
