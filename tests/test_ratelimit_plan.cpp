@@ -5,6 +5,8 @@
 #include <ratelimit/config.hpp>
 #include <ratelimit/plan.hpp>
 
+#include "support/ratelimit_requests.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -16,7 +18,8 @@ namespace {
 
 namespace rls = envoy::service::ratelimit::v3;
 using swl::ratelimit::Plan;
-using Entries = std::vector<std::pair<std::string, std::string>>;
+using swl::test::header;
+using swl::test::request;
 using namespace std::chrono_literals;
 
 const swl::ratelimit::Configuration& configuration() {
@@ -49,21 +52,6 @@ descriptors:
   return made;
 }
 
-rls::RateLimitRequest request(const std::vector<Entries>& descriptors, std::uint32_t hits = 0) {
-  rls::RateLimitRequest request;
-  request.set_domain("shop");
-  request.set_hits_addend(hits);
-  for (const Entries& entries : descriptors) {
-    auto* descriptor = request.add_descriptors();
-    for (const auto& [key, value] : entries) {
-      auto* entry = descriptor->add_entries();
-      entry->set_key(key);
-      entry->set_value(value);
-    }
-  }
-  return request;
-}
-
 Plan planOf(const rls::RateLimitRequest& request) { return Plan(configuration(), request, "swlrl"); }
 
 swl::Decision admitted(std::int64_t remaining) {
@@ -80,13 +68,6 @@ swl::Decision refused(std::chrono::microseconds retry_after) {
   decision.retry_after = retry_after;
   decision.reset_after = 60s;
   return decision;
-}
-
-std::string header(const rls::RateLimitResponse& response, const std::string& key) {
-  for (const auto& header : response.response_headers_to_add()) {
-    if (header.key() == key) return header.value();
-  }
-  return "";
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // ShouldRateLimit over gRPC, each status checked against what the configuration's limits give.
 
 #include "support/child_process.hpp"
+#include "support/ratelimit_requests.hpp"
 #include "support/redis_cluster.hpp"
 #include "support/redis_sentinel.hpp"
 #include "support/redis_server.hpp"
@@ -38,10 +39,13 @@ namespace {
 
 namespace rls = envoy::service::ratelimit::v3;
 using swl::test::ChildProcess;
+using swl::test::Entries;
+using swl::test::header;
+using swl::test::microsecondsOf;
 using swl::test::RedisCluster;
 using swl::test::RedisSentinel;
 using swl::test::RedisServer;
-using Entries = std::vector<std::pair<std::string, std::string>>;
+using swl::test::request;
 
 constexpr const char* kConfig = R"yaml(domain: shop
 descriptors:
@@ -237,33 +241,6 @@ class RateLimitServer {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<rls::RateLimitService::Stub> stub_;
 };
-
-rls::RateLimitRequest request(const std::vector<Entries>& descriptors, std::uint32_t hits = 0,
-                              const std::string& domain = "shop") {
-  rls::RateLimitRequest request;
-  request.set_domain(domain);
-  request.set_hits_addend(hits);
-  for (const Entries& entries : descriptors) {
-    auto* descriptor = request.add_descriptors();
-    for (const auto& [key, value] : entries) {
-      auto* entry = descriptor->add_entries();
-      entry->set_key(key);
-      entry->set_value(value);
-    }
-  }
-  return request;
-}
-
-std::string header(const rls::RateLimitResponse& response, const std::string& key) {
-  for (const auto& header : response.response_headers_to_add()) {
-    if (header.key() == key) return header.value();
-  }
-  return "";
-}
-
-std::int64_t microsecondsOf(const google::protobuf::Duration& duration) {
-  return duration.seconds() * 1'000'000 + duration.nanos() / 1000;
-}
 
 struct Running {
   TemporaryDirectory directory;
