@@ -8,10 +8,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -534,4 +537,123 @@ TEST_CASE("over maxmemory a decision with a GCRA rule writes nothing, whichever 
   CHECK(gcraState(connection, "swl:g:b") == gcra_b);
   CHECK(logEntries(connection, "swl:log:a") == 1);
   CHECK(logEntries(connection, "swl:log:b") == 1);
+}
+
+namespace {
+
+// Whether two decisions say the same in every number a caller acts on.
+bool sameDecision(const swl::Decision& a, const swl::Decision& b) {
+  return a.allowed == b.allowed && a.remaining == b.remaining && a.limit == b.limit && a.retry_after == b.retry_after &&
+         a.reset_after == b.reset_after && a.tier == b.tier;
+}
+
+bool sameMultiDecision(const swl::MultiDecision& a, const swl::MultiDecision& b) {
+  if (a.binding != b.binding || a.rules.size() != b.rules.size() || !sameDecision(a.decision, b.decision)) return false;
+  for (std::size_t i = 0; i < a.rules.size(); ++i) {
+    if (!sameDecision(a.rules[i], b.rules[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE_METHOD(
+    ManualTime, "decisions of two multi-limiters prepared apart and sent in one runMany are tryAcquire's, one by one") {
+  // Each limiter has a twin under another prefix, decided by tryAcquire in the same order: the oracle.
+  const std::vector<swl::Rule> rules_a{{"second", swl::Limit{5, 1s}}, swl::Rule::gcra("burst", swl::Limit{4, 1s})};
+  const std::vector<swl::Rule> rules_b{{"minute", swl::Limit{7, 60s}}};
+  swl::MultiLimiter<> batched_a(connection, rules_a, options, "batched"), twin_a(connection, rules_a, options, "twin");
+  swl::MultiLimiter<> batched_b(connection, rules_b, options, "batched"), twin_b(connection, rules_b, options, "twin");
+  const std::vector<std::string> users{"ann", "bob", "cy"};
+
+  std::mt19937 random(20261127);
+  auto pick = [&](int low, int high) { return std::uniform_int_distribution<int>(low, high)(random); };
+  int decisions = 0, admitted = 0, refused = 0, batches_of_both = 0, largest_batch = 0;
+  for (int round = 0; round < 150; ++round) {
+    struct Request {
+      bool of_a;
+      std::vector<std::string_view> keys;
+      std::vector<std::int64_t> costs;
+    };
+    std::vector<Request> requests(static_cast<std::size_t>(pick(1, 8)));
+    bool has_a = false, has_b = false;
+    for (Request& request : requests) {
+      request.of_a = pick(0, 1) == 0;
+      const std::string_view user = users[static_cast<std::size_t>(pick(0, 2))];
+      if (request.of_a) {
+        request.keys = {user, user};
+        request.costs = {pick(1, 3), pick(1, 2)};
+      } else {
+        request.keys = {user};
+        request.costs = {pick(1, 3)};
+      }
+      (request.of_a ? has_a : has_b) = true;
+    }
+    batches_of_both += has_a && has_b;
+    largest_batch = std::max(largest_batch, static_cast<int>(requests.size()));
+
+    std::vector<swl::MultiLimiter<>::Prepared> prepared;
+    prepared.reserve(requests.size());  // each stays in place while its call is in use
+    std::vector<swl::ScriptCall> calls;
+    for (const Request& request : requests) {
+      prepared.push_back((request.of_a ? batched_a : batched_b).prepare(request.keys, request.costs));
+      REQUIRE(prepared.back().call());
+      calls.push_back(*prepared.back().call());
+    }
+    std::vector<swl::ScriptReply> replies = connection.runMany(calls);
+    REQUIRE(replies.size() == requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      const Request& request = requests[i];
+      const swl::MultiDecision batched =
+          (request.of_a ? batched_a : batched_b).settle(prepared[i], std::move(replies[i]));
+      const swl::MultiDecision alone = (request.of_a ? twin_a : twin_b).tryAcquire(request.keys, request.costs);
+      INFO("round " << round << ", request " << i);
+      REQUIRE(sameMultiDecision(batched, alone));
+      ++decisions;
+      (batched ? admitted : refused) += 1;
+    }
+    clock.advance(std::chrono::milliseconds(pick(0, 400)));
+  }
+  WARN(decisions << " decisions: " << admitted << " admitted, " << refused << " refused; " << batches_of_both
+                 << " batches held both limiters' calls; the largest held " << largest_batch);
+  CHECK(admitted > 100);
+  CHECK(refused > 100);
+  CHECK(batches_of_both > 50);
+}
+
+TEST_CASE("a prepared multi-decision meets the access list before Redis and the failure policy after it") {
+  RedisServer server;
+  auto connection = server.connect();
+  std::vector<swl::Verdict> verdicts;
+  swl::LimiterOptions options;
+  options.on_failure = swl::FailurePolicy::allow;
+  auto access = std::make_shared<swl::AccessList>();
+  access->deny("abuser");
+  options.access = access;
+  options.observer = [&](const swl::DecisionEvent& event) { verdicts.push_back(event.verdict); };
+  swl::MultiLimiter<> limiter(connection, {{"a", swl::Limit{3, 1s}}, {"b", swl::Limit{5, 1s}}}, options);
+  const std::vector<std::string_view> denied{"abuser", "k"}, keys{"k", "k"};
+
+  swl::MultiLimiter<>::Prepared listed = limiter.prepare(denied, {1, 1});
+  CHECK_FALSE(listed.call());  // nothing to send
+  const swl::MultiDecision refused = limiter.settle(listed, {});
+  CHECK_FALSE(refused);
+  CHECK(refused.decision.tier == swl::Tier::deny_list);
+
+  swl::MultiLimiter<>::Prepared lost = limiter.prepare(keys, {2, 1});
+  REQUIRE(lost.call());
+  const swl::MultiDecision failed_open =
+      limiter.settle(lost, {swl::Reply(), std::make_exception_ptr(swl::ConnectionError("the connection is gone"))});
+  CHECK(failed_open);
+  CHECK(failed_open.decision.tier == swl::Tier::fail_open);
+  CHECK(failed_open.rules[0].remaining == 1);  // 3 - 2, as tryAcquire answers a failure
+  CHECK(logEntries(connection, "swl:a:k") == 0);
+
+  CHECK_THROWS_WITH(limiter.prepare(keys, {4, 1}), Catch::Contains("rule 'a'"));  // bad input, at once
+  CHECK(verdicts == std::vector<swl::Verdict>{swl::Verdict::rejected, swl::Verdict::allowed, swl::Verdict::error});
+
+  swl::MultiLimiter<> throwing(connection, {{"a", swl::Limit{3, 1s}}});
+  swl::MultiLimiter<>::Prepared thrown = throwing.prepare({"k"}, std::vector<std::int64_t>{1});
+  CHECK_THROWS_AS(throwing.settle(thrown, {swl::Reply(), std::make_exception_ptr(swl::ConnectionError("gone"))}),
+                  swl::ConnectionError);
 }

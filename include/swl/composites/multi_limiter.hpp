@@ -169,24 +169,100 @@ class MultiLimiter {
   /// each log is the same whatever limit it is judged under (docs/limits.md, "Limits per tenant").
   MultiDecision tryAcquire(const std::vector<std::string_view>& keys, const std::vector<std::int64_t>& costs,
                            const std::vector<Limit>& limits = {}) {
-    const detail::Observation observation(options_.observer, Tier::redis);
+    Prepared prepared = prepare(keys, costs, limits);
+    ScriptReply reply;
+    if (const std::optional<ScriptCall> call = prepared.call()) {
+      try {
+        reply.reply = redis_->run(*call);
+      } catch (const Error&) {
+        reply.error = std::current_exception();
+      }
+    }
+    return settle(prepared, std::move(reply));
+  }
+
+  /// A decision split where it waits on Redis: prepare() makes its call, the caller sends it, and settle()
+  /// answers from the reply. So a caller can send the calls of many decisions, of one MultiLimiter or of
+  /// several, in one pipelined round trip (RedisClient::runMany): swl-ratelimit decides the requests that
+  /// wait together so. The decisions are tryAcquire's, and so are the observer's events, the failure
+  /// policy and the access list.
+  ///
+  ///   std::vector<swl::MultiLimiter<>::Prepared> prepared;  // reserved: each stays in place
+  ///   for (const Request& each : requests) prepared.push_back(limiter.prepare(each.keys, each.costs));
+  ///   std::vector<swl::ScriptCall> calls;                   // an access list may have answered some
+  ///   for (const auto& each : prepared) if (auto call = each.call()) calls.push_back(*call);
+  ///   std::vector<swl::ScriptReply> replies = redis.runMany(calls);
+  ///   // settle each in order, handing each prepared decision that made a call the next reply
+  class Prepared {
+   public:
+    /// The call to send, valid while this stays in place; none when the access list already answered
+    /// (or preparing failed, and the failure policy answers): settle it with an empty ScriptReply.
+    std::optional<ScriptCall> call() const {
+      if (!text_) return std::nullopt;
+      return text_->call(script());
+    }
+
+   private:
+    friend class MultiLimiter;
+    Prepared(const Observer& observer, const std::vector<std::string_view>& keys,
+             const std::vector<std::int64_t>& costs, const std::vector<Limit>& limits)
+        : observation_(observer, Tier::redis), keys_(keys), costs_(costs), limits_(limits) {}
+
+    detail::Observation observation_;
+    std::vector<std::string_view> keys_;  // the caller's, which outlive settle()
+    std::vector<std::int64_t> costs_;
+    std::vector<Limit> limits_;
+    std::optional<MultiDecision> listed_;          // the access list's answer
+    std::optional<detail::MultiWindowCall> text_;  // the call, when Redis decides
+    std::exception_ptr failure_;                   // what failed before the call could be made
+  };
+
+  /// Makes the decision's call, as tryAcquire would send it; nothing is sent. Bad input throws
+  /// InvalidArgument here, as tryAcquire does. `keys` must stay valid until settle().
+  Prepared prepare(const std::vector<std::string_view>& keys, const std::vector<std::int64_t>& costs,
+                   const std::vector<Limit>& limits = {}) {
+    Prepared prepared(options_.observer, keys, costs, limits);
     try {
-      std::optional<MultiDecision> listed = answerFromLists(keys, costs, limits);
-      MultiDecision result = listed ? std::move(*listed) : decide(keys, costs, limits);
+      prepared.listed_ = answerFromLists(keys, costs, limits);
+      if (!prepared.listed_) {
+        validate(keys, costs, limits);
+        prepared.text_.emplace(callText(keys, costs, limits));
+      }
+    } catch (const Error&) {
+      prepared.failure_ = std::current_exception();
+      if (refusesToAnswer(prepared.failure_)) {
+        prepared.observation_.report(keys.empty() ? std::string_view() : keys.front(),
+                                     costs.empty() ? 0 : costs.front(), nullptr, prepared.failure_);
+        throw;
+      }
+    }
+    return prepared;
+  }
+
+  /// The decision `prepared` made, given what its call got: a reply, or the error that stood in its place.
+  /// A failure answers by the failure policy (or, under FailurePolicy::throw_error, is thrown).
+  MultiDecision settle(Prepared& prepared, ScriptReply reply) {
+    const std::vector<std::string_view>& keys = prepared.keys_;
+    const std::vector<std::int64_t>& costs = prepared.costs_;
+    try {
+      if (prepared.failure_) std::rethrow_exception(prepared.failure_);
+      if (reply.error) std::rethrow_exception(reply.error);
+      MultiDecision result =
+          prepared.listed_ ? std::move(*prepared.listed_) : decodeReply(*reply.reply, prepared.limits_);
       detail::enforce(options_.enforcement, result.decision);
-      observation.report(keys[result.binding], costs[result.binding], &result.decision, nullptr, result.binding_name);
+      prepared.observation_.report(keys[result.binding], costs[result.binding], &result.decision, nullptr,
+                                   result.binding_name);
       return result;
     } catch (const Error&) {
       const std::exception_ptr cause = std::current_exception();
-      if (options_.on_failure == FailurePolicy::throw_error || detail::holdsError<InvalidArgument>(cause)) {
-        observation.report(keys.empty() ? std::string_view() : keys.front(), costs.empty() ? 0 : costs.front(), nullptr,
-                           cause);
+      if (refusesToAnswer(cause)) {
+        prepared.observation_.report(keys.front(), costs.front(), nullptr, cause);
         throw;
       }
-      MultiDecision result = answerEveryRuleForFailure(costs, cause, limits);
+      MultiDecision result = answerEveryRuleForFailure(costs, cause, prepared.limits_);
       detail::enforce(options_.enforcement, result.decision);
-      observation.report(keys.at(result.binding), costs.at(result.binding), &result.decision, cause,
-                         result.binding_name);
+      prepared.observation_.report(keys.at(result.binding), costs.at(result.binding), &result.decision, cause,
+                                   result.binding_name);
       return result;
     }
   }
@@ -201,37 +277,8 @@ class MultiLimiter {
   MultiDecision decide(const std::vector<std::string_view>& keys, const std::vector<std::int64_t>& costs,
                        const std::vector<Limit>& limits = {}) {
     validate(keys, costs, limits);
-    std::vector<std::string> redis_keys;
-    redis_keys.reserve(keys.size());
-    const detail::ScriptNow now = scriptNow(limits);
-    // Each rule's cost, window, limit and expiry as the script takes them, and a periodic rule's periods.
-    std::array<detail::IntegerText, 4 * ScriptCall::kMaxKeys> rule_numbers;
-    std::array<std::string, ScriptCall::kMaxKeys> period_bounds;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      const Limit& limit = limitOf(i, limits);
-      redis_keys.push_back(rules_[i].keys.key(keys[i]));
-      rule_numbers[4 * i] = detail::IntegerText(costs[i]);
-      rule_numbers[4 * i + 1] = detail::IntegerText(limit.window.count());
-      rule_numbers[4 * i + 2] = detail::IntegerText(limit.max_requests);
-      rule_numbers[4 * i + 3] = detail::IntegerText(ttl_.ttl(limit.window).count());
-      if (rules_[i].bounds) period_bounds[i] = rules_[i].bounds->textFor(now.clientNow());
-    }
-    const std::string member = detail::checkedMember("swl::MultiLimiter", members_.next());
-    const std::string_view count_rejected = options_.rejected == RejectedRequests::counted ? "1" : "0";
-
-    // The call's keys and arguments are views, so they go on the stack: at most 9 rules.
-    std::array<std::string_view, ScriptCall::kMaxKeys> key_views;
-    std::copy(redis_keys.begin(), redis_keys.end(), key_views.begin());
-    std::array<std::string_view,
-               detail::kMultiWindowSharedArguments + detail::kMultiWindowArgumentsPerRule * ScriptCall::kMaxKeys>
-        args{now.argument(), member, count_rejected};
-    std::size_t arg_count = detail::kMultiWindowSharedArguments;
-    for (std::size_t i = 0; i < rules_.size(); ++i) {
-      for (std::size_t j = 0; j < 4; ++j) args[arg_count++] = rule_numbers[4 * i + j];
-      args[arg_count++] = rules_[i].algorithm == RuleAlgorithm::gcra ? detail::kGcraRule : period_bounds[i];
-    }
-    return decodeReply(*redis_->run(ScriptCall(script(), key_views.data(), rules_.size(), args.data(), arg_count)),
-                       limits);
+    const detail::MultiWindowCall text = callText(keys, costs, limits);
+    return decodeReply(*redis_->run(text.call(script())), limits);
   }
 
   /// Throws what tryAcquire would for bad input: a key or a limit per rule, each request one rule could take.
@@ -296,6 +343,38 @@ class MultiLimiter {
     std::shared_ptr<const detail::PeriodBounds> bounds;  // a periodic rule's periods; none for a log or GCRA
     RuleAlgorithm algorithm;
   };
+
+  // The call of a decision whose input validate() accepted.
+  detail::MultiWindowCall callText(const std::vector<std::string_view>& keys, const std::vector<std::int64_t>& costs,
+                                   const std::vector<Limit>& limits) {
+    detail::MultiWindowCall text{keys.size(),
+                                 {},
+                                 scriptNow(limits),
+                                 detail::checkedMember("swl::MultiLimiter", members_.next()),
+                                 options_.rejected == RejectedRequests::counted ? "1" : "0",
+                                 {},
+                                 {}};
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const Limit& limit = limitOf(i, limits);
+      text.redis_keys[i] = rules_[i].keys.key(keys[i]);
+      text.rule_numbers[4 * i] = detail::IntegerText(costs[i]);
+      text.rule_numbers[4 * i + 1] = detail::IntegerText(limit.window.count());
+      text.rule_numbers[4 * i + 2] = detail::IntegerText(limit.max_requests);
+      text.rule_numbers[4 * i + 3] = detail::IntegerText(ttl_.ttl(limit.window).count());
+      if (rules_[i].algorithm == RuleAlgorithm::gcra) {
+        text.counting[i] = detail::kGcraRule;
+      } else if (rules_[i].bounds) {
+        text.counting[i] = rules_[i].bounds->textFor(text.now.clientNow());
+      }
+    }
+    return text;
+  }
+
+  // Whether `failure` is thrown to the caller rather than answered by the failure policy: bad input
+  // always is, and every failure under FailurePolicy::throw_error.
+  bool refusesToAnswer(const std::exception_ptr& failure) const {
+    return options_.on_failure == FailurePolicy::throw_error || detail::holdsError<InvalidArgument>(failure);
+  }
 
   // One call's costs when every rule is charged `cost`: the one-cost calls are the per-rule calls.
   std::vector<std::int64_t> sameCostForEveryRule(std::int64_t cost) const {

@@ -136,6 +136,33 @@ static_assert(3 + ScriptCall::kMaxKeys + kMultiWindowSharedArguments +
                   ScriptCall::kMaxArguments,
               "a MultiLimiter of the most rules must fit its keys and arguments in one ScriptCall");
 
+// One multi-window call, as text it owns: its Redis keys and its arguments (kMultiWindowArguments).
+struct MultiWindowCall {
+  std::size_t rule_count = 0;
+  std::array<std::string, ScriptCall::kMaxKeys> redis_keys;
+  ScriptNow now;
+  std::string member;
+  std::string_view count_rejected;
+  // Each rule's cost, window, limit and expiry, and how it counts: a periodic rule's periods, kGcraRule,
+  // or nothing for a log.
+  std::array<IntegerText, 4 * ScriptCall::kMaxKeys> rule_numbers;
+  std::array<std::string, ScriptCall::kMaxKeys> counting;
+
+  // The call of `script` (the multi-window script), viewing this text: valid while it stays in place.
+  ScriptCall call(const Script& script) const {
+    std::array<std::string_view, ScriptCall::kMaxKeys> keys;
+    std::copy(redis_keys.begin(), redis_keys.begin() + static_cast<std::ptrdiff_t>(rule_count), keys.begin());
+    std::array<std::string_view, kMultiWindowSharedArguments + kMultiWindowArgumentsPerRule * ScriptCall::kMaxKeys>
+        args{now.argument(), member, count_rejected};
+    std::size_t arg_count = kMultiWindowSharedArguments;
+    for (std::size_t i = 0; i < rule_count; ++i) {
+      for (std::size_t j = 0; j < 4; ++j) args[arg_count++] = rule_numbers[4 * i + j];
+      args[arg_count++] = counting[i];
+    }
+    return ScriptCall(script, keys.data(), rule_count, args.data(), arg_count);
+  }
+};
+
 // A multi-window script's reply: {allowed, then per rule: remaining, retry_after_us, reset_after_us}, as
 // one Decision per rule, rule i under limits[i]. A rule admitted iff its retry_after is 0, and `allowed`
 // must say whether every rule did. `rules` is 1..kMaxRules (the script's key limit).
