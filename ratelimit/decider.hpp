@@ -80,12 +80,43 @@ class Decider {
     return Plan(config, request, options_.key_prefix);
   }
 
-  /// Decides `plan`'s limited descriptors together, in Redis, and answers. More limited descriptors than
-  /// one decision takes (ScriptCall::kMaxKeys) are an InvalidArgument.
+  /// What deciding one plan came to: Envoy's answer, or what deciding it threw (an InvalidArgument for a
+  /// request of more limited descriptors than one decision takes, ScriptCall::kMaxKeys).
+  struct Answer {
+    rls::RateLimitResponse response;
+    std::exception_ptr error;
+  };
+
+  /// Decides each of `plans` (its limited descriptors together, all or nothing) and answers each, in
+  /// order. The plans that wait together are decided together: each round of decisions is one pipelined
+  /// round trip to Redis for every plan in it (RedisClient::runMany), so a thread wakes once for all of
+  /// their replies, and Redis reads their calls at once.
+  std::vector<Answer> decideMany(std::vector<Plan> plans) {
+    std::vector<Deciding> deciding;
+    deciding.reserve(plans.size());  // each stays in place while its call is in use
+    for (Plan& plan : plans) deciding.emplace_back(plan.limited());
+    while (decideRound(deciding)) {
+    }
+    std::vector<Answer> answers(plans.size());
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      if (deciding[i].error) {
+        answers[i].error = deciding[i].error;
+        continue;
+      }
+      deciding[i].shareRepeatedDecisions();
+      if (options_.on_descriptor) report(plans[i].limited());
+      answers[i].response = std::move(plans[i]).answer();
+    }
+    return answers;
+  }
+
+  /// decideMany of one plan: its answer, or what deciding it threw.
   rls::RateLimitResponse decide(Plan plan) {
-    decideAll(plan.limited());
-    if (options_.on_descriptor) report(plan.limited());
-    return std::move(plan).answer();
+    std::vector<Plan> one;
+    one.push_back(std::move(plan));
+    Answer answer = std::move(decideMany(std::move(one)).front());
+    if (answer.error) std::rethrow_exception(answer.error);
+    return std::move(answer.response);
   }
 
   /// The answer to `request` under `config`: plan(), then decide().
@@ -94,65 +125,125 @@ class Decider {
   }
 
  private:
-  // Decides every limited descriptor in one call; while the only refusals are shadow rules', decides
-  // again without them (they record nothing, as swl's shadow mode records nothing for a refusal).
-  void decideAll(std::vector<LimitedDescriptor>& limited) {
-    std::vector<LimitedDescriptor*> open;
-    // The same counter twice in one request (two of Envoy's actions making one descriptor) is decided
-    // once: one script must not record one request twice in one log.
-    std::vector<std::pair<LimitedDescriptor*, const LimitedDescriptor*>> repeats;
-    for (LimitedDescriptor& each : limited) {
-      const auto same = std::find_if(
-          open.begin(), open.end(), [&](const LimitedDescriptor* other) { return other->redis_key == each.redis_key; });
-      if (each.hits > each.limit.max_requests) {
-        each.decision = neverFits(each);  // the whole limit could not hold it
-      } else if (same != open.end()) {
-        repeats.emplace_back(&each, *same);
-      } else {
-        open.push_back(&each);
+  // One plan on its way through Redis: the limited descriptors it still decides together. While the
+  // only refusals are shadow rules', it decides again without them (they record nothing, as swl's
+  // shadow mode records nothing for a refusal): a round each time.
+  struct Deciding {
+    explicit Deciding(std::vector<LimitedDescriptor>& limited) {
+      for (LimitedDescriptor& each : limited) {
+        const auto same = std::find_if(open.begin(), open.end(), [&](const LimitedDescriptor* other) {
+          return other->redis_key == each.redis_key;
+        });
+        if (each.hits > each.limit.max_requests) {
+          each.decision = neverFits(each);  // the whole limit could not hold it
+          if (!each.shadow) refused = true;
+        } else if (same != open.end()) {
+          repeats.emplace_back(&each, *same);
+        } else {
+          open.push_back(&each);
+        }
+      }
+      if (open.size() > ScriptCall::kMaxKeys) {
+        error = std::make_exception_ptr(
+            InvalidArgument("swl-ratelimit: " + std::to_string(open.size()) + " limited descriptors in one request; " +
+                            "one decision takes at most " + std::to_string(ScriptCall::kMaxKeys)));
       }
     }
-    if (open.size() > ScriptCall::kMaxKeys) {
-      throw InvalidArgument("swl-ratelimit: " + std::to_string(open.size()) + " limited descriptors in one request; " +
-                            "one decision takes at most " + std::to_string(ScriptCall::kMaxKeys));
+
+    bool decidesAgain() const { return !error && !open.empty(); }
+
+    // Makes the round's call on `limiter`, the MultiLimiter of the open descriptors' ways of counting.
+    void prepare(MultiLimiter<GivenKey>& chosen) {
+      limiter = &chosen;
+      keys.clear(), costs.clear(), limits.clear();
+      for (const LimitedDescriptor* each : open) {
+        keys.push_back(each->redis_key);
+        costs.push_back(each->hits);
+        limits.push_back(each->limit);
+      }
+      prepared.emplace(limiter->prepare(keys, costs, limits));
     }
-    const bool refused_before = std::any_of(limited.begin(), limited.end(), [](const LimitedDescriptor& each) {
-      return each.decision && !each.decision->allowed && !each.shadow;
-    });
-    while (!open.empty()) {
-      const MultiDecision decided = decideTogether(open);
-      std::vector<LimitedDescriptor*> again;
-      bool real_refusal = refused_before;
+
+    // Takes the round's decisions: done unless only shadow rules refused, which then leave the round.
+    void settle(ScriptReply reply) {
+      const MultiDecision decided = limiter->settle(*prepared, std::move(reply));
+      prepared.reset();
       for (std::size_t i = 0; i < open.size(); ++i) {
         open[i]->decision = decided.rules[i];
-        if (!open[i]->decision->allowed && !open[i]->shadow) real_refusal = true;
+        if (!open[i]->decision->allowed && !open[i]->shadow) refused = true;
       }
-      if (decided.decision.allowed || real_refusal) break;
+      if (decided.decision.allowed || refused) return open.clear();
+      std::vector<LimitedDescriptor*> again;
       for (LimitedDescriptor* each : open) {
         if (each->decision->allowed) again.push_back(each);
       }
       open = std::move(again);
     }
-    for (const auto& [repeat, decided] : repeats) repeat->decision = decided->decision;
-  }
 
-  MultiDecision decideTogether(const std::vector<LimitedDescriptor*>& open) {
-    std::vector<std::string_view> keys;
+    // The same counter twice in one request (two of Envoy's actions making one descriptor) was decided
+    // once: one script must not record one request twice in one log.
+    void shareRepeatedDecisions() {
+      for (const auto& [repeat, decided] : repeats) repeat->decision = decided->decision;
+    }
+
+    std::vector<LimitedDescriptor*> open;
+    std::vector<std::pair<LimitedDescriptor*, const LimitedDescriptor*>> repeats;
+    bool refused = false;  // by a rule that is not in shadow mode
+    std::exception_ptr error;
+    MultiLimiter<GivenKey>* limiter = nullptr;
+    std::vector<std::string_view> keys;  // the round's, which its prepared decision views
     std::vector<std::int64_t> costs;
     std::vector<Limit> limits;
-    std::string signature;
-    for (const LimitedDescriptor* each : open) {
-      keys.push_back(each->redis_key);
-      costs.push_back(each->hits);
-      limits.push_back(each->limit);
-      signature.append(each->counting).append(";");
+    std::optional<MultiLimiter<GivenKey>::Prepared> prepared;
+  };
+
+  // Decides one round of every plan still deciding, in one runMany; false when none was.
+  bool decideRound(std::vector<Deciding>& deciding) {
+    std::vector<Deciding*> asking;
+    std::vector<ScriptCall> calls;
+    for (Deciding& each : deciding) {
+      if (!each.decidesAgain()) continue;
+      try {
+        each.prepare(limiterFor(each.open));
+      } catch (const Error&) {
+        each.error = std::current_exception();
+        continue;
+      }
+      asking.push_back(&each);
+      if (const std::optional<ScriptCall> call = each.prepared->call()) calls.push_back(*call);
     }
-    return limiterFor(signature, open).tryAcquire(keys, costs, limits);
+    if (asking.empty()) return false;
+    std::vector<ScriptReply> replies = runMany(calls);
+    std::size_t next_reply = 0;
+    for (Deciding* each : asking) {
+      ScriptReply reply;
+      if (each->prepared->call()) reply = std::move(replies[next_reply++]);
+      try {
+        each->settle(std::move(reply));
+      } catch (const Error&) {  // Redis failed, and the failure policy says to say so
+        each->error = std::current_exception();
+      }
+    }
+    return true;
+  }
+
+  // Every call's reply; a client that could not send them (no connection to borrow) fails each.
+  std::vector<ScriptReply> runMany(const std::vector<ScriptCall>& calls) {
+    if (calls.empty()) return {};
+    try {
+      return redis_->runMany(calls);
+    } catch (const Error&) {
+      std::vector<ScriptReply> failed(calls.size());
+      for (ScriptReply& each : failed) each.error = std::current_exception();
+      return failed;
+    }
   }
 
   // The MultiLimiter for one sequence of ways of counting, made once: its rules are slots, and the
   // keys and limits come with each call.
-  MultiLimiter<GivenKey>& limiterFor(const std::string& signature, const std::vector<LimitedDescriptor*>& open) {
+  MultiLimiter<GivenKey>& limiterFor(const std::vector<LimitedDescriptor*>& open) {
+    std::string signature;
+    for (const LimitedDescriptor* each : open) signature.append(each->counting).append(";");
     const std::lock_guard<std::mutex> lock(limiters_mutex_);
     auto found = limiters_.find(signature);
     if (found == limiters_.end()) {

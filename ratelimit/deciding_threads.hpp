@@ -2,11 +2,18 @@
 /// \file
 /// The threads swl-ratelimit decides on. A decision waits on Redis, and gRPC's callback API must never
 /// be made to wait on its own threads: each call is handed here, and finished from here.
+///
+/// A thread takes every call that waits, up to a batch's most, and decides them together: one pipelined
+/// round trip to Redis for the lot (Decider::decideMany). Under load, calls queue while the threads wait
+/// on Redis, so each wakes once for many calls and Redis reads many calls at once; when calls are few, a
+/// call is taken as soon as it comes, alone.
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -14,16 +21,21 @@
 
 namespace swl::ratelimit {
 
-/// A fixed number of threads running the work handed to them, first come first served.
+/// A fixed number of threads deciding the Work handed to them, in batches, first come first served.
+template <class Work>
 class DecidingThreads {
  public:
-  /// `count` threads, at least one: one per Redis connection, so that no decision waits for a connection.
-  explicit DecidingThreads(std::size_t count) {
-    threads_.reserve(count == 0 ? 1 : count);
+  /// What decides a batch; it must not throw.
+  using Decide = std::function<void(std::vector<Work>&)>;
+
+  /// `count` threads (at least one), each deciding at most `most_at_once` calls together by `decide`.
+  DecidingThreads(std::size_t count, std::size_t most_at_once, Decide decide)
+      : most_at_once_(std::max<std::size_t>(most_at_once, 1)), decide_(std::move(decide)) {
+    threads_.reserve(std::max<std::size_t>(count, 1));
     for (std::size_t i = 0; i < threads_.capacity(); ++i) threads_.emplace_back([this] { work(); });
   }
 
-  /// Runs what was handed over and not yet run, then joins the threads.
+  /// Decides what was handed over and not yet decided, then joins the threads.
   ~DecidingThreads() {
     {
       const std::lock_guard<std::mutex> lock(mutex_);
@@ -36,8 +48,8 @@ class DecidingThreads {
   DecidingThreads(const DecidingThreads&) = delete;
   DecidingThreads& operator=(const DecidingThreads&) = delete;
 
-  /// Runs `work` on one of the threads, soon; from any thread.
-  void post(std::function<void()> work) {
+  /// Decides `work` on one of the threads, soon; from any thread.
+  void post(Work work) {
     {
       const std::lock_guard<std::mutex> lock(mutex_);
       queue_.push_back(std::move(work));
@@ -47,21 +59,26 @@ class DecidingThreads {
 
  private:
   void work() {
+    std::vector<Work> batch;
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
       more_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and nothing left to run
-      std::function<void()> next = std::move(queue_.front());
-      queue_.pop_front();
+      if (queue_.empty()) return;  // stopping, and nothing left to decide
+      const auto taken = static_cast<std::ptrdiff_t>(std::min(queue_.size(), most_at_once_));
+      batch.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.begin() + taken));
+      queue_.erase(queue_.begin(), queue_.begin() + taken);
       lock.unlock();
-      next();
+      decide_(batch);
+      batch.clear();
       lock.lock();
     }
   }
 
+  const std::size_t most_at_once_;
+  const Decide decide_;
   std::mutex mutex_;
   std::condition_variable more_;
-  std::deque<std::function<void()>> queue_;
+  std::deque<Work> queue_;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };

@@ -9,7 +9,6 @@
 
 #include <ratelimit/config.hpp>
 #include <ratelimit/decider.hpp>
-#include <ratelimit/deciding_threads.hpp>
 #include <ratelimit/metrics.hpp>
 #include <ratelimit/service.hpp>
 #include <ratelimit/settings.hpp>
@@ -82,8 +81,7 @@ int main(int argc, char** argv) {
   }
   swl::ratelimit::Decider decider(*redis, options);
   // One deciding thread per Redis connection (per master on a Cluster): a decision never waits for one.
-  swl::ratelimit::DecidingThreads deciding(settings.redis.pool_size);
-  swl::ratelimit::RateLimitService service(decider, deciding, configuration);
+  swl::ratelimit::RateLimitService service(decider, settings.redis.pool_size, configuration);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;

@@ -5,8 +5,9 @@
 ///
 /// gRPC's callback API: gRPC's own work per call costs the server half the CPU it costs through the
 /// synchronous API (bench/README.md measures both). Its threads must never wait, so each decision that
-/// asks Redis runs on DecidingThreads, which finish the call; one that needs no Redis is answered at
-/// once, and health checks never queue behind Redis.
+/// asks Redis runs on DecidingThreads, which decide the calls that wait together in one round trip to
+/// Redis and finish them; one that needs no Redis is answered at once, and health checks never queue
+/// behind Redis.
 
 #include <ratelimit/config.hpp>
 #include <ratelimit/decider.hpp>
@@ -18,19 +19,26 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cstddef>
 #include <exception>
 #include <memory>
 #include <optional>
 #include <utility>
+#include <vector>
 
 namespace swl::ratelimit {
 
 class RateLimitService final : public rls::RateLimitService::CallbackService {
  public:
-  /// Decides with `decider` on `threads`; both must outlive the server's calls (Server::Shutdown waits
-  /// for them).
-  RateLimitService(Decider& decider, DecidingThreads& threads, std::shared_ptr<const Configuration> configuration)
-      : decider_(&decider), threads_(&threads), configuration_(std::move(configuration)) {}
+  /// How many calls one deciding thread decides together, at most: one runMany's worth.
+  static constexpr std::size_t kMostCallsAtOnce = 64;
+
+  /// Decides with `decider`, which must outlive it, on `deciding_threads` threads (one per Redis
+  /// connection, so that no batch waits for a connection). Its destruction decides the calls handed over.
+  RateLimitService(Decider& decider, std::size_t deciding_threads, std::shared_ptr<const Configuration> configuration)
+      : decider_(&decider),
+        configuration_(std::move(configuration)),
+        threads_(deciding_threads, kMostCallsAtOnce, [this](std::vector<Call>& calls) { decide(calls); }) {}
 
   /// The configuration later calls answer from.
   void replace(std::shared_ptr<const Configuration> configuration) {
@@ -54,15 +62,40 @@ class RateLimitService final : public rls::RateLimitService::CallbackService {
       reactor->Finish(planned);
       return reactor;
     }
-    // The plan points into the configuration, which the work keeps.
-    threads_->post([this, reactor, response, configuration = std::move(configuration),
-                    plan = std::make_shared<Plan>(std::move(*plan))] {
-      reactor->Finish(answer([&] { *response = decider_->decide(std::move(*plan)); }));
-    });
+    threads_.post(Call{reactor, response, std::move(configuration), std::move(*plan)});
     return reactor;
   }
 
  private:
+  // A call handed to a deciding thread, which finishes it.
+  struct Call {
+    grpc::ServerUnaryReactor* reactor;
+    rls::RateLimitResponse* response;
+    std::shared_ptr<const Configuration> configuration;  // what the plan points into
+    Plan plan;
+  };
+
+  // Decides `calls` together and finishes each.
+  void decide(std::vector<Call>& calls) noexcept {
+    std::vector<Decider::Answer> answers;
+    const grpc::Status decided = answer([&] {
+      std::vector<Plan> plans;
+      plans.reserve(calls.size());
+      for (Call& call : calls) plans.push_back(std::move(call.plan));
+      answers = decider_->decideMany(std::move(plans));
+    });
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      if (!decided.ok()) {
+        calls[i].reactor->Finish(decided);
+        continue;
+      }
+      calls[i].reactor->Finish(answer([&] {
+        if (answers[i].error) std::rethrow_exception(answers[i].error);
+        *calls[i].response = std::move(answers[i].response);
+      }));
+    }
+  }
+
   // The status of a call whose work is `work`, whatever it throws.
   template <class Work>
   static grpc::Status answer(Work&& work) noexcept {
@@ -79,8 +112,8 @@ class RateLimitService final : public rls::RateLimitService::CallbackService {
   }
 
   Decider* decider_;
-  DecidingThreads* threads_;
   std::shared_ptr<const Configuration> configuration_;
+  DecidingThreads<Call> threads_;  // last: joined first, while what its calls use lives
 };
 
 }  // namespace swl::ratelimit

@@ -42,8 +42,9 @@ struct RedisSettings {
   ConnectionOptions connection;
   /// The Sentinels' own password (their requirepass), apart from the master's.
   std::string sentinel_password;
-  /// Connections to the server or the master; per master on a Cluster.
-  std::size_t pool_size = 8;
+  /// Connections to the server or the master; per master on a Cluster. As many threads decide, each the
+  /// calls that wait together, in one round trip: a few serve any load (bench/README.md measures 1 to 64).
+  std::size_t pool_size = 4;
 };
 
 /// Everything the server is told at start.

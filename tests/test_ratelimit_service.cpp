@@ -30,6 +30,7 @@
 #include <future>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -641,4 +642,54 @@ TEST_CASE(
   redis.resume();
   for (std::thread& thread : waiting) thread.join();
   CHECK(answered == 6);
+}
+
+namespace {
+
+// How many times Redis has read from its clients' sockets (INFO stats), this connection's reads included.
+long long readsOfRedis(swl::Connection& connection) {
+  const std::string stats = swl::test::textReply(connection, {"INFO", "stats"});
+  const std::string mark = "total_reads_processed:";
+  const auto at = stats.find(mark);
+  if (at == std::string::npos) throw std::runtime_error("INFO stats holds no " + mark);
+  return std::stoll(stats.substr(at + mark.size()));
+}
+
+}  // namespace
+
+TEST_CASE("swl-ratelimit decides the calls that wait together in one round trip to Redis, each exactly") {
+  TemporaryDirectory directory;
+  RedisServer redis;
+  auto connection = redis.connect();
+  // One deciding thread: while Redis is stopped it waits on the first call, and the others queue.
+  RateLimitServer server(directory.write("config.yaml", kConfig), redis.port(),
+                         {"--pool-size", "1", "--redis-timeout", "20000"});
+  CHECK(server.call(request({{{"user", "first"}}})).overall_code() == rls::RateLimitResponse::OK);
+  const long long reads_before = readsOfRedis(connection);
+  redis.pause();
+  constexpr int kCalls = 24;
+  std::atomic<int> admitted{0}, remaining{0};
+  std::vector<std::thread> callers;
+  for (int i = 0; i < kCalls; ++i) {
+    callers.emplace_back([&, i] {
+      // Two calls per user, both admitted (a user has 3 a minute): one leaves 2, the other 1.
+      const auto response = server.call(request({{{"user", "batched" + std::to_string(i / 2)}}}));
+      if (response.overall_code() == rls::RateLimitResponse::OK) ++admitted;
+      remaining += static_cast<int>(response.statuses(0).limit_remaining());
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // every call reaches the server and queues
+  redis.resume();
+  for (std::thread& caller : callers) caller.join();
+  const long long reads = readsOfRedis(connection) - reads_before;
+  INFO(reads << " reads of Redis for " << kCalls << " calls");
+  CHECK(admitted == kCalls);
+  CHECK(remaining == kCalls / 2 * (2 + 1));
+  // The first call alone, the other 23 in one write (an INFO's read on each side): one call a read would
+  // be 25.
+  CHECK(reads <= 6);
+  for (int user = 0; user < kCalls / 2; ++user) {
+    const auto answer = server.call(request({{{"user", "batched" + std::to_string(user)}}}));
+    CHECK(answer.statuses(0).limit_remaining() == 0);  // each user's two calls counted, each once
+  }
 }
