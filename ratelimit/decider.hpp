@@ -6,7 +6,9 @@
 ///
 /// A request's plan (plan.hpp) says what each descriptor costs and where it is counted. A descriptor
 /// that repeats another's counter in the same request shares its decision and counts once. A shadow-mode
-/// rule that refuses is reported OK and records nothing, and the others are decided again without it.
+/// rule that refuses is reported OK and records nothing, and the others are decided again without it. A
+/// descriptor whose cost is more than its whole limit refuses the request without asking Redis, and the
+/// others are answered as they stand, counting nothing (a dry run).
 ///
 /// Redis's failures answer by the failure policy (open by default, as Envoy's filter expects).
 
@@ -161,7 +163,9 @@ class Decider {
         costs.push_back(each->hits);
         limits.push_back(each->limit);
       }
-      prepared.emplace(limiter->prepare(keys, costs, limits));
+      // A request one descriptor never fits is refused already: the others are answered as they stand,
+      // and none counts it.
+      prepared.emplace(limiter->prepare(keys, costs, limits, refused ? Recording::never : Recording::when_admitted));
     }
 
     // Takes the round's decisions: done unless only shadow rules refused, which then leave the round.

@@ -657,3 +657,51 @@ TEST_CASE("a prepared multi-decision meets the access list before Redis and the 
   CHECK_THROWS_AS(throwing.settle(thrown, {swl::Reply(), std::make_exception_ptr(swl::ConnectionError("gone"))}),
                   swl::ConnectionError);
 }
+
+namespace {
+
+// The reply to a prepared decision's call, sent alone.
+swl::ScriptReply runOne(swl::Connection& connection, const swl::MultiLimiter<>::Prepared& prepared) {
+  swl::ScriptReply reply;
+  reply.reply = connection.run(*prepared.call());
+  return reply;
+}
+
+}  // namespace
+
+TEST_CASE_METHOD(ManualTime, "a dry run answers as tryAcquire would and records nothing, for the observer neither") {
+  int observed = 0;
+  options.observer = [&](const swl::DecisionEvent&) { ++observed; };
+  const swl::Periods minutes("whole minutes", 60s, [](std::chrono::microseconds now) {
+    const std::chrono::microseconds start = now - now % std::chrono::microseconds(60s);
+    return swl::Period{start, start + std::chrono::microseconds(60s)};
+  });
+  swl::MultiLimiter<> limiter(
+      connection, {{"log", swl::Limit{5, 1s}}, swl::Rule::gcra("bucket", swl::Limit{4, 1s}), {"quota", 8, minutes}},
+      options);
+  const std::vector<std::string_view> keys{"u", "u", "u"};
+  REQUIRE(limiter.tryAcquire(keys, {2, 2, 2}));
+  CHECK(observed == 1);
+  const std::string bucket_before = textReply(connection, {"GET", "swl:bucket:u"});
+
+  swl::MultiLimiter<>::Prepared dry = limiter.prepare(keys, {1, 1, 1}, {}, swl::Recording::never);
+  swl::MultiLimiter<>::Prepared dry_refused = limiter.prepare(keys, {1, 3, 1}, {}, swl::Recording::never);
+  const swl::MultiDecision admitted = limiter.settle(dry, runOne(connection, dry));
+  const swl::MultiDecision refused = limiter.settle(dry_refused, runOne(connection, dry_refused));
+  CHECK(admitted);
+  CHECK(admitted.rules[0].remaining == 3);  // as it stands: 5 - 2, the dry run's 1 not taken
+  CHECK(admitted.rules[1].remaining == 2);
+  CHECK(admitted.rules[2].remaining == 6);
+  CHECK_FALSE(refused);
+  CHECK(refused.binding_name == "bucket");
+  CHECK(refused.rules[1].retry_after == 250ms);  // one unit back a quarter second from now
+  CHECK(observed == 1);
+
+  CHECK(unitsInLog(*this, "log", swl::Limit{5, 1s}, "u") == 2);
+  CHECK(textReply(connection, {"GET", "swl:bucket:u"}) == bucket_before);
+  CHECK(textReply(connection, {"HGET", "swl:quota:u", "c"}) == "2");
+  // The next real decision finds what the first left.
+  const swl::MultiDecision next = limiter.tryAcquire(keys, {1, 1, 1});
+  CHECK(next.rules[0].remaining == 2);
+  CHECK(next.rules[2].remaining == 5);
+}

@@ -374,6 +374,20 @@ TEST_CASE(
   CHECK(running.server.call(request({{{"user", "heidi"}}})).statuses(0).limit_remaining() == 0);
 }
 
+TEST_CASE("swl-ratelimit counts nothing of a request one descriptor never fits, and answers the others as they stand") {
+  Running running;
+  // ivan's user limit is 3 a minute: 4 never fit. /other's 100 would take the 1 asked of it.
+  auto too_costly = request({{{"user", "ivan"}}, {{"route", "/other"}}});
+  too_costly.mutable_descriptors(0)->mutable_hits_addend()->set_value(4);
+  const auto refused = running.server.call(too_costly);
+  CHECK(refused.overall_code() == rls::RateLimitResponse::OVER_LIMIT);
+  CHECK(refused.statuses(0).code() == rls::RateLimitResponse::OVER_LIMIT);
+  CHECK(refused.statuses(1).code() == rls::RateLimitResponse::OK);
+  CHECK(refused.statuses(1).limit_remaining() == 100);  // as it stands: nothing taken
+  CHECK(running.server.call(request({{{"route", "/other"}}})).statuses(0).limit_remaining() == 99);
+  CHECK(running.server.call(request({{{"user", "ivan"}}})).statuses(0).limit_remaining() == 2);
+}
+
 TEST_CASE(
     "swl-ratelimit keeps a gcra rule as a token bucket, decided all or nothing with the request's other "
     "descriptors") {

@@ -97,6 +97,14 @@ struct Rule {
   }
 };
 
+/// Whether a MultiLimiter's prepared decision records the request: as tryAcquire does, when every rule
+/// admits it; or never, a dry run: tryAcquire's answer with nothing recorded, each rule's remaining as it
+/// stands (swl-ratelimit's answer for the other descriptors of a request that one never fits).
+enum class Recording {
+  when_admitted,  ///< tryAcquire's
+  never,          ///< a dry run: nothing recorded, and no event for the observer
+};
+
 /// A MultiLimiter's answer: the decision to act on, and each rule's own.
 struct MultiDecision {
   /// What to act on: allowed iff every rule admitted; the limit, remaining and times of the binding rule.
@@ -215,18 +223,21 @@ class MultiLimiter {
     std::optional<MultiDecision> listed_;          // the access list's answer
     std::optional<detail::MultiWindowCall> text_;  // the call, when Redis decides
     std::exception_ptr failure_;                   // what failed before the call could be made
+    bool observed_ = true;                         // false for a dry run
   };
 
   /// Makes the decision's call, as tryAcquire would send it; nothing is sent. Bad input throws
-  /// InvalidArgument here, as tryAcquire does. `keys` must stay valid until settle().
+  /// InvalidArgument here, as tryAcquire does. `keys` must stay valid until settle(). Recording::never
+  /// makes a dry run.
   Prepared prepare(const std::vector<std::string_view>& keys, const std::vector<std::int64_t>& costs,
-                   const std::vector<Limit>& limits = {}) {
-    Prepared prepared(options_.observer, keys, costs, limits);
+                   const std::vector<Limit>& limits = {}, Recording recording = Recording::when_admitted) {
+    static const Observer nobody;  // a dry run is no decision to observe
+    Prepared prepared(recording == Recording::never ? nobody : options_.observer, keys, costs, limits);
     try {
       prepared.listed_ = answerFromLists(keys, costs, limits);
       if (!prepared.listed_) {
         validate(keys, costs, limits);
-        prepared.text_.emplace(callText(keys, costs, limits));
+        prepared.text_.emplace(callText(keys, costs, limits, recording));
       }
     } catch (const Error&) {
       prepared.failure_ = std::current_exception();
@@ -346,12 +357,12 @@ class MultiLimiter {
 
   // The call of a decision whose input validate() accepted.
   detail::MultiWindowCall callText(const std::vector<std::string_view>& keys, const std::vector<std::int64_t>& costs,
-                                   const std::vector<Limit>& limits) {
+                                   const std::vector<Limit>& limits, Recording recording = Recording::when_admitted) {
     detail::MultiWindowCall text{keys.size(),
                                  {},
                                  scriptNow(limits),
                                  detail::checkedMember("swl::MultiLimiter", members_.next()),
-                                 options_.rejected == RejectedRequests::counted ? "1" : "0",
+                                 recordingArgument(recording),
                                  {},
                                  {}};
     for (std::size_t i = 0; i < keys.size(); ++i) {
@@ -368,6 +379,12 @@ class MultiLimiter {
       }
     }
     return text;
+  }
+
+  // What the script's ARGV[3] says of recording (kMultiWindowArguments).
+  std::string_view recordingArgument(Recording recording) const {
+    if (recording == Recording::never) return "-";
+    return options_.rejected == RejectedRequests::counted ? "1" : "0";
   }
 
   // Whether `failure` is thrown to the caller rather than answered by the failure policy: bad input

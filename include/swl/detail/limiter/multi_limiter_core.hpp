@@ -44,7 +44,8 @@ inline constexpr std::string_view kMultiWindowArguments = R"lua(
 --          a periodic count's hash (kPeriodFunctions) or a GCRA rule's string (Gcra::kFunctions)
 -- ARGV[1]  now in microseconds since the epoch; '' reads Redis's own clock
 -- ARGV[2]  this request's unique member; '' uses its millisecond timestamp
--- ARGV[3]  '1' to record rejected requests too (an opt-in penalty)
+-- ARGV[3]  '1' to record rejected requests too (an opt-in penalty); '-' to record nothing (a dry run:
+--          the same answers, and each rule's state as it stands)
 -- Then five per rule, in the keys' order: rule i's are ARGV[at + 1] .. ARGV[at + 5], at = 3 + 5 * (i - 1).
 -- ARGV[at + 1]  its cost: the units this request asks of this rule (1 <= cost <= its limit, checked by the
 --               client). Each rule has its own, as each of Envoy's descriptors has its own hits_addend
@@ -97,7 +98,7 @@ end
 -- Recorded in every rule, each at its own cost, or in none. The first rule's write is the script's
 -- first, so Redis over maxmemory refuses before any change.
 local member = nil
-if allowed or ARGV[3] == '1' then
+if ARGV[3] ~= '-' and (allowed or ARGV[3] == '1') then
   member = ARGV[2]
   if member == '' then member = text(math.floor(now / 1000)) end
 end
