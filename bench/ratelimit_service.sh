@@ -4,7 +4,8 @@
 # async client, all calls in flight on one channel), the Decider by a thread per call in flight. A
 # second server answers the same requests from a configuration where the descriptor is unlimited: gRPC
 # alone, no Redis, the ceiling of any server on this machine. A baseline revision adds both servers as
-# they were there (built in a worktree). Each round runs every contender, in an order that turns.
+# they were there (built in a worktree), with 64 deciding threads (their best: one call each). Each round
+# runs every contender, in an order that turns.
 # Per contender: the median rate and p99, the server's CPU per call (from /proc, user and system), and
 # the median of each round's rate over that round's in-process rate.
 # The workload is bench/README's: one descriptor per request, 10,000 users, 100 per second each.
@@ -22,7 +23,7 @@ install_missing g++ make cmake pkg-config libhiredis-dev redis-server redis-tool
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DSWL_BUILD_TESTS=OFF -DSWL_BUILD_EXAMPLES=OFF \
   -DSWL_BUILD_BENCHMARKS=ON >/dev/null
 cmake --build build-bench -j"$(nproc)" --target swl-ratelimit ratelimit_service >/dev/null
-servers=("swl-ratelimit=build-bench/ratelimit/swl-ratelimit")
+servers=("swl-ratelimit=build-bench/ratelimit/swl-ratelimit")  # with its own --pool-size
 if [ -n "$baseline" ]; then
   tree=$PWD/build-bench/tree-$baseline
   [ -d "$tree" ] || git worktree add --detach "$tree" "$baseline" >/dev/null
@@ -43,11 +44,12 @@ descriptors:
 YAML
 sed 's/rate_limit: .*/rate_limit: {unlimited: true}/' "$workdir/limited.yaml" >"$workdir/unlimited.yaml"
 
-# Starts server $2 (a program) on configuration $3 as contender $1; remembers its address and pid.
+# Starts server $2 (a program) on configuration $3 as contender $1, with flags $4...; remembers its
+# address and pid.
 declare -A address pid_of
 start_server() {
   local name=$1 program=$2 config=$3 out="$workdir/$1.out"
-  "$program" --config "$config" --redis "127.0.0.1:$REDIS_PORT" --listen 127.0.0.1:0 --pool-size 64 >"$out" &
+  "$program" --config "$config" --redis "127.0.0.1:$REDIS_PORT" --listen 127.0.0.1:0 "${@:4}" >"$out" &
   pid_of[$name]=$!
   server_pids+=($!)
   for _ in $(seq 500); do grep -q 'listening on' "$out" && break; sleep 0.02; done
@@ -55,9 +57,10 @@ start_server() {
 }
 contenders=(in-process)
 for server in "${servers[@]}"; do
-  name=${server%%=*} program=${server#*=}
-  start_server "$name" "$program" "$workdir/limited.yaml"
-  start_server "$name, unlimited (gRPC alone)" "$program" "$workdir/unlimited.yaml"
+  name=${server%%=*} program=${server#*=} flags=()
+  [[ $name == *@* ]] && flags=(--pool-size 64)
+  start_server "$name" "$program" "$workdir/limited.yaml" "${flags[@]}"
+  start_server "$name, unlimited (gRPC alone)" "$program" "$workdir/unlimited.yaml" "${flags[@]}"
   contenders+=("$name" "$name, unlimited (gRPC alone)")
 done
 
