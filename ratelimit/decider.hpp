@@ -92,7 +92,9 @@ class Decider {
   /// Decides each of `plans` (its limited descriptors together, all or nothing) and answers each, in
   /// order. The plans that wait together are decided together: each round of decisions is one pipelined
   /// round trip to Redis for every plan in it (RedisClient::runMany), so a thread wakes once for all of
-  /// their replies, and Redis reads their calls at once.
+  /// their replies, and Redis reads their calls at once. Redis decides a round's plans in their order; a
+  /// plan decided again without its refusing shadow rules is decided after the round before it, so after
+  /// plans that came later. Its request was in flight with theirs, and either order is exact.
   std::vector<Answer> decideMany(std::vector<Plan> plans) {
     std::vector<Deciding> deciding;
     deciding.reserve(plans.size());  // each stays in place while its call is in use

@@ -1,0 +1,178 @@
+// swl-ratelimit's Decider (ratelimit/decider.hpp) against a real redis-server: the requests a deciding
+// thread takes together, decided in one round trip per round (decideMany), answer exactly as each decided
+// alone does, in the order they were taken, whatever the batch mixes: shadow refusals that take a second
+// round, a descriptor that never fits, a request of too many descriptors, and one that asks Redis
+// nothing. A request decided again (its shadow rules refused) is recorded after the batch's others.
+
+#include <ratelimit/config.hpp>
+#include <ratelimit/decider.hpp>
+
+#include "support/ratelimit_requests.hpp"
+#include "support/redis_server.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <exception>
+#include <random>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+namespace rls = envoy::service::ratelimit::v3;
+using swl::ratelimit::Decider;
+using swl::ratelimit::Plan;
+using swl::test::Entries;
+using swl::test::request;
+
+// Windows of a minute or more, and a token bucket refilled every 15 minutes: a request decided in a batch
+// and its twin decided alone a few milliseconds later find the same windows.
+constexpr const char* kConfig = R"yaml(domain: shop
+descriptors:
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 3}
+  - key: route
+    value: /search
+    rate_limit: {unit: minute, requests_per_unit: 5, name: search}
+  - key: trial
+    rate_limit: {unit: minute, requests_per_unit: 1}
+    shadow_mode: true
+  - key: bulk
+    rate_limit: {unit: minute, requests_per_unit: 10, weight: 5}
+  - key: bucket
+    rate_limit: {unit: hour, requests_per_unit: 4, algorithm: gcra}
+  - key: internal
+    rate_limit: {unlimited: true}
+  - key: many
+    rate_limit: {unit: minute, requests_per_unit: 100}
+)yaml";
+
+// The request shapes a batch mixes, each naming what it reaches.
+enum class Shape { user, user_and_search, user_and_trial, bulk, bucket_and_user, never_fits, too_many, unlimited };
+constexpr int kShapes = 8;
+
+rls::RateLimitRequest requestOf(Shape shape, const std::string& who) {
+  switch (shape) {
+    case Shape::user:
+      return request({{{"user", who}}});
+    case Shape::user_and_search:
+      return request({{{"user", who}}, {{"route", "/search"}}});
+    case Shape::user_and_trial:  // users of their own: see the last test for why
+      return request({{{"user", "trying " + who}}, {{"trial", who}}});
+    case Shape::bulk:
+      return request({{{"bulk", who}}}, 1);
+    case Shape::bucket_and_user:
+      return request({{{"bucket", who}}, {{"user", who}}});
+    case Shape::never_fits: {  // 4 of the user's 3 a minute: refused whole, and /search counts nothing
+      auto costly = request({{{"user", who}}, {{"route", "/search"}}});
+      costly.mutable_descriptors(0)->mutable_hits_addend()->set_value(4);
+      return costly;
+    }
+    case Shape::too_many: {  // 10 counters: more than one decision takes
+      std::vector<Entries> descriptors;
+      for (int i = 0; i < 10; ++i) descriptors.push_back({{"many", who + std::to_string(i)}});
+      return request(descriptors);
+    }
+    case Shape::unlimited:
+      return request({{{"internal", who}}});
+  }
+  return {};
+}
+
+// What Envoy acts on in an answer, but its times (Redis's clock moves between a batch and its twins).
+std::string verdictOf(const Decider::Answer& answer) {
+  if (answer.error) return "error";
+  std::string verdict = std::to_string(answer.response.overall_code());
+  for (const auto& status : answer.response.statuses()) {
+    verdict += " " + std::to_string(status.code()) + ":" + std::to_string(status.limit_remaining());
+  }
+  return verdict;
+}
+
+}  // namespace
+
+TEST_CASE("plans decided together in one round trip answer as each decided alone, whatever the batch mixes") {
+  swl::test::RedisServer server;
+  auto connection = server.connect();
+  swl::ratelimit::Configuration configuration;
+  configuration.add(swl::ratelimit::parseDomain(kConfig, "decider.yaml"));
+  // The same Redis under two prefixes: the batched decider's counters and their twins'.
+  swl::ratelimit::DeciderOptions batched_options, alone_options;
+  batched_options.key_prefix = "batched";
+  alone_options.key_prefix = "alone";
+  Decider batched(connection, batched_options), alone(connection, alone_options);
+
+  std::mt19937 random(39);
+  auto pick = [&](int low, int high) { return std::uniform_int_distribution<int>(low, high)(random); };
+  std::vector<int> shapes_decided(kShapes, 0);
+  std::set<std::string> trials_used;
+  int decisions = 0, over_limit = 0, shadow_refusals = 0, mixed_batches = 0;
+  for (int round = 0; round < 120; ++round) {
+    std::vector<rls::RateLimitRequest> requests;
+    std::set<Shape> shapes;
+    for (int i = pick(1, 8); i > 0; --i) {
+      const auto shape = static_cast<Shape>(pick(0, kShapes - 1));
+      const std::string who = "u" + std::to_string(pick(0, 5));
+      requests.push_back(requestOf(shape, who));
+      shapes.insert(shape);
+      ++shapes_decided[static_cast<int>(shape)];
+      // A trial used before refuses in shadow: the request is decided again without it.
+      if (shape == Shape::user_and_trial && !trials_used.insert(who).second) ++shadow_refusals;
+    }
+    mixed_batches += shapes.size() > 2;
+
+    std::vector<Plan> plans;
+    for (const auto& each : requests) plans.push_back(batched.plan(configuration, each));
+    const std::vector<Decider::Answer> answers = batched.decideMany(std::move(plans));
+    REQUIRE(answers.size() == requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      Decider::Answer twin;
+      try {
+        twin.response = alone.decide(configuration, requests[i]);
+      } catch (const swl::InvalidArgument&) {
+        twin.error = std::current_exception();
+      }
+      INFO("round " << round << ", request " << i << ": " << requests[i].ShortDebugString());
+      REQUIRE(verdictOf(answers[i]) == verdictOf(twin));
+      ++decisions;
+      over_limit += !answers[i].error && answers[i].response.overall_code() == rls::RateLimitResponse::OVER_LIMIT;
+    }
+  }
+  std::string reached;
+  for (int shape = 0; shape < kShapes; ++shape) reached += " " + std::to_string(shapes_decided[shape]);
+  WARN(decisions << " decisions, " << over_limit << " over the limit; per shape:" << reached << "; " << shadow_refusals
+                 << " requests whose shadow rule refused; " << mixed_batches << " batches of three shapes or more");
+  for (int count : shapes_decided) CHECK(count > 20);
+  CHECK(over_limit > 50);
+  CHECK(shadow_refusals > 20);
+  CHECK(mixed_batches > 30);
+}
+
+TEST_CASE("a request decided again without its refusing shadow rule is recorded after the others taken with it") {
+  swl::test::RedisServer server;
+  auto connection = server.connect();
+  swl::ratelimit::Configuration configuration;
+  configuration.add(swl::ratelimit::parseDomain(kConfig, "decider.yaml"));
+  Decider decider(connection, {});
+  // carol has 1 of her 3 left, and her trial is used up (its shadow rule refuses).
+  for (int i = 0; i < 2; ++i)
+    REQUIRE(decider.decide(configuration, request({{{"user", "carol"}}})).overall_code() == rls::RateLimitResponse::OK);
+  REQUIRE(decider.decide(configuration, request({{{"trial", "carol"}}})).overall_code() == rls::RateLimitResponse::OK);
+
+  // Taken together: the first needs a second round, without its trial; the second is decided in the first.
+  std::vector<Plan> plans;
+  plans.push_back(decider.plan(configuration, request({{{"user", "carol"}}, {{"trial", "carol"}}})));
+  plans.push_back(decider.plan(configuration, request({{{"user", "carol"}}})));
+  const std::vector<Decider::Answer> answers = decider.decideMany(std::move(plans));
+  // The requests were in flight together, so either order is exact; the one decided once goes first.
+  CHECK(answers[1].response.overall_code() == rls::RateLimitResponse::OK);
+  CHECK(answers[1].response.statuses(0).limit_remaining() == 0);
+  CHECK(answers[0].response.overall_code() == rls::RateLimitResponse::OVER_LIMIT);
+  CHECK(answers[0].response.statuses(1).code() == rls::RateLimitResponse::OK);  // the shadow rule never refuses
+  // Three in all for carol: her limit, and no more.
+  CHECK(decider.decide(configuration, request({{{"user", "carol"}}})).overall_code() ==
+        rls::RateLimitResponse::OVER_LIMIT);
+}
