@@ -28,27 +28,18 @@ using swl::ratelimit::Plan;
 using swl::test::Entries;
 using swl::test::request;
 
-// Windows of a minute or more, and a token bucket refilled every 15 minutes: a request decided in a batch
-// and its twin decided alone a few milliseconds later find the same windows.
-constexpr const char* kConfig = R"yaml(domain: shop
-descriptors:
-  - key: user
-    rate_limit: {unit: minute, requests_per_unit: 3}
-  - key: route
-    value: /search
-    rate_limit: {unit: minute, requests_per_unit: 5, name: search}
-  - key: trial
-    rate_limit: {unit: minute, requests_per_unit: 1}
-    shadow_mode: true
-  - key: bulk
-    rate_limit: {unit: minute, requests_per_unit: 10, weight: 5}
-  - key: bucket
+// The shop's rules (windows of a minute or more) and a token bucket refilled every 15 minutes: a request
+// decided in a batch and its twin decided alone a few milliseconds later find the same windows.
+swl::ratelimit::Configuration shopConfiguration() {
+  swl::ratelimit::Configuration configuration;
+  configuration.add(swl::ratelimit::parseDomain(std::string(swl::test::kShopRules) + R"yaml(  - key: bucket
     rate_limit: {unit: hour, requests_per_unit: 4, algorithm: gcra}
-  - key: internal
-    rate_limit: {unlimited: true}
   - key: many
     rate_limit: {unit: minute, requests_per_unit: 100}
-)yaml";
+)yaml",
+                                                "decider.yaml"));
+  return configuration;
+}
 
 // The request shapes a batch mixes, each naming what it reaches.
 enum class Shape { user, user_and_search, user_and_trial, bulk, bucket_and_user, never_fits, too_many, unlimited };
@@ -97,8 +88,7 @@ std::string verdictOf(const Decider::Answer& answer) {
 TEST_CASE("plans decided together in one round trip answer as each decided alone, whatever the batch mixes") {
   swl::test::RedisServer server;
   auto connection = server.connect();
-  swl::ratelimit::Configuration configuration;
-  configuration.add(swl::ratelimit::parseDomain(kConfig, "decider.yaml"));
+  const swl::ratelimit::Configuration configuration = shopConfiguration();
   // The same Redis under two prefixes: the batched decider's counters and their twins'.
   swl::ratelimit::DeciderOptions batched_options, alone_options;
   batched_options.key_prefix = "batched";
@@ -154,8 +144,7 @@ TEST_CASE("plans decided together in one round trip answer as each decided alone
 TEST_CASE("a request decided again without its refusing shadow rule is recorded after the others taken with it") {
   swl::test::RedisServer server;
   auto connection = server.connect();
-  swl::ratelimit::Configuration configuration;
-  configuration.add(swl::ratelimit::parseDomain(kConfig, "decider.yaml"));
+  const swl::ratelimit::Configuration configuration = shopConfiguration();
   Decider decider(connection, {});
   // carol has 1 of her 3 left, and her trial is used up (its shadow rule refuses).
   for (int i = 0; i < 2; ++i)

@@ -25,24 +25,8 @@ using namespace std::chrono_literals;
 const swl::ratelimit::Configuration& configuration() {
   static const swl::ratelimit::Configuration made = [] {
     swl::ratelimit::Configuration configuration;
-    configuration.add(swl::ratelimit::parseDomain(R"yaml(domain: shop
-descriptors:
-  - key: user
-    rate_limit: {unit: minute, requests_per_unit: 3}
-  - key: route
-    value: /search
-    rate_limit: {unit: minute, requests_per_unit: 5, name: search}
-  - key: route
+    configuration.add(swl::ratelimit::parseDomain(std::string(swl::test::kShopRules) + R"yaml(  - key: route
     rate_limit: {unit: hour, requests_per_unit: 100, name: routes, replaces: [{name: search}]}
-  - key: internal
-    rate_limit: {unlimited: true}
-  - key: trial
-    rate_limit: {unit: minute, requests_per_unit: 1}
-    shadow_mode: true
-  - key: bulk
-    rate_limit: {unit: minute, requests_per_unit: 10, weight: 5}
-  - key: window
-    rate_limit: {unit: hour, requests_per_unit: 2, algorithm: fixed_window}
   - key: bucket
     rate_limit: {unit: second, requests_per_unit: 2, algorithm: gcra}
 )yaml",

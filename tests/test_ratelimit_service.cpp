@@ -48,29 +48,13 @@ using swl::test::RedisSentinel;
 using swl::test::RedisServer;
 using swl::test::request;
 
-constexpr const char* kConfig = R"yaml(domain: shop
-descriptors:
-  - key: user
-    rate_limit: {unit: minute, requests_per_unit: 3}
-  - key: route
-    value: /search
-    rate_limit: {unit: minute, requests_per_unit: 5, name: search}
-  - key: route
+const std::string kConfig = std::string(swl::test::kShopRules) + R"yaml(  - key: route
     rate_limit: {unit: minute, requests_per_unit: 100}
   - key: tenant
     descriptors:
       - key: plan
         value: free
         rate_limit: {unit: hour, requests_per_unit: 2}
-  - key: internal
-    rate_limit: {unlimited: true}
-  - key: trial
-    rate_limit: {unit: minute, requests_per_unit: 1}
-    shadow_mode: true
-  - key: bulk
-    rate_limit: {unit: minute, requests_per_unit: 10, weight: 5}
-  - key: window
-    rate_limit: {unit: hour, requests_per_unit: 2, algorithm: fixed_window}
   - key: bucket
     rate_limit: {unit: minute, requests_per_unit: 2, algorithm: gcra}
 )yaml";

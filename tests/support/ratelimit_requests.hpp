@@ -1,6 +1,6 @@
 #pragma once
-// Envoy's ShouldRateLimit requests as its rate limit filter sends them, and what the tests read back from
-// the answers: for swl-ratelimit's tests, with or without a server.
+// Envoy's ShouldRateLimit requests as its rate limit filter sends them, the rules of the domain they ask
+// about, and what the tests read back from the answers: for swl-ratelimit's tests, with or without a server.
 
 #include "envoy/service/ratelimit/v3/rls.pb.h"
 
@@ -10,6 +10,26 @@
 #include <vector>
 
 namespace swl::test {
+
+// The rules of the domain "shop" that every swl-ratelimit test counts with; a test appends the rules of
+// its own (descriptor entries, indented by two), a route's or a bucket's, say.
+inline constexpr const char* kShopRules = R"yaml(domain: shop
+descriptors:
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 3}
+  - key: route
+    value: /search
+    rate_limit: {unit: minute, requests_per_unit: 5, name: search}
+  - key: internal
+    rate_limit: {unlimited: true}
+  - key: trial
+    rate_limit: {unit: minute, requests_per_unit: 1}
+    shadow_mode: true
+  - key: bulk
+    rate_limit: {unit: minute, requests_per_unit: 10, weight: 5}
+  - key: window
+    rate_limit: {unit: hour, requests_per_unit: 2, algorithm: fixed_window}
+)yaml";
 
 namespace rls = envoy::service::ratelimit::v3;
 
