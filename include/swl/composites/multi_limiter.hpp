@@ -212,18 +212,17 @@ class MultiLimiter {
 
    private:
     friend class MultiLimiter;
-    Prepared(const Observer& observer, const std::vector<std::string_view>& keys,
-             const std::vector<std::int64_t>& costs, const std::vector<Limit>& limits)
-        : observation_(observer, Tier::redis), keys_(keys), costs_(costs), limits_(limits) {}
+    explicit Prepared(const Observer& observer) : observation_(observer, Tier::redis) {}
 
     detail::Observation observation_;
-    std::vector<std::string_view> keys_;  // the caller's, which outlive settle()
-    std::vector<std::int64_t> costs_;
-    std::vector<Limit> limits_;
+    // The decision's keys (views of the caller's, which outlive settle()) and costs, once validated: in
+    // place, as a decision takes at most 9 rules, so that preparing allocates nothing for them.
+    std::array<std::string_view, ScriptCall::kMaxKeys> keys_{};
+    std::array<std::int64_t, ScriptCall::kMaxKeys> costs_{};
+    std::vector<Limit> limits_;                    // empty for the rules' own
     std::optional<MultiDecision> listed_;          // the access list's answer
     std::optional<detail::MultiWindowCall> text_;  // the call, when Redis decides
     std::exception_ptr failure_;                   // what failed before the call could be made
-    bool observed_ = true;                         // false for a dry run
   };
 
   /// Makes the decision's call, as tryAcquire would send it; nothing is sent. Bad input throws
@@ -232,13 +231,14 @@ class MultiLimiter {
   Prepared prepare(const std::vector<std::string_view>& keys, const std::vector<std::int64_t>& costs,
                    const std::vector<Limit>& limits = {}, Recording recording = Recording::when_admitted) {
     static const Observer nobody;  // a dry run is no decision to observe
-    Prepared prepared(recording == Recording::never ? nobody : options_.observer, keys, costs, limits);
+    Prepared prepared(recording == Recording::never ? nobody : options_.observer);
     try {
-      prepared.listed_ = answerFromLists(keys, costs, limits);
-      if (!prepared.listed_) {
-        validate(keys, costs, limits);
-        prepared.text_.emplace(callText(keys, costs, limits, recording));
-      }
+      validate(keys, costs, limits);
+      std::copy(keys.begin(), keys.end(), prepared.keys_.begin());
+      std::copy(costs.begin(), costs.end(), prepared.costs_.begin());
+      prepared.limits_ = limits;
+      prepared.listed_ = answerFromLists(keys, limits);
+      if (!prepared.listed_) prepared.text_.emplace(callText(keys, costs, limits, recording));
     } catch (const Error&) {
       prepared.failure_ = std::current_exception();
       if (refusesToAnswer(prepared.failure_)) {
@@ -253,8 +253,8 @@ class MultiLimiter {
   /// The decision `prepared` made, given what its call got: a reply, or the error that stood in its place.
   /// A failure answers by the failure policy (or, under FailurePolicy::throw_error, is thrown).
   MultiDecision settle(Prepared& prepared, ScriptReply reply) {
-    const std::vector<std::string_view>& keys = prepared.keys_;
-    const std::vector<std::int64_t>& costs = prepared.costs_;
+    const auto& keys = prepared.keys_;
+    const auto& costs = prepared.costs_;
     try {
       if (prepared.failure_) std::rethrow_exception(prepared.failure_);
       if (reply.error) std::rethrow_exception(reply.error);
@@ -267,12 +267,12 @@ class MultiLimiter {
     } catch (const Error&) {
       const std::exception_ptr cause = std::current_exception();
       if (refusesToAnswer(cause)) {
-        prepared.observation_.report(keys.front(), costs.front(), nullptr, cause);
+        prepared.observation_.report(keys[0], costs[0], nullptr, cause);
         throw;
       }
-      MultiDecision result = answerEveryRuleForFailure(costs, cause, prepared.limits_);
+      MultiDecision result = answerEveryRuleForFailure(costs.data(), cause, prepared.limits_);
       detail::enforce(options_.enforcement, result.decision);
-      prepared.observation_.report(keys.at(result.binding), costs.at(result.binding), &result.decision, cause,
+      prepared.observation_.report(keys[result.binding], costs[result.binding], &result.decision, cause,
                                    result.binding_name);
       return result;
     }
@@ -446,9 +446,8 @@ class MultiLimiter {
 
   // The access list's answer for the whole call, if it gives one: a rule's key denied refuses the call,
   // and otherwise a rule's key allowed admits it untouched (no rule counts it). Every rule answers alike,
-  // and the key that decided binds.
+  // and the key that decided binds. The call's input is valid (validate()).
   std::optional<MultiDecision> answerFromLists(const std::vector<std::string_view>& keys,
-                                               const std::vector<std::int64_t>& costs,
                                                const std::vector<Limit>& limits) const {
     const AccessList* access = options_.access.get();
     if (access == nullptr) return std::nullopt;
@@ -461,7 +460,6 @@ class MultiLimiter {
     const std::optional<std::size_t> deciding = first_denied ? first_denied : first_allowed;
     if (!deciding) return std::nullopt;
     const Listing listing = first_denied ? Listing::denied : Listing::allowed;
-    validate(keys, costs, limits);
     MultiDecision result;
     for (std::size_t i = 0; i < rules_.size(); ++i)
       result.rules.push_back(detail::answerOfList(listing, limitOf(i, limits)));
@@ -472,12 +470,12 @@ class MultiLimiter {
   }
 
   // Redis could not decide: every rule answers with the failure policy, for its own cost.
-  MultiDecision answerEveryRuleForFailure(const std::vector<std::int64_t>& costs, const std::exception_ptr& error,
+  MultiDecision answerEveryRuleForFailure(const std::int64_t* costs, const std::exception_ptr& error,
                                           const std::vector<Limit>& limits) const {
     MultiDecision result;
     for (std::size_t i = 0; i < rules_.size(); ++i) {
       result.rules.push_back(
-          detail::answerForFailure(options_.on_failure, limitOf(i, limits), costs.at(i), error).decision);
+          detail::answerForFailure(options_.on_failure, limitOf(i, limits), costs[i], error).decision);
     }
     return pickBindingRule(std::move(result));
   }

@@ -127,7 +127,7 @@ end
 return result
 )lua"sv;
 
-// How many arguments the multi-window script takes before its rules' (now, member, count_rejected), and
+// How many arguments the multi-window script takes before its rules' (now, member, recording), and
 // per rule (cost, window, limit, expiry, how it counts): kMultiWindowArguments has the layout.
 inline constexpr std::size_t kMultiWindowSharedArguments = 3;
 inline constexpr std::size_t kMultiWindowArgumentsPerRule = 5;
@@ -143,7 +143,7 @@ struct MultiWindowCall {
   std::array<std::string, ScriptCall::kMaxKeys> redis_keys;
   ScriptNow now;
   std::string member;
-  std::string_view count_rejected;
+  std::string_view recording;  // ARGV[3]: '0', '1' (refusals recorded too) or '-' (a dry run)
   // Each rule's cost, window, limit and expiry, and how it counts: a periodic rule's periods, kGcraRule,
   // or nothing for a log.
   std::array<IntegerText, 4 * ScriptCall::kMaxKeys> rule_numbers;
@@ -154,7 +154,7 @@ struct MultiWindowCall {
     std::array<std::string_view, ScriptCall::kMaxKeys> keys;
     std::copy(redis_keys.begin(), redis_keys.begin() + static_cast<std::ptrdiff_t>(rule_count), keys.begin());
     std::array<std::string_view, kMultiWindowSharedArguments + kMultiWindowArgumentsPerRule * ScriptCall::kMaxKeys>
-        args{now.argument(), member, count_rejected};
+        args{now.argument(), member, recording};
     std::size_t arg_count = kMultiWindowSharedArguments;
     for (std::size_t i = 0; i < rule_count; ++i) {
       for (std::size_t j = 0; j < 4; ++j) args[arg_count++] = rule_numbers[4 * i + j];
