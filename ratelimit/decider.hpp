@@ -159,7 +159,9 @@ class Decider {
     // Makes the round's call on `limiter`, the MultiLimiter of the open descriptors' ways of counting.
     void prepare(MultiLimiter<GivenKey>& chosen) {
       limiter = &chosen;
-      keys.clear(), costs.clear(), limits.clear();
+      std::vector<std::string_view> keys;  // views of the plan's own keys, which outlive the round
+      std::vector<std::int64_t> costs;
+      std::vector<Limit> limits;
       for (const LimitedDescriptor* each : open) {
         keys.push_back(each->redis_key);
         costs.push_back(each->hits);
@@ -197,9 +199,6 @@ class Decider {
     bool refused = false;  // by a rule that is not in shadow mode
     std::exception_ptr error;
     MultiLimiter<GivenKey>* limiter = nullptr;
-    std::vector<std::string_view> keys;  // the round's, which its prepared decision views
-    std::vector<std::int64_t> costs;
-    std::vector<Limit> limits;
     std::optional<MultiLimiter<GivenKey>::Prepared> prepared;
   };
 
