@@ -642,19 +642,6 @@ TEST_CASE(
   CHECK(answered == 6);
 }
 
-namespace {
-
-// How many times Redis has read from its clients' sockets (INFO stats), this connection's reads included.
-long long readsOfRedis(swl::Connection& connection) {
-  const std::string stats = swl::test::textReply(connection, {"INFO", "stats"});
-  const std::string mark = "total_reads_processed:";
-  const auto at = stats.find(mark);
-  if (at == std::string::npos) throw std::runtime_error("INFO stats holds no " + mark);
-  return std::stoll(stats.substr(at + mark.size()));
-}
-
-}  // namespace
-
 TEST_CASE("swl-ratelimit decides the calls that wait together in one round trip to Redis, each exactly") {
   TemporaryDirectory directory;
   RedisServer redis;
@@ -663,7 +650,7 @@ TEST_CASE("swl-ratelimit decides the calls that wait together in one round trip 
   RateLimitServer server(directory.write("config.yaml", kConfig), redis.port(),
                          {"--pool-size", "1", "--redis-timeout", "20000"});
   CHECK(server.call(request({{{"user", "first"}}})).overall_code() == rls::RateLimitResponse::OK);
-  const long long reads_before = readsOfRedis(connection);
+  const long long reads_before = swl::test::infoCounter(connection, "stats", "total_reads_processed:");
   redis.pause();
   constexpr int kCalls = 24;
   std::atomic<int> admitted{0}, remaining{0};
@@ -679,7 +666,7 @@ TEST_CASE("swl-ratelimit decides the calls that wait together in one round trip 
   std::this_thread::sleep_for(std::chrono::seconds(2));  // every call reaches the server and queues
   redis.resume();
   for (std::thread& caller : callers) caller.join();
-  const long long reads = readsOfRedis(connection) - reads_before;
+  const long long reads = swl::test::infoCounter(connection, "stats", "total_reads_processed:") - reads_before;
   INFO(reads << " reads of Redis for " << kCalls << " calls");
   CHECK(admitted == kCalls);
   CHECK(remaining == kCalls / 2 * (2 + 1));

@@ -113,6 +113,15 @@ class RedisServer {
     return ntohs(address.sin_port);
   }
 
+  // Whether the server `connection` reaches is the process `pid`: another test's server may have taken
+  // the port between its choice and this one's bind, and then answers in its place. A server that keeps
+  // INFO from us is taken at its word.
+  static bool answersAs(swl::Connection& connection, pid_t pid) {
+    const swl::Reply info = connection.command({"INFO", "server"});
+    if (!info->isString()) return true;
+    return info->text().find("process_id:" + std::to_string(pid) + "\r\n") != std::string_view::npos;
+  }
+
   void waitUntilReady() {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (std::chrono::steady_clock::now() < deadline) {
@@ -121,7 +130,13 @@ class RedisServer {
                                  " (is it installed? is the port taken?)");
       }
       try {
-        connect(patient()).ping();
+        swl::Connection connection = connect(patient());
+        connection.ping();
+        if (!answersAs(connection, process_.pid())) {
+          stop();
+          throw std::runtime_error("another redis-server answers on port " + std::to_string(port_) +
+                                   ", which it took before this one could bind it");
+        }
         return;
       } catch (const swl::AuthError&) {
         return;  // it answers, and wants a password: ready
