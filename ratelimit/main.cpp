@@ -15,8 +15,6 @@
 
 #include <swl/swl.hpp>
 
-#include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 
@@ -27,7 +25,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <thread>
 
 int main(int argc, char** argv) {
   const std::vector<std::string> arguments(argv + 1, argv + argc);
@@ -80,17 +77,13 @@ int main(int argc, char** argv) {
     };
   }
   swl::ratelimit::Decider decider(*redis, options);
-  // One deciding thread per Redis connection (per master on a Cluster): a decision never waits for one.
-  swl::ratelimit::RateLimitService service(decider, settings.redis.pool_size, configuration);
-
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(settings.listen, grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  const std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server || port == 0) {
-    std::cerr << "swl-ratelimit: cannot listen on " << settings.listen << "\n";
+  std::unique_ptr<swl::ratelimit::RateLimitServer> server;
+  try {
+    // One thread per Redis connection (per master on a Cluster): a batch never waits for one.
+    server = std::make_unique<swl::ratelimit::RateLimitServer>(decider, settings.redis.pool_size, configuration,
+                                                               settings.listen);
+  } catch (const swl::Error& error) {
+    std::cerr << error.what() << "\n";
     return 1;
   }
   const std::string host = settings.listen.substr(0, settings.listen.rfind(':'));
@@ -99,27 +92,23 @@ int main(int argc, char** argv) {
     std::cout << "swl-ratelimit: metrics on " << metrics_host << ":" << exposer->GetListeningPorts().front()
               << "/metrics" << std::endl;
   }
-  std::cout << "swl-ratelimit: listening on " << host << ":" << port << ", " << configuration->domains().size()
-            << " domain(s) from " << settings.config.string() << std::endl;
+  std::cout << "swl-ratelimit: listening on " << host << ":" << server->port() << ", "
+            << configuration->domains().size() << " domain(s) from " << settings.config.string() << std::endl;
 
-  std::thread signal_watch([&] {
-    for (;;) {
-      int signal = 0;
-      sigwait(&signals, &signal);
-      if (signal != SIGHUP) break;
-      try {
-        auto reloaded =
-            std::make_shared<const swl::ratelimit::Configuration>(swl::ratelimit::loadConfiguration(settings.config));
-        const auto domains = reloaded->domains().size();
-        service.replace(std::move(reloaded));
-        std::cout << "swl-ratelimit: configuration reloaded, " << domains << " domain(s)" << std::endl;
-      } catch (const swl::Error& error) {
-        std::cout << "swl-ratelimit: configuration kept: " << error.what() << std::endl;
-      }
+  for (;;) {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    if (signal != SIGHUP) break;
+    try {
+      auto reloaded =
+          std::make_shared<const swl::ratelimit::Configuration>(swl::ratelimit::loadConfiguration(settings.config));
+      const auto domains = reloaded->domains().size();
+      server->replace(std::move(reloaded));
+      std::cout << "swl-ratelimit: configuration reloaded, " << domains << " domain(s)" << std::endl;
+    } catch (const swl::Error& error) {
+      std::cout << "swl-ratelimit: configuration kept: " << error.what() << std::endl;
     }
-    server->Shutdown();
-  });
-  server->Wait();
-  signal_watch.join();
+  }
+  server.reset();  // after the calls in progress
   return 0;
 }

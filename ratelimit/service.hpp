@@ -1,97 +1,313 @@
 #pragma once
 /// \file
-/// The gRPC face of swl-ratelimit: Envoy's RateLimitService, answering from the configuration in force.
-/// A new configuration replaces it whole, at once: a call started before goes on with the one it took.
+/// The gRPC face of swl-ratelimit: Envoy's RateLimitService and gRPC's health check, answering from the
+/// configuration in force. A new configuration replaces it whole, at once: a call started before goes
+/// on with the one it took.
 ///
-/// gRPC's callback API: gRPC's own work per call costs the server half the CPU it costs through the
-/// synchronous API (bench/README.md measures both). Its threads must never wait, so each decision that
-/// asks Redis runs on DecidingThreads, which decide the calls that wait together in one round trip to
-/// Redis and finish them; one that needs no Redis is answered at once, and health checks never queue
-/// behind Redis.
+/// gRPC's asynchronous API, on threads of our own: a thread takes gRPC's calls from its completion
+/// queue and decides them itself, so that a call never crosses from one thread to another. It takes
+/// every call that waits (up to a batch's most) and decides them together in one pipelined round trip
+/// to Redis (Decider::decideMany); while it waits on Redis, new calls queue, and its next round takes
+/// them all. A call that needs no Redis is answered at once. Every thread that waits in gRPC's poller
+/// costs the others wake-ups (bench/README.md measures it), so the service has no thread of gRPC's:
+/// it answers health checks itself, and each thread's standby sleeps until the thread has waited on
+/// Redis for kPatience; then the standby answers the queue's calls that need no Redis, and keeps the
+/// others for the thread's next round.
 
 #include <ratelimit/config.hpp>
 #include <ratelimit/decider.hpp>
-#include <ratelimit/deciding_threads.hpp>
 
 #include <swl/error.hpp>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 
+#include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <exception>
+#include <list>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 namespace swl::ratelimit {
 
-class RateLimitService final : public rls::RateLimitService::CallbackService {
+class RateLimitServer {
  public:
-  /// How many calls one deciding thread decides together, at most: one runMany's worth.
+  /// How many calls one thread decides together, at most: one runMany's worth.
   static constexpr std::size_t kMostCallsAtOnce = 64;
+  /// How long a thread may wait on Redis before its standby answers the calls that need no Redis
+  /// (health checks, unlimited descriptors); also how often an idle standby looks.
+  static constexpr std::chrono::milliseconds kPatience{10};
 
-  /// Decides with `decider`, which must outlive it, on `deciding_threads` threads (one per Redis
-  /// connection, so that no batch waits for a connection). Its destruction decides the calls handed over.
-  RateLimitService(Decider& decider, std::size_t deciding_threads, std::shared_ptr<const Configuration> configuration)
-      : decider_(&decider),
-        configuration_(std::move(configuration)),
-        threads_(deciding_threads, kMostCallsAtOnce, [this](std::vector<Call>& calls) { decide(calls); }) {}
+  /// Serves Envoy's RateLimitService on `listen` ("host:port"; port 0 for any free one) with `threads`
+  /// threads (at least one), each deciding with `decider` (which must outlive it) on a Redis connection
+  /// of its own. Throws swl::Error when it cannot listen.
+  RateLimitServer(Decider& decider, std::size_t threads, std::shared_ptr<const Configuration> configuration,
+                  const std::string& listen)
+      : decider_(&decider), configuration_(std::move(configuration)) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterService(&limits_);
+    builder.RegisterService(&health_);
+    for (std::size_t i = 0; i < std::max<std::size_t>(threads, 1); ++i) {
+      workers_.push_back(std::make_unique<Worker>(builder.AddCompletionQueue()));
+    }
+    server_ = builder.BuildAndStart();
+    if (!server_ || port_ == 0) throw Error("swl-ratelimit: cannot listen on " + listen);
+    for (const auto& worker : workers_) {
+      {
+        const std::lock_guard<std::mutex> lock(worker->mutex);
+        for (std::size_t i = 0; i < kMostCallsAtOnce; ++i) awaitLimitCall(*worker);
+        awaitHealthCheck(*worker);
+      }
+      worker->thread = std::thread([this, &worker = *worker] { serve(worker); });
+      worker->standby = std::thread([this, &worker = *worker] { standBy(worker); });
+    }
+  }
+
+  /// Finishes the calls in progress, then stops.
+  ~RateLimitServer() {
+    server_->Shutdown();
+    for (const auto& worker : workers_) {
+      {
+        const std::lock_guard<std::mutex> lock(worker->mutex);
+        worker->stopping = true;
+      }
+      worker->standby_wake.notify_one();
+      worker->queue->Shutdown();
+    }
+    for (const auto& worker : workers_) {
+      worker->thread.join();
+      worker->standby.join();
+    }
+  }
+
+  RateLimitServer(const RateLimitServer&) = delete;
+  RateLimitServer& operator=(const RateLimitServer&) = delete;
+
+  /// The port it listens on (the one chosen, for port 0).
+  int port() const { return port_; }
 
   /// The configuration later calls answer from.
   void replace(std::shared_ptr<const Configuration> configuration) {
     std::atomic_store(&configuration_, std::move(configuration));
   }
 
-  /// Envoy's call: its descriptors found here, and, when any is limited, decided on a deciding thread,
-  /// which finishes it. The request and the response stay valid until then.
-  grpc::ServerUnaryReactor* ShouldRateLimit(grpc::CallbackServerContext* context, const rls::RateLimitRequest* request,
-                                            rls::RateLimitResponse* response) override {
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    std::shared_ptr<const Configuration> configuration = std::atomic_load(&configuration_);
-    std::optional<Plan> plan;
-    bool asks_redis = false;
-    const grpc::Status planned = answer([&] {
-      plan.emplace(decider_->plan(*configuration, *request));
-      asks_redis = plan->asksRedis();
-      if (!asks_redis) *response = decider_->decide(std::move(*plan));  // all OK, and nothing to count
-    });
-    if (!asks_redis) {
-      reactor->Finish(planned);
-      return reactor;
-    }
-    threads_.post(Call{reactor, response, std::move(configuration), std::move(*plan)});
-    return reactor;
-  }
-
  private:
-  // A call handed to a deciding thread, which finishes it.
+  struct Worker;
+  struct LimitCall;
+
+  // One call, from the moment a thread asks gRPC for one until gRPC has sent its answer: its tag.
   struct Call {
-    grpc::ServerUnaryReactor* reactor;
-    rls::RateLimitResponse* response;
-    std::shared_ptr<const Configuration> configuration;  // what the plan points into
-    Plan plan;
+    virtual ~Call() = default;
+
+    // The call came: it is answered, or joins `batch` when it asks Redis.
+    virtual void arrived(RateLimitServer& server, std::vector<LimitCall*>& batch) = 0;
+
+    explicit Call(Worker& owner) : worker(&owner) {}
+
+    Worker* worker;
+    std::list<std::unique_ptr<Call>>::iterator self;  // its place in the worker's calls
+    grpc::ServerContext context;
+    bool answered = false;  // Finish was called: its next event ends it
   };
 
-  // Decides `calls` together and finishes each.
-  void decide(std::vector<Call>& calls) noexcept {
+  struct LimitCall final : Call {
+    explicit LimitCall(Worker& owner) : Call(owner), writer(&context) {}
+
+    void arrived(RateLimitServer& server, std::vector<LimitCall*>& batch) override {
+      server.awaitLimitCall(*worker);  // the next call, while this one is decided
+      configuration = std::atomic_load(&server.configuration_);
+      bool asks_redis = false;
+      const grpc::Status planned = answer([&] {
+        plan.emplace(server.decider_->plan(*configuration, request));
+        asks_redis = plan->asksRedis();
+        if (!asks_redis) response = server.decider_->decide(std::move(*plan));  // all OK, and nothing to count
+      });
+      if (asks_redis) return batch.push_back(this);
+      finish(planned);
+    }
+
+    void finish(const grpc::Status& status) {
+      answered = true;
+      if (status.ok()) return writer.Finish(response, status, this);
+      writer.FinishWithError(status, this);
+    }
+
+    rls::RateLimitRequest request;
+    rls::RateLimitResponse response;
+    grpc::ServerAsyncResponseWriter<rls::RateLimitResponse> writer;
+    std::shared_ptr<const Configuration> configuration;  // what the plan points into
+    std::optional<Plan> plan;
+  };
+
+  // gRPC's health check: the whole server, or the rate limit service by name, is serving while it runs.
+  struct HealthCheck final : Call {
+    explicit HealthCheck(Worker& owner) : Call(owner), writer(&context) {}
+
+    void arrived(RateLimitServer& server, std::vector<LimitCall*>& /*batch*/) override {
+      server.awaitHealthCheck(*worker);
+      answered = true;
+      if (!request.service().empty() && request.service() != rls::RateLimitService::service_full_name()) {
+        return writer.FinishWithError(grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown service " + request.service()),
+                                      this);
+      }
+      response.set_status(grpc::health::v1::HealthCheckResponse::SERVING);
+      writer.Finish(response, grpc::Status::OK, this);
+    }
+
+    grpc::health::v1::HealthCheckRequest request;
+    grpc::health::v1::HealthCheckResponse response;
+    grpc::ServerAsyncResponseWriter<grpc::health::v1::HealthCheckResponse> writer;
+  };
+
+  // A thread, its completion queue and its standby. The mutex guards all but the queue and the threads:
+  // the thread and its standby both take the queue's events, one at a time.
+  struct Worker {
+    explicit Worker(std::unique_ptr<grpc::ServerCompletionQueue> completion_queue)
+        : queue(std::move(completion_queue)) {}
+
+    std::unique_ptr<grpc::ServerCompletionQueue> queue;
+    std::mutex mutex;
+    std::list<std::unique_ptr<Call>> calls;  // awaited or in progress
+    std::vector<LimitCall*> taken;           // by the standby, for the thread's next round
+    bool deciding = false;                   // the thread waits on Redis
+    std::size_t rounds = 0;                  // of deciding, so far
+    bool stopping = false;
+    grpc::Alarm wake_up;  // the standby's event on the queue, for calls it took as the thread stopped waiting
+    bool waking = false;  // wake_up is set, and its event not yet taken
+    std::condition_variable standby_wake;  // at the end only
+    std::thread thread;
+    std::thread standby;
+  };
+
+  // Asks gRPC for the next call of its kind on `worker`'s queue, unless the server stops. The caller
+  // holds the worker's mutex.
+  template <class Kind, class Request>
+  void await(Worker& worker, Request request) {
+    if (worker.stopping) return;
+    auto call = std::make_unique<Kind>(worker);
+    Kind& awaited = *call;
+    awaited.self = worker.calls.insert(worker.calls.end(), std::move(call));
+    request(awaited, worker.queue.get());
+  }
+
+  void awaitLimitCall(Worker& worker) {
+    await<LimitCall>(worker, [this](LimitCall& call, grpc::ServerCompletionQueue* queue) {
+      limits_.RequestShouldRateLimit(&call.context, &call.request, &call.writer, queue, queue, &call);
+    });
+  }
+
+  void awaitHealthCheck(Worker& worker) {
+    await<HealthCheck>(worker, [this](HealthCheck& call, grpc::ServerCompletionQueue* queue) {
+      health_.RequestCheck(&call.context, &call.request, &call.writer, queue, queue, &call);
+    });
+  }
+
+  // The thread: every call that waits, decided in rounds.
+  void serve(Worker& worker) {
+    std::vector<LimitCall*> batch;
+    void* tag = nullptr;
+    bool ok = false;
+    for (;;) {
+      {
+        const std::lock_guard<std::mutex> lock(worker.mutex);
+        batch.swap(worker.taken);
+      }
+      if (batch.empty()) {
+        if (!worker.queue->Next(&tag, &ok)) return;
+        take(worker, tag, ok, batch);
+      }
+      while (batch.size() < kMostCallsAtOnce &&
+             worker.queue->AsyncNext(&tag, &ok, gpr_time_0(GPR_CLOCK_MONOTONIC)) == grpc::CompletionQueue::GOT_EVENT) {
+        take(worker, tag, ok, batch);
+      }
+      if (batch.empty()) continue;
+      setDeciding(worker, true);
+      decide(batch);
+      setDeciding(worker, false);
+      batch.clear();
+    }
+  }
+
+  // The standby: while the thread has waited on Redis for kPatience, the queue's events.
+  void standBy(Worker& worker) {
+    std::unique_lock<std::mutex> lock(worker.mutex);
+    while (!worker.stopping) {
+      const std::size_t round = worker.rounds;
+      worker.standby_wake.wait_for(lock, kPatience);
+      if (worker.stopping || !worker.deciding || worker.rounds != round) continue;
+      while (worker.deciding && worker.rounds == round && !worker.stopping) {
+        lock.unlock();
+        void* tag = nullptr;
+        bool ok = false;
+        const auto status = worker.queue->AsyncNext(&tag, &ok, std::chrono::system_clock::now() + kPatience);
+        lock.lock();
+        if (status == grpc::CompletionQueue::SHUTDOWN) return;
+        if (status == grpc::CompletionQueue::GOT_EVENT) takeLocked(worker, tag, ok, worker.taken);
+      }
+      // The thread may be waiting for the queue's next event already: the calls taken need one.
+      if (!worker.taken.empty() && !worker.stopping && !worker.waking) {
+        worker.waking = true;
+        worker.wake_up.Set(worker.queue.get(), gpr_time_0(GPR_CLOCK_MONOTONIC), &worker.wake_up);
+      }
+    }
+  }
+
+  void setDeciding(Worker& worker, bool deciding) {
+    const std::lock_guard<std::mutex> lock(worker.mutex);
+    worker.deciding = deciding;
+    if (deciding) ++worker.rounds;
+  }
+
+  void take(Worker& worker, void* tag, bool ok, std::vector<LimitCall*>& batch) {
+    const std::lock_guard<std::mutex> lock(worker.mutex);
+    takeLocked(worker, tag, ok, batch);
+  }
+
+  // What an event means (the caller holds the worker's mutex): a call came (answered, or added to `batch` when it asks
+  // Redis), a call ended, or the standby woke the thread.
+  void takeLocked(Worker& worker, void* tag, bool ok, std::vector<LimitCall*>& batch) {
+    if (tag == &worker.wake_up) {
+      worker.waking = false;
+      return;
+    }
+    Call& call = *static_cast<Call*>(tag);
+    if (call.answered || !ok) {
+      worker.calls.erase(call.self);
+      return;
+    }
+    call.arrived(*this, batch);
+  }
+
+  // Decides `batch` together and finishes each call.
+  void decide(const std::vector<LimitCall*>& batch) {
     std::vector<Decider::Answer> answers;
     const grpc::Status decided = answer([&] {
       std::vector<Plan> plans;
-      plans.reserve(calls.size());
-      for (Call& call : calls) plans.push_back(std::move(call.plan));
+      plans.reserve(batch.size());
+      for (LimitCall* call : batch) plans.push_back(std::move(*call->plan));
       answers = decider_->decideMany(std::move(plans));
     });
-    for (std::size_t i = 0; i < calls.size(); ++i) {
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      LimitCall& call = *batch[i];
       if (!decided.ok()) {
-        calls[i].reactor->Finish(decided);
+        call.finish(decided);
         continue;
       }
-      calls[i].reactor->Finish(answer([&] {
+      call.finish(answer([&] {
         if (answers[i].error) std::rethrow_exception(answers[i].error);
-        *calls[i].response = std::move(answers[i].response);
+        call.response = std::move(answers[i].response);
       }));
     }
   }
@@ -113,7 +329,11 @@ class RateLimitService final : public rls::RateLimitService::CallbackService {
 
   Decider* decider_;
   std::shared_ptr<const Configuration> configuration_;
-  DecidingThreads<Call> threads_;  // last: joined first, while what its calls use lives
+  rls::RateLimitService::AsyncService limits_;
+  grpc::health::v1::Health::AsyncService health_;
+  int port_ = 0;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::unique_ptr<grpc::Server> server_;  // after the workers: destroyed before their queues
 };
 
 }  // namespace swl::ratelimit

@@ -161,8 +161,9 @@ constexpr std::array<Flag, 20> kFlags{{
      [](Settings& s, const std::string& value, const std::string&) { s.redis.connection.tls.key_file = value; }},
     {"redis-tls-server-name", "NAME", "the host", "the name Redis's certificate must hold (and SNI)",
      [](Settings& s, const std::string& value, const std::string&) { s.redis.connection.tls.server_name = value; }},
-    {"pool-size", "N", "4",
-     "connections to Redis (per master on a Cluster), and threads deciding on them, each the calls that wait together",
+    {"pool-size", "N", "1",
+     "connections to Redis (per master on a Cluster), and threads serving calls on them, each deciding the calls that "
+     "wait together",
      [](Settings& s, const std::string& value, const std::string& given_as) {
        s.redis.pool_size = static_cast<std::size_t>(positiveNumber(value, given_as, 4096));
      }},

@@ -42,9 +42,10 @@ struct RedisSettings {
   ConnectionOptions connection;
   /// The Sentinels' own password (their requirepass), apart from the master's.
   std::string sentinel_password;
-  /// Connections to the server or the master; per master on a Cluster. As many threads decide, each the
-  /// calls that wait together, in one round trip: a few serve any load (bench/README.md measures 1 to 64).
-  std::size_t pool_size = 4;
+  /// Connections to the server or the master; per master on a Cluster. As many threads serve gRPC, each
+  /// deciding the calls that wait together in one round trip: one serves tens of thousands of calls a
+  /// second, and more pay off only with cores to spare (bench/README.md measures 1 and 2).
+  std::size_t pool_size = 1;
 };
 
 /// Everything the server is told at start.

@@ -150,25 +150,34 @@ class RateLimitServer {
 
   std::string output() const { return readFile(output_); }
 
-  // gRPC's health check (grpc.health.v1.Health/Check, for the whole server) answers SERVING. The message
-  // is sent and read as bytes: an empty HealthCheckRequest, and a response whose field 1 is 1.
-  bool serving() {
+  // A health checker's call of `method` on grpc.health.v1.Health for `service` ("" for the whole server),
+  // sent and read as bytes, as any checker's own .proto would: its status and the response's bytes.
+  std::pair<grpc::Status, std::string> health(const std::string& method, const std::string& service = "") {
     grpc::GenericStub stub(channel_);
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-    grpc::Slice empty("");
-    const grpc::ByteBuffer request(&empty, 1);
+    const std::string request_bytes =
+        service.empty() ? "" : "\x0a" + std::string(1, static_cast<char>(service.size())) + service;  // field 1
+    grpc::Slice request_slice(request_bytes);
+    const grpc::ByteBuffer request(&request_slice, 1);
     grpc::ByteBuffer response;
     std::promise<grpc::Status> done;
-    stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+    stub.UnaryCall(&context, "/grpc.health.v1.Health/" + method, grpc::StubOptions(), &request, &response,
                    [&done](grpc::Status status) { done.set_value(std::move(status)); });
     const grpc::Status status = done.get_future().get();
-    INFO(status.error_message());
     std::vector<grpc::Slice> slices;
-    if (!status.ok() || !response.Dump(&slices).ok()) return false;
     std::string bytes;
-    for (const grpc::Slice& slice : slices) bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-    return bytes == std::string("\x08\x01");
+    if (status.ok() && response.Dump(&slices).ok()) {
+      for (const grpc::Slice& slice : slices) bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+    }
+    return {status, bytes};
+  }
+
+  // The health check for the whole server answers SERVING: field 1 is 1.
+  bool serving() {
+    const auto [status, bytes] = health("Check");
+    INFO(status.error_message());
+    return status.ok() && bytes == std::string("\x08\x01");
   }
 
   static std::vector<std::string> withFlags(std::vector<std::string> flags, const std::vector<std::string>& more) {
@@ -614,13 +623,14 @@ TEST_CASE("swl-ratelimit refuses flags that contradict each other, naming them, 
 }
 
 TEST_CASE(
-    "swl-ratelimit answers health checks, and requests no rule limits, while every deciding thread waits on a "
-    "stopped Redis") {
+    "swl-ratelimit answers health checks, and requests no rule limits, while its thread waits on a stopped Redis, "
+    "and decides the calls that came meanwhile once Redis is back") {
   TemporaryDirectory directory;
   RedisServer redis;
-  // Two deciding threads, and a Redis timeout longer than the test: the calls below wait until Redis resumes.
-  RateLimitServer server(directory.write("config.yaml", kConfig), redis.port(),
-                         {"--pool-size", "2", "--redis-timeout", "15000"});
+  // One thread (the default), and a Redis timeout longer than the test: the calls below wait until Redis
+  // resumes. The thread waits on the first; its standby takes the others and answers the two calls that
+  // need no Redis.
+  RateLimitServer server(directory.write("config.yaml", kConfig), redis.port(), {"--redis-timeout", "15000"});
   CHECK(server.call(request({{{"user", "first"}}})).overall_code() == rls::RateLimitResponse::OK);
   redis.pause();
   std::atomic<int> answered{0};
@@ -642,11 +652,29 @@ TEST_CASE(
   CHECK(answered == 6);
 }
 
+TEST_CASE(
+    "swl-ratelimit answers gRPC's health check for the whole server and for its service by name, NOT_FOUND for "
+    "another, and UNIMPLEMENTED for Watch") {
+  TemporaryDirectory directory;
+  RedisServer redis;
+  RateLimitServer server(directory.write("config.yaml", kConfig), redis.port());
+  CHECK(server.serving());
+  const auto [named, named_bytes] = server.health("Check", "envoy.service.ratelimit.v3.RateLimitService");
+  CHECK(named.ok());
+  CHECK(named_bytes == std::string("\x08\x01"));
+  const auto [other, other_bytes] = server.health("Check", "some.other.Service");
+  CHECK(other.error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK(other.error_message().find("some.other.Service") != std::string::npos);
+  CHECK(server.health("Watch").first.error_code() == grpc::StatusCode::UNIMPLEMENTED);
+  CHECK(server.call(request({{{"user", "after health checks"}}})).overall_code() == rls::RateLimitResponse::OK);
+}
+
 TEST_CASE("swl-ratelimit decides the calls that wait together in one round trip to Redis, each exactly") {
   TemporaryDirectory directory;
   RedisServer redis;
   auto connection = redis.connect();
-  // One deciding thread: while Redis is stopped it waits on the first call, and the others queue.
+  // One thread: while Redis is stopped it waits on the first call, and its standby takes the others for
+  // the thread's next round.
   RateLimitServer server(directory.write("config.yaml", kConfig), redis.port(),
                          {"--pool-size", "1", "--redis-timeout", "20000"});
   CHECK(server.call(request({{{"user", "first"}}})).overall_code() == rls::RateLimitResponse::OK);

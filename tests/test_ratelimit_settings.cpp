@@ -38,7 +38,7 @@ TEST_CASE("swl-ratelimit's settings default to one Redis on localhost, open on f
   REQUIRE(settings.redis.addresses.size() == 1);
   CHECK(settings.redis.addresses[0].endpoint() == "127.0.0.1:6379");
   CHECK(settings.on_failure == swl::FailurePolicy::allow);
-  CHECK(settings.redis.pool_size == 4);
+  CHECK(settings.redis.pool_size == 1);
   CHECK(settings.key_prefix == "swlrl");
   CHECK_FALSE(settings.redis.connection.tls.enabled);
 }
