@@ -138,6 +138,12 @@ class RateLimitServer {
     return stub_->ShouldRateLimit(&context, request, &response);
   }
 
+  // SIGTERM: its exit status once it has stopped by itself within `patience` (-1 if it had to be killed).
+  int terminate(std::chrono::milliseconds patience) {
+    ::kill(process_.pid(), SIGTERM);
+    return process_.waitForExit(patience);
+  }
+
   // SIGHUP, then waits until the output says the configuration was reloaded or kept (`count` times).
   void reload(int count) {
     ::kill(process_.pid(), SIGHUP);
@@ -669,6 +675,34 @@ TEST_CASE(
   CHECK(server.call(request({{{"user", "after health checks"}}})).overall_code() == rls::RateLimitResponse::OK);
 }
 
+TEST_CASE("swl-ratelimit stops on SIGTERM after answering the calls in progress, and exits with status 0") {
+  TemporaryDirectory directory;
+  RedisServer redis;
+  RateLimitServer server(directory.write("config.yaml", kConfig), redis.port(), {"--redis-timeout", "15000"});
+  CHECK(server.call(request({{{"user", "first"}}})).overall_code() == rls::RateLimitResponse::OK);
+  redis.pause();  // the calls below are in progress when SIGTERM comes: one on Redis, the others taken
+  std::atomic<int> answered{0};
+  std::vector<std::thread> waiting;
+  for (int i = 0; i < 6; ++i) {
+    waiting.emplace_back([&, i] {
+      rls::RateLimitResponse response;
+      const auto status = server.callStatus(request({{{"user", "stopping" + std::to_string(i)}}}), response);
+      if (status.ok() && response.overall_code() == rls::RateLimitResponse::OK &&
+          response.statuses(0).limit_remaining() == 2) {
+        ++answered;
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto exit_status = std::async(std::launch::async, [&] { return server.terminate(std::chrono::seconds(20)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(exit_status.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);  // still answering
+  redis.resume();
+  for (std::thread& thread : waiting) thread.join();
+  CHECK(answered == 6);  // decided by Redis (2 of 3 left), not cancelled, not by the failure policy
+  CHECK(exit_status.get() == 0);
+}
+
 TEST_CASE("swl-ratelimit decides the calls that wait together in one round trip to Redis, each exactly") {
   TemporaryDirectory directory;
   RedisServer redis;
@@ -685,8 +719,11 @@ TEST_CASE("swl-ratelimit decides the calls that wait together in one round trip 
   std::vector<std::thread> callers;
   for (int i = 0; i < kCalls; ++i) {
     callers.emplace_back([&, i] {
-      // Two calls per user, both admitted (a user has 3 a minute): one leaves 2, the other 1.
-      const auto response = server.call(request({{{"user", "batched" + std::to_string(i / 2)}}}));
+      // Two calls per user, both admitted (a user has 3 a minute): one leaves 2, the other 1. callStatus,
+      // not call: Catch's assertions are for the test's own thread.
+      rls::RateLimitResponse response;
+      const auto status = server.callStatus(request({{{"user", "batched" + std::to_string(i / 2)}}}), response);
+      if (!status.ok() || response.statuses_size() != 1) return;
       if (response.overall_code() == rls::RateLimitResponse::OK) ++admitted;
       remaining += static_cast<int>(response.statuses(0).limit_remaining());
     });
