@@ -221,8 +221,10 @@ class RateLimitServer {
     bool ok = false;
     for (;;) {
       {
-        const std::lock_guard<std::mutex> lock(worker.mutex);
-        batch.swap(worker.taken);
+        const std::lock_guard<std::mutex> lock(worker.mutex);  // what the standby took, a batch at a time
+        const auto count = static_cast<std::ptrdiff_t>(std::min(worker.taken.size(), kMostCallsAtOnce));
+        batch.assign(worker.taken.begin(), worker.taken.begin() + count);
+        worker.taken.erase(worker.taken.begin(), worker.taken.begin() + count);
       }
       if (batch.empty()) {
         if (!worker.queue->Next(&tag, &ok)) return;
