@@ -516,8 +516,22 @@ TEST_CASE("swl-ratelimit refuses to start on a wrong configuration, naming its l
   ChildProcess server;
   const auto output = directory.path() / "out";
   server.start({std::getenv("SWL_RATELIMIT_SERVER"), "--config", config.string(), "--listen", "127.0.0.1:0"},
-               output.string());
+               output.string(), ChildProcess::Errors::with_output);
   CHECK(server.waitForExit(std::chrono::seconds(20)) == 1);
+  CHECK(readFile(output).find("config.yaml:4: rate_limit has no requests_per_unit") != std::string::npos);
+}
+
+TEST_CASE("swl-ratelimit exits with status 1 and says so when it cannot listen on its address") {
+  TemporaryDirectory directory;
+  RedisServer redis;
+  ChildProcess server;
+  const auto output = directory.path() / "out";
+  // 192.0.2.1 (TEST-NET-1, RFC 5737) is no address of this machine: bind fails.
+  server.start({std::getenv("SWL_RATELIMIT_SERVER"), "--config", directory.write("config.yaml", kConfig).string(),
+                "--redis", "127.0.0.1:" + std::to_string(redis.port()), "--listen", "192.0.2.1:8081"},
+               output.string(), ChildProcess::Errors::with_output);
+  CHECK(server.waitForExit(std::chrono::seconds(20)) == 1);
+  CHECK(readFile(output).find("swl-ratelimit: cannot listen on 192.0.2.1:8081") != std::string::npos);
 }
 
 TEST_CASE("swl-ratelimit refuses a request of more limited descriptors than one decision takes with INVALID_ARGUMENT") {
