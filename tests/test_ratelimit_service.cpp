@@ -242,6 +242,43 @@ class RateLimitServer {
   std::unique_ptr<rls::RateLimitService::Stub> stub_;
 };
 
+// `count` calls made from threads of their own while the test goes on, each a new user's first: Redis
+// admits it with 2 of the user's 3 left. callStatus, not call: Catch's assertions are for the test's
+// own thread.
+class CallsInProgress {
+ public:
+  CallsInProgress(RateLimitServer& server, const std::string& user_prefix, int count) {
+    for (int i = 0; i < count; ++i) {
+      threads_.emplace_back([this, &server, user = user_prefix + std::to_string(i)] {
+        rls::RateLimitResponse response;
+        const auto status = server.callStatus(request({{{"user", user}}}), response);
+        if (status.ok() && response.overall_code() == rls::RateLimitResponse::OK && response.statuses_size() == 1 &&
+            response.statuses(0).limit_remaining() == 2) {
+          ++admitted_;
+        }
+      });
+    }
+  }
+  ~CallsInProgress() { join(); }
+  CallsInProgress(const CallsInProgress&) = delete;
+  CallsInProgress& operator=(const CallsInProgress&) = delete;
+
+  // How many Redis has admitted so far.
+  int admitted() const { return admitted_; }
+
+  // Once every call has come back: how many Redis admitted.
+  int join() {
+    for (std::thread& thread : threads_) {
+      if (thread.joinable()) thread.join();
+    }
+    return admitted_;
+  }
+
+ private:
+  std::atomic<int> admitted_{0};
+  std::vector<std::thread> threads_;
+};
+
 struct Running {
   TemporaryDirectory directory;
   RedisServer redis;
@@ -653,23 +690,14 @@ TEST_CASE(
   RateLimitServer server(directory.write("config.yaml", kConfig), redis.port(), {"--redis-timeout", "15000"});
   CHECK(server.call(request({{{"user", "first"}}})).overall_code() == rls::RateLimitResponse::OK);
   redis.pause();
-  std::atomic<int> answered{0};
-  std::vector<std::thread> waiting;
-  for (int i = 0; i < 6; ++i) {
-    waiting.emplace_back([&, i] {
-      rls::RateLimitResponse response;
-      const auto status = server.callStatus(request({{{"user", "waiting" + std::to_string(i)}}}), response);
-      if (status.ok() && response.overall_code() == rls::RateLimitResponse::OK) ++answered;
-    });
-  }
+  CallsInProgress waiting(server, "waiting", 6);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   CHECK(server.serving());
   const auto unlimited = server.call(request({{{"internal", "batch"}}, {{"nobody", "x"}}}));
   CHECK(unlimited.overall_code() == rls::RateLimitResponse::OK);
-  CHECK(answered == 0);  // those two came back while every limited request still waited on Redis
+  CHECK(waiting.admitted() == 0);  // those two came back while every limited request still waited on Redis
   redis.resume();
-  for (std::thread& thread : waiting) thread.join();
-  CHECK(answered == 6);
+  CHECK(waiting.join() == 6);
 }
 
 TEST_CASE(
@@ -695,25 +723,13 @@ TEST_CASE("swl-ratelimit stops on SIGTERM after answering the calls in progress,
   RateLimitServer server(directory.write("config.yaml", kConfig), redis.port(), {"--redis-timeout", "15000"});
   CHECK(server.call(request({{{"user", "first"}}})).overall_code() == rls::RateLimitResponse::OK);
   redis.pause();  // the calls below are in progress when SIGTERM comes: one on Redis, the others taken
-  std::atomic<int> answered{0};
-  std::vector<std::thread> waiting;
-  for (int i = 0; i < 6; ++i) {
-    waiting.emplace_back([&, i] {
-      rls::RateLimitResponse response;
-      const auto status = server.callStatus(request({{{"user", "stopping" + std::to_string(i)}}}), response);
-      if (status.ok() && response.overall_code() == rls::RateLimitResponse::OK &&
-          response.statuses(0).limit_remaining() == 2) {
-        ++answered;
-      }
-    });
-  }
+  CallsInProgress stopping(server, "stopping", 6);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   auto exit_status = std::async(std::launch::async, [&] { return server.terminate(std::chrono::seconds(20)); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   CHECK(exit_status.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);  // still answering
   redis.resume();
-  for (std::thread& thread : waiting) thread.join();
-  CHECK(answered == 6);  // decided by Redis (2 of 3 left), not cancelled, not by the failure policy
+  CHECK(stopping.join() == 6);  // decided by Redis (2 of 3 left), not cancelled, not by the failure policy
   CHECK(exit_status.get() == 0);
 }
 
