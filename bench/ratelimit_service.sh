@@ -34,7 +34,7 @@ if [ -f "$baseline" ]; then
   name=swl-ratelimit+$(basename "$baseline" .patch)
   tree=$PWD/build-bench/tree-$(basename "$baseline" .patch)
   [ -d "$tree" ] && git worktree remove --force "$tree"
-  git worktree add --detach "$tree" HEAD >/dev/null 2>&1
+  git worktree add --detach "$tree" HEAD >/dev/null
   git -C "$tree" apply "$PWD/$baseline"
 elif [ -n "$baseline" ]; then
   name=swl-ratelimit@$baseline
