@@ -169,6 +169,16 @@ TEST_CASE("swl-ratelimit's usage text lists every flag with its default") {
   CHECK_THAT(usage, Contains("while Redis cannot answer; default open"));
 }
 
+TEST_CASE("swl-ratelimit's usage text gives the defaults the settings take") {
+  // Each default is written twice, in Settings and in the flag's line: the two must not drift apart.
+  const std::string usage = swl::ratelimit::usageText();
+  const Settings settings = read({});
+  CHECK_THAT(usage, Contains("wait together; default " + std::to_string(settings.redis.pool_size) + "\n"));
+  CHECK_THAT(usage, Contains("starts with; default " + settings.key_prefix + "\n"));
+  CHECK_THAT(usage, Contains("; default " + settings.listen + "\n"));
+  CHECK(settings.on_failure == swl::FailurePolicy::allow);  // "default open", above
+}
+
 TEST_CASE("swl-ratelimit's Redis client is made for each topology without dialling, and TLS only where swl has it") {
   Settings settings = read({"--redis", "127.0.0.1:1"});
   CHECK(swl::ratelimit::connectRedis(settings.redis) != nullptr);
