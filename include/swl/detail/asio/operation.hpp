@@ -2,6 +2,14 @@
 // One Asio operation of the limiter, from its start to its one completion: the caller's handler (any
 // completion token's, type-erased, move-only), work kept on the handler's executor while it waits, the
 // calls it has in flight on the session, and its cancellation.
+//
+// Two executors meet here, and each piece of state belongs to one of them. The calls, the tickets and the
+// completion are the connection's strand's. The handler's cancellation slot is its caller's, who may emit
+// on it from any executor of its own: a coroutine's strand, or the executor of whichever operation of a
+// parallel group (`a || b`) ended first. So the operation touches the slot once, when it starts (inside
+// the caller's initiating call), and never again, as Asio's own operations do: the next operation on the
+// slot replaces the handler, and until then a late emit finds the operation ended and does nothing. What
+// the handler does is thread-safe: it sets an atomic flag and posts to the strand.
 
 #include <swl/asio/backend.hpp>
 #include <swl/detail/asio/session.hpp>
@@ -12,7 +20,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
-#include <tuple>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -37,14 +45,14 @@ auto trackedWork(const Executor& executor) {
 template <class Result>
 class AsioOperation : public std::enable_shared_from_this<AsioOperation<Result>> {
  public:
-  // Starts an operation for `handler` on `session`: its cancellation slot, if it has one, is ours now.
+  // Starts an operation for `handler` on `session`, on the caller's thread: the handler's cancellation
+  // slot, if it has one, now cancels it.
   template <class Handler>
   static std::shared_ptr<AsioOperation> start(Handler handler, std::shared_ptr<AsioSession> session) {
     auto slot = asio::get_associated_cancellation_slot(handler);
     std::shared_ptr<AsioOperation> operation =
         std::make_shared<Holding<Handler>>(std::move(handler), std::move(session));
     if (slot.is_connected()) {
-      operation->slot_ = slot;
       slot.assign([weak = std::weak_ptr<AsioOperation>(operation)](asio::cancellation_type) {
         if (const auto cancelled = weak.lock()) cancelled->cancel();
       });
@@ -59,7 +67,7 @@ class AsioOperation : public std::enable_shared_from_this<AsioOperation<Result>>
   AsioSession& session() const noexcept { return *session_; }
   // Whether the caller cancelled it (from any thread).
   bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
-  // A call of this operation's went out as `ticket`: a cancellation ends it early.
+  // A call of this operation's went out as `ticket`: a cancellation ends it early. On the strand.
   void sent(std::uint64_t ticket) {
     if (first_ticket_ == 0) {
       first_ticket_ = ticket;
@@ -69,11 +77,11 @@ class AsioOperation : public std::enable_shared_from_this<AsioOperation<Result>>
   }
 
   // Completes: on the handler's executor, at once when the caller is already there (the reply path);
-  // `later`: never inside the caller's own function (an answer found before anything was sent).
+  // `later`: never inside the caller's own function (an answer found before anything was sent). On the
+  // strand, or on the caller's thread before anything reached the strand.
   void complete(asio_error_code error, Result result, bool later = false) {
     if (completed_) return;
     completed_ = true;
-    if (slot_.is_connected()) slot_.clear();
     deliver(error, std::move(result), later);
   }
 
@@ -97,10 +105,9 @@ class AsioOperation : public std::enable_shared_from_this<AsioOperation<Result>>
     });
   }
 
-  std::shared_ptr<AsioSession> session_;
-  asio::cancellation_slot slot_;
+  const std::shared_ptr<AsioSession> session_;
   std::atomic<bool> cancelled_{false};
-  bool completed_ = false;  // on the strand
+  bool completed_ = false;
   // On the strand. Tickets start at 1; a single call (the usual operation) costs no allocation.
   std::uint64_t first_ticket_ = 0;
   std::vector<std::uint64_t> more_tickets_;
