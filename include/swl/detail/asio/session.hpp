@@ -7,9 +7,14 @@
 // broke, the circuit is open), or early, at its deadline or when its caller cancels it. A call answered
 // early stays in flight until hiredis hands back its reply, which is then dropped: the connection is not
 // torn down for one late reply, unlike hiredis's own timeout, which fails every call on the context.
+//
+// A session ends when its connection is closed, or when the execution context it runs on shuts down
+// (detail/asio/context_sessions.hpp): then its calls end without their handlers, as Asio ends the rest of
+// the context's work.
 
 #include <swl/asio/backend.hpp>
 #include <swl/connection_options.hpp>
+#include <swl/detail/asio/context_sessions.hpp>
 #include <swl/detail/asio/watch.hpp>
 #include <swl/detail/io/async_calls.hpp>
 #include <swl/detail/io/async_protocol.hpp>
@@ -44,20 +49,24 @@ class AsioSession : public AsyncCalls<AsioSession, AsioCallTerms>, public std::e
   using Strand = asio::strand<asio::any_io_executor>;
   using Clock = std::chrono::steady_clock;
 
-  // `breaker`: shared by the connections of a pool to one server; a breaker of its own when null.
+  // A session on `executor`, ended by its context's shutdown at the latest. `breaker`: shared by the
+  // connections of a pool to one server; a breaker of its own when null.
+  static std::shared_ptr<AsioSession> make(const asio::any_io_executor& executor, const Address& address,
+                                           const ConnectionOptions& options,
+                                           std::shared_ptr<CircuitBreaker> breaker = nullptr) {
+    auto session = std::make_shared<AsioSession>(executor, address, options, std::move(breaker));
+    ContextSessions<AsioSession>::enroll(session, executor);
+    return session;
+  }
+
   AsioSession(const asio::any_io_executor& executor, const Address& address, const ConnectionOptions& options,
-              std::shared_ptr<CircuitBreaker> breaker = nullptr)
+              std::shared_ptr<CircuitBreaker> breaker)
       : AsyncCalls("swl::AsioConnection", address, options, std::move(breaker)),
         strand_(asio::make_strand(executor)),
         deadline_timer_(strand_) {}
   AsioSession(const AsioSession&) = delete;
   AsioSession& operator=(const AsioSession&) = delete;
-  // Destroyed last by Asio itself (the io_context going away with work of ours queued): nothing may run
-  // then, so the calls still in flight end without their callbacks.
-  ~AsioSession() {
-    tearing_down_ = true;
-    close();
-  }
+  ~AsioSession() { shutdown(); }
 
   const Strand& strand() const noexcept { return strand_; }
 
@@ -91,6 +100,14 @@ class AsioSession : public AsyncCalls<AsioSession, AsioCallTerms>, public std::e
     closed_ = true;
     deadline_timer_.cancel();
     if (context_ != nullptr) drop(context_, std::make_exception_ptr(ConnectionError(closedMessage())));
+  }
+
+  // The context it runs on shuts down (or the session goes): nothing of the context will run again, so
+  // nothing is answered. hiredis's context is freed, closing its socket, and each call still in flight is
+  // destroyed with its handler, unrun.
+  void shutdown() {
+    tearing_down_ = true;
+    close();
   }
 
  private:
