@@ -27,6 +27,7 @@
 #include <swl/asio/backend.hpp>
 #include <swl/connection_options.hpp>
 #include <swl/detail/asio/session.hpp>
+#include <swl/error.hpp>
 
 #include <cstddef>
 #include <memory>
@@ -37,8 +38,10 @@
 namespace swl {
 
 /// One hiredis async context on an Asio executor (asio/connection.hpp says how it times calls out and
-/// reconnects). A handle: movable; destroying it closes the connection, and the calls in flight end with
-/// a ConnectionError.
+/// reconnects). A handle, movable. Destroying it closes the connection: the calls in flight end with a
+/// ConnectionError. Like every Asio I/O object it goes before its io_context; an io_context destroyed
+/// first (or shut down) ends the calls still in flight without running their handlers, and frees the
+/// connection.
 class AsioConnection {
  public:
   /// The strand every call's work runs on.
@@ -55,7 +58,8 @@ class AsioConnection {
     return AsioConnection(executor, Address::unixSocket(std::move(path)), options);
   }
 
-  /// Movable: a handle moved from holds no connection; one moved onto closes its own first.
+  /// Movable: a handle moved from holds no connection (using it throws InvalidArgument); one moved onto
+  /// closes its own first.
   ///@{
   AsioConnection(AsioConnection&&) noexcept = default;
   AsioConnection& operator=(AsioConnection&& other) noexcept {
@@ -70,27 +74,35 @@ class AsioConnection {
   ~AsioConnection() { close(); }
 
   /// Closes the connection for good, from any thread: the calls in flight end with a ConnectionError,
-  /// and so do later ones.
+  /// and so do later ones, the calls of limiters made over it afterwards included. The handle stays
+  /// valid.
   void close() {
     if (!session_) return;
-    const auto strand = session_->strand();
-    asio::dispatch(strand, [session = std::move(session_)] { session->close(); });
+    asio::dispatch(session_->strand(), [session = session_] { session->close(); });
   }
 
   /// The strand its calls run on (Asio's name, so that the connection works wherever an executor is asked).
-  executor_type get_executor() const noexcept { return session_->strand(); }
+  executor_type get_executor() const { return held().strand(); }
   /// "host:port" or "unix:/path": how messages name the server.
-  const std::string& endpoint() const noexcept { return session_->endpoint(); }
+  const std::string& endpoint() const { return held().endpoint(); }
 
   /// For AsioLimiter: the state every call shares.
-  const std::shared_ptr<detail::AsioSession>& session() const noexcept { return session_; }
+  const std::shared_ptr<detail::AsioSession>& session() const {
+    held();
+    return session_;
+  }
 
  private:
   friend class AsioConnectionPool;
 
   AsioConnection(const asio::any_io_executor& executor, const Address& address, const ConnectionOptions& options,
                  std::shared_ptr<detail::CircuitBreaker> breaker = nullptr)
-      : session_(std::make_shared<detail::AsioSession>(executor, address, options, std::move(breaker))) {}
+      : session_(detail::AsioSession::make(executor, address, options, std::move(breaker))) {}
+
+  detail::AsioSession& held() const {
+    if (!session_) throw InvalidArgument("swl::AsioConnection: this handle was moved from and holds no connection");
+    return *session_;
+  }
 
   std::shared_ptr<detail::AsioSession> session_;
 };
