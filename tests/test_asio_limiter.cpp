@@ -9,21 +9,27 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/use_future.hpp>
 #else
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/cancellation_signal.hpp>
 #include <asio/executor_work_guard.hpp>
+#include <asio/experimental/parallel_group.hpp>
 #include <asio/use_future.hpp>
 #endif
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -173,20 +179,73 @@ TEST_CASE("use_future: a decision, a peek, a batch and a reset awaited from a th
   runner.join();
 }
 
-TEST_CASE("a request no limit could take throws InvalidArgument from the call that starts it, and nothing is sent") {
+TEST_CASE(
+    "bad input ends the operation through its token with invalid_argument, never a throw from the call that "
+    "starts it, and nothing is sent") {
+  RedisServer server;
+  swl::asio::io_context io;
+  auto redis = connect(io, server);
+  std::vector<std::string> told;
+  swl::LimiterOptions options;
+  options.observer = [&](const swl::DecisionEvent& event) {
+    if (event.error != nullptr) told.push_back(event.error->what());
+  };
+  swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{5, 60s}, options);
+  Completions completions(4);
+  swl::AcquireOptions zero_limit;
+  zero_limit.limit = swl::Limit{0, 1s};
+  swl::AcquireOptions no_time;
+  no_time.timeout = 0ms;
+  limiter.async_try_acquire("", completions.of(0));
+  limiter.async_try_acquire("key", 6, completions.of(1));
+  limiter.async_try_acquire("key", zero_limit, completions.of(2));
+  limiter.async_try_acquire("key", no_time, completions.of(3));
+  swl::asio_error_code peek_error, reset_error;
+  limiter.async_peek("", [&](swl::asio_error_code error, swl::Usage) { peek_error = error; });
+  limiter.async_reset("", [&](swl::asio_error_code error, bool) { reset_error = error; });
+  CHECK(completions.completed == 0);  // never inside the call that started it
+  CHECK(!peek_error);
+  REQUIRE(runUntil(io, [&] { return completions.completed == 4 && peek_error && reset_error; }));
+  CHECK(completions.eachOnce());
+  for (std::size_t i = 0; i < 4; ++i) {
+    CHECK(completions.errors[i] == swl::AsioErrc::invalid_argument);
+    CHECK(!completions.decisions[i].allowed);
+  }
+  CHECK(peek_error == swl::AsioErrc::invalid_argument);
+  CHECK(reset_error == swl::AsioErrc::invalid_argument);
+  REQUIRE(told.size() == 4);  // each refused decision reached the observer, with what was wrong
+  CHECK(told[0].find("key") != std::string::npos);
+  CHECK(told[3].find("timeout must be positive") != std::string::npos);
+  CHECK(server.connect().command({"DBSIZE"})->integer() == 0);
+
+  // A token that makes the error an exception carries it: use_future's future throws a system_error.
+  auto work = swl::asio::make_work_guard(io);
+  std::thread runner([&] { io.run(); });
+  auto future = limiter.async_try_acquire("", swl::asio::use_future);
+  try {
+    future.get();
+    FAIL("no exception");
+  } catch (const std::system_error& error) {
+    CHECK(error.code() == swl::AsioErrc::invalid_argument);
+  }
+  work.reset();
+  io.stop();
+  runner.join();
+}
+
+TEST_CASE("an operation given no completion token is deferred: it starts when handed a token, and decides then") {
   RedisServer server;
   swl::asio::io_context io;
   auto redis = connect(io, server);
   swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{5, 60s});
-  int completed = 0;
-  auto count = [&](swl::asio_error_code, swl::Decision) { ++completed; };
-  CHECK_THROWS_AS(limiter.async_try_acquire("", 1, count), swl::InvalidArgument);
-  CHECK_THROWS_AS(limiter.async_try_acquire("key", 6, count), swl::InvalidArgument);
-  CHECK_THROWS_AS(limiter.async_try_acquire("key", 1, swl::Limit{0, 1s}, count), swl::InvalidArgument);
-  CHECK_THROWS_AS(limiter.async_peek("", [](swl::asio_error_code, swl::Usage) {}), swl::InvalidArgument);
+  auto deferred = limiter.async_try_acquire("key", 2);
   io.run_for(50ms);
-  CHECK(completed == 0);
-  CHECK(server.connect().command({"DBSIZE"})->integer() == 0);
+  CHECK(server.connect().command({"EXISTS", limiter.redisKey("key")})->integer() == 0);  // not started
+  Completions completions(1);
+  std::move(deferred)(completions.of(0));
+  REQUIRE(runUntil(io, [&] { return completions.completed == 1; }));
+  CHECK(completions.decisions[0].allowed);
+  CHECK(completions.decisions[0].remaining == 3);
 }
 
 TEST_CASE(
@@ -205,7 +264,9 @@ TEST_CASE(
   std::vector<Clock::duration> waited(20);
   const auto started = Clock::now();
   for (std::size_t i = 0; i < 20; ++i) {
-    limiter.async_try_acquire("key", 1, limiter.limit(), 300ms,
+    swl::AcquireOptions call;
+    call.timeout = 300ms;
+    limiter.async_try_acquire("key", call,
                               [&, i, done = stalled.of(i)](swl::asio_error_code error, swl::Decision decision) mutable {
                                 waited[i] = Clock::now() - started;
                                 done(error, decision);
@@ -450,4 +511,198 @@ TEST_CASE(
   }
   REQUIRE(now.size() == 1);
   CHECK(now.front() != before.front());  // a new connection, not the old one
+}
+
+namespace {
+
+// One strand's turns at `co_await (limiter.async_try_acquire(key) || timer.async_wait())`, written with
+// the parallel group that operator is made of: a decision raced against a timer of 0 to 2 ms, the first to
+// end cancelling the other, from the strand (the caller's executor) while the decision completes on the
+// connection's. It takes turns until the tally has seen enough of both endings.
+struct Racer : std::enable_shared_from_this<Racer> {
+  struct Tally {
+    std::atomic<int> decided{0}, cancelled{0}, raced{0}, done{0}, twice{0};
+    bool enough() const { return (cancelled >= 200 && decided >= 50) || raced >= 20000; }
+  };
+
+  Racer(swl::asio::io_context& io, swl::AsioSlidingWindowLimiter<>& limiter, Tally& tally, unsigned seed)
+      : strand(swl::asio::make_strand(io)), timer(strand), limiter(limiter), tally(tally), random(seed) {}
+
+  void race() {
+    if (tally.enough()) {
+      ++tally.done;
+      return;
+    }
+    ++tally.raced;
+    // A third of the timers end at once, before the decision is sent; the rest around its round trip.
+    const int wait_us = random() % 3 == 0 ? 0 : static_cast<int>(random() % 2000);
+    timer.expires_after(std::chrono::microseconds(wait_us));
+    auto ended = std::make_shared<std::atomic<int>>(0);
+    swl::asio::experimental::make_parallel_group(limiter.async_try_acquire("shared"),
+                                                 timer.async_wait(swl::asio_default_token()))
+        .async_wait(swl::asio::experimental::wait_for_one(),
+                    swl::asio::bind_executor(strand, [self = shared_from_this(), ended](
+                                                         std::array<std::size_t, 2>, swl::asio_error_code error,
+                                                         swl::Decision decision, swl::asio_error_code) {
+                      if (++*ended > 1) ++self->tally.twice;
+                      if (error == swl::asio::error::operation_aborted) {
+                        ++self->tally.cancelled;
+                      } else if (!error && decision.allowed) {
+                        ++self->tally.decided;
+                      }
+                      self->race();
+                    }));
+  }
+
+  swl::asio::strand<swl::asio::io_context::executor_type> strand;
+  swl::asio::steady_timer timer;
+  swl::AsioSlidingWindowLimiter<>& limiter;
+  Tally& tally;
+  std::minstd_rand random;
+};
+
+}  // namespace
+
+TEST_CASE(
+    "decisions cancelled by a racing timer on 8 strands of an io_context that 4 threads run each end once, and "
+    "Redis counts no more than were sent") {
+  RedisServer server;
+  swl::asio::io_context io;
+  auto redis = connect(io, server);
+  swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{1000000, 60s});
+  decideOne(io, limiter);  // connected, the script loaded
+
+  Racer::Tally tally;
+  auto work = swl::asio::make_work_guard(io);
+  for (unsigned i = 0; i < 8; ++i) {
+    auto racer = std::make_shared<Racer>(io, limiter, tally, i + 1);
+    swl::asio::post(racer->strand, [racer] { racer->race(); });
+  }
+  std::vector<std::thread> running;
+  for (int i = 0; i < 4; ++i) running.emplace_back([&] { io.run(); });
+  const auto until = Clock::now() + 100s;
+  while (tally.done < 8 && Clock::now() < until) std::this_thread::sleep_for(5ms);
+  work.reset();
+  io.stop();
+  for (std::thread& runner : running) runner.join();
+
+  INFO("raced " << tally.raced << ": decided " << tally.decided << ", cancelled " << tally.cancelled);
+  REQUIRE(tally.done == 8);
+  CHECK(tally.twice == 0);
+  CHECK(tally.cancelled >= 200);
+  CHECK(tally.decided >= 50);
+  CHECK(tally.decided + tally.cancelled == tally.raced);
+  // A cancelled call may have been sent (and counted); a decided one was.
+  swl::Connection blocking = server.connect();
+  const std::int64_t counted = swl::SlidingWindowLimiter<>(blocking, limiter.limit()).peek("shared").used;
+  CHECK(counted >= tally.decided + 1);
+  CHECK(counted <= tally.raced + 1);
+}
+
+TEST_CASE(
+    "an io_context destroyed while calls await a stopped Redis destroys their handlers unrun and closes the "
+    "connection, whichever threads ran it") {
+  RedisServer server;
+  const int threads = GENERATE(0, 4);
+  auto token = std::make_shared<int>(0);  // each handler holds a copy: all are gone when it has expired
+  const std::weak_ptr<int> handlers = token;
+  std::atomic<int> ran{0};
+  {
+    swl::asio::io_context io;
+    auto redis = connect(io, server);
+    swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{100, 60s});
+    decideOne(io, limiter);  // connected, the script loaded
+    server.pause();
+    auto work = swl::asio::make_work_guard(io);
+    std::vector<std::thread> running;
+    for (int i = 0; i < threads; ++i) running.emplace_back([&] { io.run(); });
+    for (int i = 0; i < 20; ++i) limiter.async_try_acquire("key", [&ran, token](auto, auto) { ++ran; });
+    limiter.async_try_acquire_many({{"a", 1}, {"b", 1}}, [&ran, token](auto, auto) { ++ran; });
+    limiter.async_peek("key", [&ran, token](auto, auto) { ++ran; });
+    limiter.async_reset("key", [&ran, token](auto, auto) { ++ran; });
+    token.reset();
+    if (threads == 0) {
+      io.run_for(200ms);  // sent, unanswered
+    } else {
+      std::this_thread::sleep_for(200ms);
+      work.reset();
+      io.stop();
+      for (std::thread& runner : running) runner.join();
+    }
+  }  // the limiter, the connection (its close is queued, and never runs), then the io_context
+  CHECK(ran == 0);
+  CHECK(handlers.expired());
+  server.resume();
+  // Once Redis runs again it sees the connection closed: only the client asking is left.
+  swl::Connection asking = server.connect();
+  const auto clients = [&] {
+    const std::string list(asking.command({"CLIENT", "LIST"})->text());
+    return std::count(list.begin(), list.end(), '\n');
+  };
+  for (const auto until = Clock::now() + 10s; clients() != 1 && Clock::now() < until;) {
+    std::this_thread::sleep_for(10ms);
+  }
+  CHECK(clients() == 1);
+}
+
+TEST_CASE(
+    "a closed connection stays a valid handle: its calls, and those of a limiter made over it afterwards, end "
+    "with ConnectionError") {
+  RedisServer server;
+  swl::asio::io_context io;
+  auto redis = connect(io, server);
+  swl::AsioSlidingWindowLimiter<> before(redis, swl::Limit{5, 60s});
+  decideOne(io, before);
+  redis.close();
+  swl::AsioSlidingWindowLimiter<> after(redis, swl::Limit{5, 60s});
+  CHECK(redis.endpoint() == "127.0.0.1:" + std::to_string(server.port()));
+  CHECK(redis.get_executor() == redis.get_executor());
+
+  Completions completions(2);
+  before.async_try_acquire("key", completions.of(0));
+  after.async_try_acquire("key", completions.of(1));
+  swl::asio_error_code peek_error, reset_error;
+  after.async_peek("key", [&](swl::asio_error_code error, swl::Usage) { peek_error = error; });
+  after.async_reset("key", [&](swl::asio_error_code error, bool) { reset_error = error; });
+  REQUIRE(runUntil(io, [&] { return completions.completed == 2 && peek_error && reset_error; }));
+  CHECK(completions.errors[0] == swl::AsioErrc::connection);
+  CHECK(completions.errors[1] == swl::AsioErrc::connection);
+  CHECK(peek_error == swl::AsioErrc::connection);
+  CHECK(reset_error == swl::AsioErrc::connection);
+
+  // A handle moved from holds nothing, and says so.
+  swl::AsioConnection moved = std::move(redis);
+  CHECK_THROWS_AS(redis.endpoint(), swl::InvalidArgument);
+  CHECK_THROWS_AS(swl::AsioSlidingWindowLimiter<>(redis, swl::Limit{5, 60s}), swl::InvalidArgument);
+}
+
+TEST_CASE("a batch copies its keys: the caller may free them once the call has started, and the observer sees them") {
+  RedisServer server;
+  swl::asio::io_context io;
+  auto redis = connect(io, server);
+  std::vector<std::string> observed;
+  swl::LimiterOptions options;
+  options.observer = [&](const swl::DecisionEvent& event) { observed.emplace_back(event.key); };
+  swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{5, 60s}, options);
+  std::vector<std::string> expected;
+  bool completed = false;
+  {
+    // Longer than any short-string buffer: each key lives on the heap, where a read after free shows.
+    auto keys = std::make_unique<std::vector<std::string>>();
+    for (char name : std::string("abc")) keys->push_back(std::string(100, name));
+    expected = *keys;
+    std::vector<swl::AcquireRequest> requests;
+    for (const std::string& key : *keys) requests.push_back({key, 1});
+    requests.push_back({"", 1});  // refused before sending: its Outcome, not the batch
+    limiter.async_try_acquire_many(std::move(requests), [&](swl::asio_error_code error, std::vector<swl::Outcome> all) {
+      CHECK(!error);
+      REQUIRE(all.size() == 4);
+      for (std::size_t i = 0; i < 3; ++i) CHECK(all[i].decision.allowed);
+      CHECK(!all[3].ok());
+      completed = true;
+    });
+  }  // the keys are freed
+  REQUIRE(runUntil(io, [&] { return completed; }));
+  expected.push_back("");
+  CHECK(observed == expected);
 }
