@@ -1,12 +1,23 @@
 # Builds tests/package/consumer against swl, either installed into a scratch prefix (find_package) or
-# through add_subdirectory, and runs it. Invoked by ctest with -P.
+# through add_subdirectory, and runs it. Invoked by ctest with -P: SWL_SOURCE_DIR, WORK_DIR, MODE, CXX,
+# EXPECT_ASIO, ASIO_INCLUDE_DIR.
 include(${CMAKE_CURRENT_LIST_DIR}/run.cmake)
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 
 set(consumer_args -S ${CMAKE_CURRENT_LIST_DIR}/consumer -B ${WORK_DIR}/consumer -DCMAKE_CXX_COMPILER=${CXX})
+# Asio's headers seen through a directory of their own, as where a user keeps them outside the compiler's
+# paths: swl::asio must carry that directory (the consumer checks).
+set(asio_args "")
+if(ASIO_INCLUDE_DIR)  # where this build found them
+  file(MAKE_DIRECTORY ${WORK_DIR}/asio-elsewhere)
+  file(CREATE_LINK ${ASIO_INCLUDE_DIR}/asio.hpp ${WORK_DIR}/asio-elsewhere/asio.hpp SYMBOLIC)
+  file(CREATE_LINK ${ASIO_INCLUDE_DIR}/asio ${WORK_DIR}/asio-elsewhere/asio SYMBOLIC)
+  set(asio_args -DSWL_ASIO_INCLUDE_DIR=${WORK_DIR}/asio-elsewhere -DSWL_EXPECT_ASIO_AT=${WORK_DIR}/asio-elsewhere)
+  list(APPEND consumer_args ${asio_args})
+endif()
 if(MODE STREQUAL "find_package")
-  run(${CMAKE_COMMAND} -S ${SWL_SOURCE_DIR} -B ${WORK_DIR}/swl -DSWL_BUILD_EXAMPLES=OFF
+  run(${CMAKE_COMMAND} -S ${SWL_SOURCE_DIR} -B ${WORK_DIR}/swl -DSWL_BUILD_EXAMPLES=OFF ${asio_args}
       -DCMAKE_DISABLE_FIND_PACKAGE_Catch2=TRUE  # as on a machine without Catch2: no flag needed
       -DCMAKE_INSTALL_PREFIX=${WORK_DIR}/prefix)
   run(${CMAKE_COMMAND} --install ${WORK_DIR}/swl)
