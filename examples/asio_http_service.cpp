@@ -95,7 +95,7 @@ asio::awaitable<void> serve(tcp::socket socket, Limiter& limiter) {
     for (;;) {
       http::request<http::string_body> request;
       co_await http::async_read(socket, buffer, request, asio::use_awaitable);
-      const swl::Decision decision = co_await limiter.async_try_acquire(client, 1, asio::use_awaitable);
+      const swl::Decision decision = co_await limiter.async_try_acquire(client);
       const auto response = answer(request, limiter, decision);
       co_await http::async_write(socket, response, asio::use_awaitable);
       if (!response.keep_alive()) break;
