@@ -3,11 +3,14 @@
 # redis-server, with 16 calls in flight as ../shared/bench/run-peers.sh counts them (bench/peers.sh): two
 # threads, each with a connection of its own and 8 calls in flight on it. Each round runs redis-benchmark
 # on swl's script (50 clients x 16 pipelined: Redis's own limit for that script), a bare hiredis loop
-# (swl_bench --mode raw), the libevent limiter (--mode async) and the Asio limiter (--mode asio), in an
+# (swl_bench --mode raw), the libevent limiter (--mode async), the Asio limiter (--mode asio) and the same
+# EVALSHA through hiredis's async API on a bare io_context (--mode asio-raw), in an
 # order that turns from round to round. Each rate is divided by its own round's redis-benchmark rate, so
 # that a round the machine slowed slows both sides of its ratios, and the medians of those ratios are
 # printed; and beside them each contender's best round over the ceiling's best (a noisy neighbour only
-# ever slows a round down, so the best rounds are the ones it disturbed least).
+# ever slows a round down, so the best rounds are the ones it disturbed least). Last, the Asio limiter's
+# client CPU per decision over the bare Asio loop's, round by round: what swl's Asio face costs the
+# caller's thread beyond hiredis on Asio.
 # threads=1 puts all 16 in flight on one connection and one thread. A baseline revision adds its libevent
 # and Asio limiters (swl_bench built in a worktree at that revision) to every round.
 #
@@ -21,7 +24,7 @@ threads=${3:-2}
 baseline=${4:-}
 in_flight=16
 build_swl_bench
-contenders=(ceiling raw async asio)
+contenders=(ceiling raw async asio asio-raw)
 if [ -n "$baseline" ]; then
   tree=$PWD/build-bench/tree-$baseline
   [ -d "$tree" ] || git worktree add --detach "$tree" "$baseline" >/dev/null
@@ -63,8 +66,10 @@ ceiling = {r["round"]: r["decisions_per_sec"] for r in rows if r["mode"] == "cei
 names = {"ceiling": "redis-benchmark -c 50 -P 16 (the ceiling)",
          "raw": "swl_bench --mode raw (bare hiredis)",
          "async": "swl_bench --mode async (libevent limiter)",
-         "asio": "swl_bench --mode asio (Asio limiter)"}
-modes = list(names) + sorted({r["mode"] for r in rows} - set(names), key=lambda m: list(names).index(m.split("@")[0]))
+         "asio": "swl_bench --mode asio (Asio limiter)",
+         "asio-raw": "swl_bench --mode asio-raw (bare hiredis on Asio)"}
+base_names = list(names)
+modes = base_names + sorted({r["mode"] for r in rows} - set(names), key=lambda m: base_names.index(m.split("@")[0]))
 for mode in modes[len(names):]:
     names[mode] = "swl_bench --mode %s at %s" % tuple(mode.split("@"))
 print("%d in flight: %d thread(s) x %d, %d rounds" % (in_flight, threads, in_flight // threads, len(ceiling)))
@@ -81,4 +86,10 @@ for mode in modes:
           st.median(ratios), best, best / best_ceiling,
           "" if mode == "ceiling" else "%.1f" % st.median(r["p99_us"] for r in runs),
           "%.2f" % st.median(r["cpu_us_per_decision"] for r in runs) if client else ""))
+cpu = {(r["mode"], r["round"]): r["cpu_us_per_decision"] for r in rows if "cpu_us_per_decision" in r}
+over_bare = [cpu[("asio", n)] / cpu[("asio-raw", n)] for n in ceiling if ("asio", n) in cpu and ("asio-raw", n) in cpu]
+if over_bare:
+    print()
+    print("Asio limiter / bare hiredis on Asio, client CPU per decision: median %.3f (rounds: %s)" % (
+          st.median(over_bare), ", ".join("%.3f" % ratio for ratio in over_bare)))
 ' "$threads" "$in_flight"

@@ -8,7 +8,8 @@
 // per thread), pool (one ConnectionPool of --threads connections shared by --threads threads through one
 // limiter), batch (tryAcquireMany of --pipeline requests per thread), async (one event loop and
 // AsyncConnection per thread, --pipeline requests in flight on each), asio (the same on an io_context
-// and AsioConnection per thread, through AsioLimiter's callbacks). With --cluster, --host/--port
+// and AsioConnection per thread, through AsioLimiter's callbacks), asio-raw (the same EVALSHA through
+// hiredis's async API on a bare io_context per thread, nothing of swl's). With --cluster, --host/--port
 // name one node of a Redis Cluster, and pool and batch run over one ClusterConnection shared by the
 // threads (a pool of --threads connections per master).
 // Progress goes to stderr; the last stdout line is one JSON object.
@@ -17,6 +18,7 @@
 #include <swl/swl.hpp>
 
 #include <event2/event.h>
+#include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 #include <sys/resource.h>
 
@@ -55,7 +57,7 @@ struct Settings {
 
 [[noreturn]] void usage(const std::string& problem) {
   std::cerr << "swl_bench: " << problem << "\n"
-            << "usage: swl_bench [--host H] [--port P] [--mode raw|sync|pool|batch|async|asio] [--threads T]\n"
+            << "usage: swl_bench [--host H] [--port P] [--mode raw|sync|pool|batch|async|asio|asio-raw] [--threads T]\n"
             << "                 [--keys K] [--limit L] [--window-ms W] [--requests N] [--pipeline D]\n"
             << "                 [--cluster]   (--host/--port is a cluster node; modes pool and batch)\n"
             << "                 [--replica-acks N] [--command-timeout-ms T]   (ConnectionOptions; not raw)\n"
@@ -267,6 +269,125 @@ void runAsio(const Settings& settings, int thread, Tally& tally) {
   io.run();
 }
 
+// hiredis's async API on an io_context with nothing of swl's: its socket watched by a bare
+// stream_descriptor through hiredis's event hooks. Reads wait on the reactor; the commands a turn of the
+// loop queued go out in one write once the turn's handlers have run, and a full socket buffer waits for
+// writability. The baseline of --mode asio: what swl adds on top of the loop is the rest.
+class BareAsioWatch {
+ public:
+  BareAsioWatch(swl::asio::io_context& io, redisAsyncContext& context) : io_(io), socket_(io), context_(&context) {
+    socket_.assign(context.c.fd);
+    context.ev.data = this;
+    context.ev.addRead = [](void* self) { static_cast<BareAsioWatch*>(self)->waitRead(); };
+    context.ev.delRead = [](void*) {};
+    context.ev.addWrite = [](void* self) { static_cast<BareAsioWatch*>(self)->writeSoon(); };
+    context.ev.delWrite = [](void*) {};
+    context.ev.cleanup = [](void* self) {
+      auto& watch = *static_cast<BareAsioWatch*>(self);
+      watch.context_ = nullptr;
+      watch.socket_.release();
+    };
+  }
+
+ private:
+  void waitRead() {
+    if (read_waiting_ || context_ == nullptr) return;
+    read_waiting_ = true;
+    socket_.async_wait(swl::asio::posix::descriptor_base::wait_read, [this](swl::asio_error_code error) {
+      read_waiting_ = false;
+      if (error || context_ == nullptr) return;
+      redisAsyncHandleRead(context_);
+      waitRead();
+    });
+  }
+  void writeSoon() {
+    if (write_posted_ || context_ == nullptr) return;
+    write_posted_ = true;
+    swl::asio::post(io_, [this] {
+      write_posted_ = false;
+      if (context_ != nullptr) redisAsyncHandleWrite(context_);  // asks again (addWrite) if the buffer filled
+    });
+  }
+
+  swl::asio::io_context& io_;
+  swl::asio::posix::stream_descriptor socket_;
+  redisAsyncContext* context_;
+  bool read_waiting_ = false, write_posted_ = false;
+};
+
+// --mode asio-raw: --pipeline calls kept in flight on one bare hiredis async context; each slot is one call
+// in flight, handed to hiredis as the call's private data.
+class BareAsioLoop {
+ public:
+  BareAsioLoop(const Settings& settings, int thread, Tally& tally)
+      : settings_(settings),
+        tally_(tally),
+        keys_(settings.keys, thread),
+        to_send_(share(settings, thread)),
+        to_answer_(to_send_),
+        slots_(static_cast<std::size_t>(settings.pipeline)) {
+    const swl::Script& script = swl::SlidingWindowLimiter<>::script();
+    sha_ = script.sha();
+    window_ = std::to_string(settings.window_ms * 1000);
+    limit_ = std::to_string(settings.limit);
+    ttl_ = std::to_string(settings.window_ms);
+    for (Slot& slot : slots_) slot.loop = this;
+  }
+
+  void run() {
+    swl::asio::io_context io(1);
+    context_ = redisAsyncConnect(settings_.host.c_str(), settings_.port);
+    if (context_ == nullptr || context_->err != 0) usage("cannot connect to redis for --mode asio-raw");
+    BareAsioWatch watch(io, *context_);
+    const std::string load(swl::SlidingWindowLimiter<>::script().text());
+    redisAsyncCommand(context_, nullptr, nullptr, "SCRIPT LOAD %b", load.data(), load.size());
+    for (Slot& slot : slots_) {
+      if (to_send_ > 0) send(slot);
+    }
+    io.run();
+  }
+
+ private:
+  struct Slot {
+    BareAsioLoop* loop = nullptr;
+    Clock::time_point started;
+    std::string key, member;
+  };
+
+  void send(Slot& slot) {
+    --to_send_;
+    slot.started = Clock::now();
+    slot.key = "bench:" + keys_.next();
+    slot.member = members_.next();
+    const char* argv[] = {"EVALSHA",           sha_.c_str(),   "1", slot.key.c_str(),
+                          window_.c_str(),     limit_.c_str(), "1", "",
+                          slot.member.c_str(), ttl_.c_str(),   "0"};
+    size_t lengths[11];
+    for (int a = 0; a < 11; ++a) lengths[a] = std::char_traits<char>::length(argv[a]);
+    redisAsyncCommandArgv(context_, &BareAsioLoop::replied, &slot, 11, argv, lengths);
+  }
+
+  static void replied(redisAsyncContext*, void* reply, void* privdata) {
+    Slot& slot = *static_cast<Slot*>(privdata);
+    BareAsioLoop& loop = *slot.loop;
+    const auto* decision = static_cast<const redisReply*>(reply);
+    if (decision == nullptr) return;  // the context is going away
+    if (decision->type != REDIS_REPLY_ARRAY) usage("redis failed during --mode asio-raw");
+    loop.tally_.record(decision->element[0]->integer == 1, Clock::now() - slot.started);
+    if (--loop.to_answer_ == 0) return redisAsyncDisconnect(loop.context_);
+    if (loop.to_send_ > 0) loop.send(slot);  // keep --pipeline requests in flight
+  }
+
+  const Settings& settings_;
+  Tally& tally_;
+  KeyPicker keys_;
+  swl::CompactMember members_;
+  std::int64_t to_send_, to_answer_;
+  std::vector<Slot> slots_;
+  std::string sha_, window_, limit_, ttl_;
+  redisAsyncContext* context_ = nullptr;
+};
+
 // The CPU this process has used, user and system, in seconds: what a client costs its machine per
 // decision, which a noisy neighbour disturbs far less than the rate.
 double cpuSeconds() {
@@ -334,6 +455,8 @@ int main(int argc, char** argv) {
     work = [&](int t) { runAsync(settings, t, tallies[t]); };
   else if (settings.mode == "asio")
     work = [&](int t) { runAsio(settings, t, tallies[t]); };
+  else if (settings.mode == "asio-raw")
+    work = [&](int t) { BareAsioLoop(settings, t, tallies[t]).run(); };
   else
     usage("unknown mode " + settings.mode);
 
