@@ -62,6 +62,19 @@ struct DeciderOptions {
   /// Told what each limited descriptor got, under its rule's stats key ("shop.user"; "override" for a
   /// limit the request set): for metrics per rule. Called from the threads that decide.
   std::function<void(std::string_view rule, DescriptorOutcome)> on_descriptor;
+  /// envoyproxy/ratelimit's SHADOW_MODE for the whole server: every request is answered OK overall, each
+  /// descriptor's status still saying what it got; a request that would be refused records nothing.
+  bool shadow_mode = false;
+  /// envoyproxy/ratelimit's QUOTA_MODE: every rule is in quota mode (Rule::quota_mode).
+  bool quota_mode = false;
+  /// envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED, and the names of its three headers: the
+  /// limit, the remaining hits and the seconds to the reset of the descriptor nearest its limit.
+  struct LimitHeaders {
+    bool enabled = false;
+    std::string limit = "RateLimit-Limit";
+    std::string remaining = "RateLimit-Remaining";
+    std::string reset = "RateLimit-Reset";
+  } limit_headers;
 };
 
 /// The key policy of the service's MultiLimiters: the decider makes each descriptor's Redis key itself

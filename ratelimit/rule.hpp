@@ -62,10 +62,17 @@ struct SourceLocation {
 struct PathStep {
   /// The descriptor entry's key.
   std::string key;
-  /// The value as written: empty for any value, ending in '*' for a prefix, or else the exact value.
+  /// The value as written: empty for any value; holding '*' for a pattern, each '*' any run of
+  /// characters (`files/*`, `/api/*/action`, `foo*bar*baz`); or else the exact value.
   std::string value;
   /// `value_to_metric` of that level: whether its metrics should name the request's value.
   bool value_to_metric = false;
+  /// `share_threshold` of a pattern's level: every value the pattern matches counts on one counter (the
+  /// pattern's), rather than each value on its own.
+  bool share_threshold = false;
+
+  /// Whether the value is a pattern.
+  bool isPattern() const noexcept { return value.find('*') != std::string::npos; }
 };
 
 /// A descriptor's `rate_limit`, with the descriptor's own flags.
@@ -75,7 +82,9 @@ struct Rule {
   /// `unlimited: true`: every hit is allowed, and nothing is counted; `limit` is then empty.
   bool unlimited = false;
   /// `requests_per_unit` per `unit`, the unit as a duration: 30 days for a month and 365 for a year (as
-  /// envoyproxy/ratelimit counts them), the usual length of one period when `calendar` is set.
+  /// envoyproxy/ratelimit counts them), the usual length of one period when `calendar` is set. A
+  /// requests_per_unit of 0 (a block list, in envoyproxy/ratelimit's examples) refuses every hit, and
+  /// Redis is never asked: no swl::Limit holds 0.
   swl::Limit limit;
   Unit unit = Unit::second;
   Algorithm algorithm = Algorithm::sliding_window_log;
@@ -89,6 +98,9 @@ struct Rule {
   std::int64_t weight = 1;
   /// The descriptor's `shadow_mode`: decide and report, but never refuse.
   bool shadow_mode = false;
+  /// The descriptor's `quota_mode`: its refusal refuses the request only when every quota rule of the
+  /// request refuses (envoyproxy/ratelimit's overall code).
+  bool quota_mode = false;
   /// The descriptor's `detailed_metric`: its metrics should name the request's values.
   bool detailed_metric = false;
   /// The names in `replaces`: rules this one takes the place of when both match one request.
