@@ -298,6 +298,35 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "under deny, Asio calls a stopped Redis left unanswered are refused at their deadlines and never counted once it "
+    "resumes") {
+  RedisServer server;
+  swl::asio::io_context io;
+  auto redis = connect(io, server);
+  swl::LimiterOptions options;
+  options.on_failure = swl::FailurePolicy::deny;
+  swl::AsioSlidingWindowLimiter<> limiter(redis, swl::Limit{10, 60s}, options);
+  decideOne(io, limiter);  // connected, Redis's clock read, the script loaded
+
+  server.pause();
+  Completions stalled(20);
+  swl::AcquireOptions call;
+  call.timeout = 300ms;
+  for (std::size_t i = 0; i < 20; ++i) limiter.async_try_acquire("key", call, stalled.of(i));
+  const bool answered = runUntil(
+      io, [&] { return stalled.completed == 20; }, 10s);
+  server.resume();
+  REQUIRE(answered);
+  for (const swl::Decision& decision : stalled.decisions) CHECK(decision.tier == swl::Tier::fail_closed);
+  // Redis ran them once it resumed, each past its deadline: only the first call is in the window.
+  Completions after(1);
+  limiter.async_try_acquire("key", after.of(0));
+  REQUIRE(runUntil(io, [&] { return after.completed == 1; }));
+  CHECK(after.decisions[0].tier == swl::Tier::redis);
+  CHECK(after.decisions[0].remaining == 8);
+}
+
+TEST_CASE(
     "an Asio call cancelled before it was sent records nothing, and cancelled after, it ends at once with "
     "operation_aborted") {
   RedisServer server;

@@ -250,6 +250,49 @@ TEST_CASE("a frozen server: async calls time out after command_timeout with a Ti
   CHECK(after.outcomes[0].value().tier == swl::Tier::redis);
 }
 
+TEST_CASE(
+    "under deny, async calls a frozen server left unanswered are refused no earlier than their deadlines and never "
+    "counted once it resumes") {
+  RedisServer server;
+  Loop loop(event_base_new());
+  swl::LimiterOptions options;
+  options.on_failure = swl::FailurePolicy::deny;
+  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port(), swl::test::failFast(200ms));
+  swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{10, 60s}, options);
+  Answers warm(1);
+  limiter.tryAcquire("k", warm.of(0));  // connected, Redis's clock read, the script loaded
+  REQUIRE(runUntil(loop.get(), [&] { return warm.answered == 1; }));
+
+  server.pause();
+  // Two waves: the first's timeout drops the connection while the second's deadlines are still to come.
+  Answers answers(6);
+  std::vector<std::chrono::steady_clock::time_point> sent(6), answered(6);
+  const auto send = [&](std::size_t i) {
+    sent[i] = std::chrono::steady_clock::now();
+    limiter.tryAcquire("k", [&, i, done = answers.of(i)](swl::Outcome outcome) mutable {
+      answered[i] = std::chrono::steady_clock::now();
+      done(std::move(outcome));
+    });
+  };
+  for (std::size_t i = 0; i < 3; ++i) send(i);
+  runUntil(
+      loop.get(), [] { return false; }, 100ms);
+  for (std::size_t i = 3; i < 6; ++i) send(i);
+  const bool ended = runUntil(
+      loop.get(), [&] { return answers.answered == 6; }, 5s);
+  server.resume();
+  REQUIRE(ended);
+  CHECK(answers.allCalledOnce());
+  for (std::size_t i = 0; i < 6; ++i) {
+    CHECK(answers.outcomes[i].value().tier == swl::Tier::fail_closed);
+    CHECK(answered[i] - sent[i] >= 200ms);  // never before its deadline, whenever the connection went
+  }
+  // Redis read them all before it stopped, and ran them when it resumed: past their deadlines, each
+  // recorded nothing.
+  swl::Connection asking = server.connect();
+  CHECK(swl::SlidingWindowLimiter<>(asking, limiter.limit()).peek("k").used == 1);
+}
+
 TEST_CASE("an unreachable Redis answers on the loop's next turn, never inside tryAcquire") {
   RedisServer server;
   const int port = server.port();

@@ -71,6 +71,50 @@ TEST_CASE("a frozen Redis: every call returns within the command timeout with th
   CHECK(redis_after_thaw.load() >= 100);  // decisions resumed, with the same limiter
 }
 
+TEST_CASE(
+    "calls a frozen Redis left unanswered are never counted once it resumes if the failure policy refused them, "
+    "and are if it admitted them") {
+  RedisServer server;
+  const swl::FailurePolicy policy = GENERATE(swl::FailurePolicy::deny, swl::FailurePolicy::allow);
+  swl::LimiterOptions options;
+  options.on_failure = policy;
+  // Four connections of their own, each connected (its handshake read Redis's clock) before the freeze.
+  std::vector<swl::Connection> connections;
+  std::vector<swl::SlidingWindowLimiter<>> limiters;
+  for (int i = 0; i < 4; ++i) connections.push_back(server.connect(failFast(250ms)));
+  for (swl::Connection& connection : connections) {
+    limiters.emplace_back(connection, swl::Limit{100, 1h}, options);
+    REQUIRE(limiters.back().tryAcquire("warm").tier == swl::Tier::redis);
+  }
+  server.pause();
+  std::vector<swl::Decision> single(3);
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 3; ++i) {
+    callers.emplace_back([&, i] { single[i] = limiters[i].tryAcquire("frozen:" + std::to_string(i)); });
+  }
+  // A batch, pipelined on the fourth connection: one write, no reply.
+  std::vector<swl::AcquireRequest> batch;
+  std::vector<std::string> batch_keys;
+  for (int i = 0; i < 10; ++i) batch_keys.push_back("batch:" + std::to_string(i));
+  for (const std::string& key : batch_keys) batch.push_back({key, 1});
+  const std::vector<swl::Outcome> batched = limiters[3].tryAcquireMany(batch);
+  for (std::thread& caller : callers) caller.join();
+  server.resume();
+
+  const swl::Tier answered = policy == swl::FailurePolicy::deny ? swl::Tier::fail_closed : swl::Tier::fail_open;
+  for (const swl::Decision& decision : single) CHECK(decision.tier == answered);
+  for (const swl::Outcome& outcome : batched) CHECK(outcome.value().tier == answered);
+  // Redis ran every call it had read once it resumed: under deny each ran past its deadline and
+  // recorded nothing; under allow each was served, and is counted.
+  swl::Connection asking = server.connect();
+  swl::SlidingWindowLimiter<> reader(asking, swl::Limit{100, 1h});
+  const std::int64_t counted_each = policy == swl::FailurePolicy::deny ? 0 : 1;
+  for (int i = 0; i < 3; ++i) CHECK(reader.peek("frozen:" + std::to_string(i)).used == counted_each);
+  for (const std::string& key : batch_keys) CHECK(reader.peek(key).used == counted_each);
+  // The same limiters decide exactly afterwards.
+  CHECK(limiters[0].tryAcquire("frozen:0").remaining == 99 - counted_each);
+}
+
 TEST_CASE("connections killed by the server are reopened by the next call, and nothing is counted twice") {
   RedisServer server;
   auto admin = server.connect();

@@ -83,6 +83,7 @@ class AsyncConnection : private detail::AsyncCalls<AsyncConnection, detail::Loop
     closed_ = true;
     // Freeing the context runs every in-flight callback (with a ConnectionError); then the deferred ones.
     if (context_ != nullptr) drop(context_, std::make_exception_ptr(ConnectionError(closedMessage())));
+    releaseAllHeld();
     deliverDeferred();
   }
 
@@ -105,6 +106,7 @@ class AsyncConnection : private detail::AsyncCalls<AsyncConnection, detail::Loop
     Pending pending;
     pending.command = std::move(formatted.command);
     pending.script = formatted.script;
+    pending.deadline_at = formatted.deadline_at;
     pending.done = std::move(done);
     send(std::move(pending));
   }
@@ -134,7 +136,8 @@ class AsyncConnection : private detail::AsyncCalls<AsyncConnection, detail::Loop
     timeout_timer_.reset(evtimer_new(loop_, &AsyncConnection::onTimer, this));
     deferred_event_.reset(event_new(loop_, -1, 0, &AsyncConnection::onDeferred, this));
     loop_free_event_.reset(event_new(loop_, -1, 0, &AsyncConnection::onLoopFree, this));
-    if (!timeout_timer_ || !deferred_event_ || !loop_free_event_)
+    hold_timer_.reset(evtimer_new(loop_, &AsyncConnection::onHoldEnd, this));
+    if (!timeout_timer_ || !deferred_event_ || !loop_free_event_ || !hold_timer_)
       throw Error("swl::AsyncConnection: libevent could not make its events");
   }
 
@@ -154,6 +157,17 @@ class AsyncConnection : private detail::AsyncCalls<AsyncConnection, detail::Loop
   void greeting(Pending&) noexcept {}
   void replied() { last_reply_at_ = Clock::now(); }
   bool answering() const noexcept { return true; }
+  // A call's wait starts no earlier than now (see sent()), and the connection gives up on it no earlier
+  // than command_timeout after.
+  Clock::time_point giveUpAt(const Pending&, Clock::time_point now) const { return now + options_.command_timeout; }
+  bool holdUntil(Clock::time_point until) {
+    if (closing_) return false;
+    const timeval delay = detail::toTimeval(
+        std::chrono::ceil<std::chrono::microseconds>(std::max(until - Clock::now(), Clock::duration::zero())));
+    evtimer_add(hold_timer_.get(), &delay);
+    return true;
+  }
+  static void onHoldEnd(evutil_socket_t, short, void* self) { static_cast<AsyncConnection*>(self)->releaseHeld(); }
 
   // The oldest call in flight decides: once it has waited command_timeout for its reply, the context is
   // dropped. Replies come in order, so it waits from when it was sent or from the reply before it,
@@ -233,6 +247,7 @@ class AsyncConnection : private detail::AsyncCalls<AsyncConnection, detail::Loop
   EventPtr timeout_timer_;
   EventPtr deferred_event_;
   EventPtr loop_free_event_;
+  EventPtr hold_timer_;  // answers the failures of calls whose deadlines had not come (AsyncCalls::releaseHeld)
   std::deque<std::pair<Callback, std::exception_ptr>> deferred_;
 };
 

@@ -360,7 +360,7 @@ class MultiLimiter {
                                    const std::vector<Limit>& limits, Recording recording = Recording::when_admitted) {
     detail::MultiWindowCall text{keys.size(),
                                  {},
-                                 scriptNow(limits),
+                                 scriptNow(limits, recording != Recording::never),
                                  detail::checkedMember("swl::MultiLimiter", members_.next()),
                                  recordingArgument(recording),
                                  {},
@@ -414,10 +414,11 @@ class MultiLimiter {
   }
 
   // Now as the script takes it, past every rule's window.
-  detail::ScriptNow scriptNow(const std::vector<Limit>& limits) const {
+  // A call that records carries its deadline under FailurePolicy::deny (see LimiterCalls::expiring).
+  detail::ScriptNow scriptNow(const std::vector<Limit>& limits, bool records) const {
     std::chrono::microseconds longest{0};
     for (std::size_t i = 0; i < rules_.size(); ++i) longest = std::max(longest, limitOf(i, limits).window);
-    return detail::ScriptNow(options_.clock, longest);
+    return detail::ScriptNow(options_.clock, longest, records && options_.on_failure == FailurePolicy::deny);
   }
 
   MultiDecision decodeReply(ReplyView reply, const std::vector<Limit>& limits) const {

@@ -88,11 +88,20 @@ class ScriptCall {
   /// A cluster routes the call by its first key.
   std::string_view key(std::size_t index) const noexcept { return argv_[3 + index]; }
 
+  /// The word of argv() that holds the room for the call's deadline on Redis's clock ('@' and 16 zeros,
+  /// docs/failures.md), or 0 when the call carries none. swl's connections write the deadline there as
+  /// they send the call, so that a call they stopped waiting for records nothing when it runs later; a
+  /// RedisClient of your own may leave the room as it is (no deadline).
+  std::size_t deadlineWord() const noexcept { return deadline_word_; }
+  /// Makes ARGV[`argument`] (counted from 1, as the script counts) the room for the deadline.
+  void carryDeadlineIn(std::size_t argument) noexcept { deadline_word_ = 3 + key_count_ + argument - 1; }
+
  private:
   const Script* script_;
   std::array<std::string_view, kMaxArguments> argv_;
   std::size_t argc_ = 0;
   std::size_t key_count_;
+  std::size_t deadline_word_ = 0;
 };
 
 /// One reply, or one element of one, as Redis sent it. Nothing about its shape is assumed: a view of the
@@ -213,9 +222,16 @@ class RedisClient {
 
 namespace detail {
 
-// How every client reports an error reply to a script call.
-inline ReplyError scriptError(std::string_view endpoint, const Script& script, ReplyView reply) {
-  return detail::redisError<ReplyError>(endpoint, ": script ", script.name(), " failed: ", reply.text());
+// How every client reports an error reply to a script call. EXPIRED is a call that Redis ran past the
+// deadline it carried (ScriptCall::deadlineWord), recording nothing: a TimeoutError, as its client had
+// stopped waiting.
+inline std::exception_ptr scriptError(std::string_view endpoint, const Script& script, ReplyView reply) {
+  if (reply.isError("EXPIRED")) {
+    return std::make_exception_ptr(detail::redisError<TimeoutError>(
+        endpoint, ": script ", script.name(), " ran after the call's deadline: ", reply.text().substr(8)));
+  }
+  return std::make_exception_ptr(
+      detail::redisError<ReplyError>(endpoint, ": script ", script.name(), " failed: ", reply.text()));
 }
 
 }  // namespace detail

@@ -301,7 +301,7 @@ class ClusterConnection : public RedisClient {
         }
         if (!asking) asked = &ownerOf(slotOf(call), deadline);
       } else {
-        throw detail::scriptError(asked->endpoint, call.script(), *reply);
+        std::rethrow_exception(detail::scriptError(asked->endpoint, call.script(), *reply));
       }
       try {
         reply = evaluateOn(*asked, call, asking);

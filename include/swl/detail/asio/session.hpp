@@ -76,6 +76,7 @@ class AsioSession : public AsyncCalls<AsioSession, AsioCallTerms>, public std::e
     Pending pending;
     pending.command = std::move(call.command);
     pending.script = call.script;
+    pending.deadline_at = call.deadline_at;
     pending.done = std::move(done);
     pending.deadline = deadline;
     pending.ticket = ++tickets_;
@@ -108,6 +109,7 @@ class AsioSession : public AsyncCalls<AsioSession, AsioCallTerms>, public std::e
   void shutdown() {
     tearing_down_ = true;
     close();
+    forgetHeld();
   }
 
  private:
@@ -126,6 +128,14 @@ class AsioSession : public AsyncCalls<AsioSession, AsioCallTerms>, public std::e
   }
   void replied() noexcept {}
   bool answering() const noexcept { return !tearing_down_; }
+  // A call is answered at its own deadline, whatever comes before it.
+  Clock::time_point giveUpAt(const Pending& pending, Clock::time_point) const { return pending.deadline; }
+  // A dropped connection's calls are answered by endOverdue() at their deadlines.
+  bool holdUntil(Clock::time_point until) {
+    if (tearing_down_) return false;
+    watchDeadline(until);
+    return true;
+  }
 
   // Deadlines: one timer, due at the earliest deadline of a call still waiting.
   void watchDeadline(Clock::time_point deadline) {
@@ -187,6 +197,7 @@ class AsioSession : public AsyncCalls<AsioSession, AsioCallTerms>, public std::e
     }
     const auto timed_out = std::make_exception_ptr(TimeoutError(timedOutMessage()));
     for (Callback& done : overdue) done(ReplyView(), timed_out);
+    releaseHeld();
   }
 
   // A failure found before anything was sent ends its call on a later turn of the strand.

@@ -4,6 +4,12 @@
 // each call sent once and ended once; a reply read as what it means; NOSCRIPT answered by one SCRIPT LOAD
 // and the call sent again; and the reason a dropped context leaves its calls.
 //
+// A call that carries a deadline (ScriptCall::deadlineWord: under FailurePolicy::deny) gets it written in
+// as it is sent, on Redis's clock (RedisClock, read by TIME after the handshake and again once stale): the
+// moment its owner gives up on it. A call that fails before then (its connection dropped for another's
+// timeout) is answered no earlier than its deadline: until then Redis, if it read the call, may still run
+// it, and would record a request the failure policy refused.
+//
 // What belongs to the loop is the Owner's (it derives from AsyncCalls<Owner, Extra>, and Extra is what its
 // calls carry besides):
 //   void attach(redisAsyncContext&)            watch a new context's socket on the loop, or throw
@@ -12,6 +18,8 @@
 //   void greeting(Pending&)                    a handshake command is about to go out
 //   void replied()                             a reply came
 //   bool answering() const                     false while the owner is torn down: replies are dropped
+//   Time giveUpAt(const Pending&, Time now)    when the owner answers a call sent now that gets no reply
+//   bool holdUntil(Time)                       call releaseHeld() at that time; false: it cannot wait
 
 #include <swl/connection_options.hpp>
 #include <swl/detail/io/async_protocol.hpp>
@@ -19,12 +27,15 @@
 #include <swl/detail/io/circuit_breaker.hpp>
 #include <swl/detail/io/dial.hpp>
 #include <swl/detail/io/hiredis.hpp>
+#include <swl/detail/io/redis_clock.hpp>
 #include <swl/detail/messages.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 
 #include <hiredis/async.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -42,6 +53,7 @@ class AsyncCalls {
   // How a call ends: a non-error reply (valid during the callback) and no error, or a null view and the
   // error.
   using Callback = std::function<void(ReplyView reply, std::exception_ptr error)>;
+  using Time = RedisClock::Local::time_point;
 
   AsyncCalls(const AsyncCalls&) = delete;
   AsyncCalls& operator=(const AsyncCalls&) = delete;
@@ -54,6 +66,8 @@ class AsyncCalls {
   struct Pending : Extra {
     std::string command;             // the whole RESP command, kept to resend after NOSCRIPT
     const Script* script = nullptr;  // null for the connection's own commands (AUTH, SELECT, SCRIPT LOAD)
+    std::size_t deadline_at = 0;     // where its deadline's digits are in `command` (FormattedCall); 0: none
+    Time answer_not_before{};        // the deadline it carried: a failure is not answered before it
     Callback done;                   // empty once the call has ended
     bool repeated = false;
     std::uint64_t order = 0;  // send order, to know whether a SCRIPT LOAD went out after it
@@ -91,6 +105,7 @@ class AsyncCalls {
     } catch (const Error&) {
       return owner().endSoon(std::move(pending.done), std::current_exception());
     }
+    if (pending.deadline_at != 0) carryDeadline(pending);
     auto position = in_flight_.insert(in_flight_.end(), std::move(pending));
     position->position = position;
     position->owner = this;
@@ -117,6 +132,38 @@ class AsyncCalls {
 
   std::string closedMessage() const { return face_ + " to " + endpoint_ + " is closed"; }
 
+  // A failure of a call sent with a deadline, held until then; the owner's timer releases it.
+  struct Held {
+    Time until;
+    Callback done;
+    std::exception_ptr error;
+  };
+
+  // The held failures due by now are answered; the owner is told when the next one is.
+  void releaseHeld() {
+    const Time now = RedisClock::Local::now();
+    std::vector<Held> due;
+    for (auto held = held_.begin(); held != held_.end();) {
+      if (held->until <= now) {
+        due.push_back(std::move(*held));
+        held = held_.erase(held);
+      } else {
+        ++held;
+      }
+    }
+    if (!held_.empty()) owner().holdUntil(earliestHeld());
+    for (Held& each : due) each.done(ReplyView(), each.error);
+  }
+
+  // Every held failure, answered now (the owner is going away).
+  void releaseAllHeld() {
+    std::vector<Held> all;
+    all.swap(held_);
+    for (Held& each : all) each.done(ReplyView(), each.error);
+  }
+  // Every held failure, destroyed unanswered (the loop that would answer it is gone).
+  void forgetHeld() noexcept { held_.clear(); }
+
   std::string face_;
   Address address_;
   std::string endpoint_;
@@ -129,6 +176,9 @@ class AsyncCalls {
   std::list<Pending> in_flight_;          // send order; hiredis holds a pointer to each until it calls back
   std::uint64_t sent_ = 0;
   ScriptLoads loads_;
+  RedisClock clock_;         // Redis's, on the live context
+  bool time_asked_ = false;  // a TIME is in flight
+  std::vector<Held> held_;   // failures of calls whose deadlines have not come
 
  private:
   Owner& owner() noexcept { return static_cast<Owner&>(*this); }
@@ -157,8 +207,39 @@ class AsyncCalls {
     redisAsyncSetDisconnectCallback(context, &AsyncCalls::onDisconnect);
     context_ = context;
     connected_ = false;
+    clock_.forget();
+    time_asked_ = false;
     handshake();
+    askTime();
     return context_;
+  }
+
+  Time earliestHeld() const {
+    return std::min_element(held_.begin(), held_.end(), [](const Held& a, const Held& b) { return a.until < b.until; })
+        ->until;
+  }
+
+  // The deadline of `pending`, written into it on Redis's clock; none while the clock is not known.
+  void carryDeadline(Pending& pending) {
+    const Time now = RedisClock::Local::now();
+    if (clock_.stale(now)) askTime();
+    if (!clock_.known()) return;
+    pending.answer_not_before = owner().giveUpAt(pending, now);
+    clock_.writeDeadline(&pending.command[pending.deadline_at], pending.answer_not_before);
+  }
+
+  // TIME, for Redis's clock; one at a time.
+  void askTime() {
+    if (time_asked_) return;
+    time_asked_ = true;
+    static constexpr std::string_view kTime[] = {"TIME"};
+    Pending asking;
+    asking.command = formattedCommand(kTime, 1);
+    asking.done = [this](ReplyView reply, std::exception_ptr error) {
+      time_asked_ = false;
+      if (!error) clock_.observe(reply, RedisClock::Local::now());
+    };
+    send(std::move(asking));
   }
 
   // The handshake's commands go first; a refusal of one drops the connection with an AuthError: nothing
@@ -201,20 +282,26 @@ class AsyncCalls {
     if (reply.isNull()) {
       // The context is going away: the next call connects afresh.
       if (context == context_) context_ = nullptr;
-      if (pending.done) {
-        pending.done(ReplyView(), pending.failure ? pending.failure
-                                                  : std::make_exception_ptr(ConnectionError(lostMessage(context))));
+      if (!pending.done) return;
+      std::exception_ptr why =
+          pending.failure ? pending.failure : std::make_exception_ptr(ConnectionError(lostMessage(context)));
+      const Time until = pending.answer_not_before;
+      if (RedisClock::Local::now() < until &&
+          owner().holdUntil(held_.empty() ? until : std::min(until, earliestHeld()))) {
+        held_.push_back({until, std::move(pending.done), std::move(why)});
+        return;
       }
-      return;
+      return pending.done(ReplyView(), why);
     }
     breaker_->recordSuccess();
     if (!pending.done) return;  // ended already (at its deadline, or cancelled): the late reply is dropped
     if (pending.script != nullptr && !pending.repeated && reply.isError("NOSCRIPT"))
       return repeatAfterLoad(std::move(pending));
     if (reply.isError()) {
-      const std::string what = pending.script != nullptr ? "script " + pending.script->name() : "a command";
-      return pending.done(ReplyView(), std::make_exception_ptr(
-                                           redisError<ReplyError>(endpoint_, ": ", what, " failed: ", reply.text())));
+      return pending.done(ReplyView(), pending.script != nullptr
+                                           ? scriptError(endpoint_, *pending.script, reply)
+                                           : std::make_exception_ptr(redisError<ReplyError>(
+                                                 endpoint_, ": a command failed: ", reply.text())));
     }
     pending.done(reply, nullptr);
   }

@@ -18,14 +18,18 @@
 namespace swl::detail {
 
 // A script call as an async context takes it: formatted once, where the call is made (on the caller's
-// thread, so the loop's thread does less), and kept to resend after NOSCRIPT.
+// thread, so the loop's thread does less), and kept to resend after NOSCRIPT. `deadline_at` is where the
+// digits of its deadline's room are in `command` (after the '@'), written as it is sent; 0 for none.
 struct FormattedCall {
   std::string command;
   const Script* script = nullptr;
+  std::size_t deadline_at = 0;
 };
 
 inline FormattedCall formatted(const ScriptCall& call) {
-  return {formattedCommand(call.argv(), call.argc()), &call.script()};
+  FormattedCall made{formattedCommand(call.argv(), call.argc()), &call.script(), 0};
+  if (call.deadlineWord() != 0) made.deadline_at = formattedOffset(call.argv(), call.argc(), call.deadlineWord()) + 1;
+  return made;
 }
 
 // One command of the handshake, formatted, and how a refusal names it ("PING", "SELECT 2").

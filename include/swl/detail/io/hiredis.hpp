@@ -94,6 +94,10 @@ class HiredisArgv {
 
   int count() const noexcept { return count_; }
   const char** pointers() noexcept { return pointers_; }
+  // Word `index` becomes `word` (which must outlive these words' use).
+  void replace(std::size_t index, std::string_view word) noexcept {
+    pointers_[index] = word.data(), lengths_[index] = word.size();
+  }
   const std::size_t* lengths() const noexcept { return lengths_; }
 
  private:
@@ -106,6 +110,19 @@ class HiredisArgv {
   const char** pointers_ = pointers_on_stack_.data();
   std::size_t* lengths_ = lengths_on_stack_.data();
 };
+
+// Where word `word` of a command starts in its RESP text (formattedCommand's): what an event loop's
+// connection writes over in place (a call's deadline).
+inline std::size_t formattedOffset(const std::string_view* argv, std::size_t argc, std::size_t word) {
+  const auto digits = [](std::size_t count) {
+    std::size_t length = 1;
+    for (; count >= 10; count /= 10) ++length;
+    return length;
+  };
+  std::size_t offset = 1 + digits(argc) + 2;  // "*<argc>\r\n"
+  for (std::size_t i = 0; i < word; ++i) offset += 1 + digits(argv[i].size()) + 2 + argv[i].size() + 2;
+  return offset + 1 + digits(argv[word].size()) + 2;
+}
 
 // A whole command in RESP (an array of bulk strings), byte for byte what redisFormatCommandArgv writes:
 // what the async connections queue and may resend. Written here because hiredis prints each length with

@@ -8,6 +8,8 @@
 #include <swl/detail/io/circuit_breaker.hpp>
 #include <swl/detail/io/dial.hpp>
 #include <swl/detail/io/hiredis.hpp>
+#include <swl/detail/io/redis_clock.hpp>
+#include <swl/detail/script/deadline.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 
@@ -61,8 +63,17 @@ class Link {
     return reply;
   }
 
+  // One command's words, and which of them is a script call's room for its deadline (0: none), which
+  // the link writes as the command goes out (see RedisClock).
+  struct Words {
+    const std::string_view* argv;
+    std::size_t argc;
+    std::size_t deadline_word = 0;
+  };
+  static Words wordsOf(const ScriptCall& call) noexcept { return {call.argv(), call.argc(), call.deadlineWord()}; }
+
   // Sends `count` commands in one write, then reads their replies in order, handing each to
-  // `on_reply(index, Reply)`. `argv_of(index)` gives a command as {const std::string_view*, argc}.
+  // `on_reply(index, Reply)`. `argv_of(index)` gives a command's Words.
   // If the connection fails midway, the replies that arrived have been handed over and the error is
   // thrown for the rest (they may or may not have run).
   template <class ArgvOf, class OnReply>
@@ -101,8 +112,12 @@ class Link {
   // may use the link in between. sendMany() throws ConnectionError when the calls could not all be
   // written; none is waiting for an answer then.
   void sendMany(const std::vector<ScriptCall>& calls) {
-    queue(calls.size() + waits(),
-          [&](std::size_t i) { return i < calls.size() ? std::pair(calls[i].argv(), calls[i].argc()) : waitArgv(); });
+    time_asked_ = askTimeFor(calls.begin(), calls.end());
+    const std::size_t first = time_asked_ ? 1 : 0;
+    queue(first + calls.size() + waits(), [&](std::size_t i) {
+      if (i < first) return timeWords();
+      return i - first < calls.size() ? wordsOf(calls[i - first]) : waitArgv();
+    });
     flush();
   }
 
@@ -110,7 +125,10 @@ class Link {
     std::vector<ScriptReply> results(calls.size());
     Reply acknowledged;
     try {
-      receive(calls.size() + waits(), [&](std::size_t i, Reply reply) {
+      const std::size_t first = std::exchange(time_asked_, false) ? 1 : 0;
+      receive(first + calls.size() + waits(), [&](std::size_t i, Reply reply) {
+        if (i < first) return readTime(*reply);
+        i -= first;
         (i < calls.size() ? results[i].reply : acknowledged) = std::move(reply);
       });
       if (waits() != 0) unacknowledgedFail(results, acknowledged);
@@ -139,9 +157,7 @@ class Link {
     try {
       pipeline(
           again.size() + waits(),
-          [&](std::size_t i) {
-            return i < again.size() ? std::pair(calls[again[i]].argv(), calls[again[i]].argc()) : waitArgv();
-          },
+          [&](std::size_t i) { return i < again.size() ? wordsOf(calls[again[i]]) : waitArgv(); },
           [&](std::size_t i, Reply reply) {
             (i < again.size() ? results[again[i]].reply : acknowledged) = std::move(reply);
           });
@@ -198,6 +214,7 @@ class Link {
     breaker_->admit(endpoint_);
     if (context_ && !closedByServer(*context_) && (!epoch_ || epoch_() == connected_epoch_)) return *context_;
     context_.reset();
+    clock_.forget();
     try {
       connected_epoch_ = epoch_ ? epoch_() : 0;
       context_ = handshake(open_());
@@ -209,10 +226,7 @@ class Link {
   }
 
   Reply commandOn(redisContext& context, const std::string_view* argv, std::size_t argc) {
-    redisReply* reply = roundTrip(context, argv, argc);
-    if (reply == nullptr) broke("waiting for a reply");
-    breaker_->recordSuccess();
-    return Reply(reply);
+    return commandOn(context, Words{argv, argc});
   }
 
   // hiredis cannot use a context again once it reported an error: it is dropped, so the next command
@@ -236,13 +250,14 @@ class Link {
     };
     if (options_.password.empty()) {
       // A server that wants a password answers a client without one NOAUTH, or, for a command as long as
-      // a script call, closes the connection on it with a protocol error. A PING asks first, so that is
-      // an AuthError that says so, at connect, instead.
-      const Reply reply = run({"PING"});
+      // a script call, closes the connection on it with a protocol error. TIME asks first (and reads
+      // Redis's clock for the calls' deadlines), so that is an AuthError that says so, at connect, instead.
+      const Reply reply = run({"TIME"});
       if (reply->isError("NOAUTH")) {
         throw redisError<AuthError>(endpoint_, " requires a password, and ConnectionOptions::password is empty (",
                                     reply->text(), ")");
       }
+      readTime(*reply);
     } else {
       const Reply reply =
           options_.user.empty() ? run({"AUTH", options_.password}) : run({"AUTH", options_.user, options_.password});
@@ -260,7 +275,25 @@ class Link {
         throw redisError<ReplyError>(endpoint_, " refused SELECT ", db, ": ", reply->text());
       }
     }
+    if (!clock_.known()) readTime(*run({"TIME"}));
     return context;
+  }
+
+  // Redis's clock, from TIME's reply just read (an error reply, from an ACL without TIME, leaves it
+  // unknown: the calls then carry no deadline).
+  void readTime(ReplyView reply) { clock_.observe(reply, RedisClock::Local::now()); }
+
+  // Whether TIME goes out ahead of the calls in [first, last): one of them carries a deadline, and the
+  // clock's reading is stale.
+  template <class Calls>
+  bool askTimeFor(Calls first, Calls last) const {
+    if (options_.command_timeout.count() == 0 || !clock_.stale(RedisClock::Local::now())) return false;
+    return std::any_of(first, last, [](const ScriptCall& call) { return call.deadlineWord() != 0; });
+  }
+
+  static Words timeWords() noexcept {
+    static constexpr std::string_view kTime[] = {"TIME"};
+    return {kTime, 1};
   }
 
   // A server that restarted, or closed an idle client, has already sent EOF: a peek sees it, so the
@@ -276,19 +309,21 @@ class Link {
   // One call, preceded by ASKING when `asking`, and followed by WAIT when replicas must acknowledge it;
   // most calls need neither, and go out alone.
   Reply evaluateOnce(const ScriptCall& call, bool asking) {
-    if (!asking && options_.replica_acks == 0) return commandOn(connected(), call.argv(), call.argc());
+    const bool time = askTimeFor(&call, &call + 1);
+    if (!asking && !time && options_.replica_acks == 0) return commandOn(connected(), wordsOf(call));
     static constexpr std::string_view kAsking[] = {"ASKING"};
-    const std::size_t first = asking ? 1 : 0;
+    const std::size_t before = (time ? 1 : 0) + (asking ? 1 : 0);
     Reply reply, acknowledged;
     pipeline(
-        first + 1 + waits(),
+        before + 1 + waits(),
         [&](std::size_t i) {
-          if (i < first) return std::pair(kAsking, std::size_t{1});
-          return i == first ? std::pair(call.argv(), call.argc()) : waitArgv();
+          if (i < before) return time && i == 0 ? timeWords() : Words{kAsking, 1};
+          return i == before ? wordsOf(call) : waitArgv();
         },
         [&](std::size_t i, Reply answer) {
-          if (i == first) reply = std::move(answer);
-          if (i > first) acknowledged = std::move(answer);
+          if (time && i == 0) readTime(*answer);
+          if (i == before) reply = std::move(answer);
+          if (i > before) acknowledged = std::move(answer);
         });
     if (waits() != 0 && !reply->isError()) requireAcknowledged(*acknowledged);
     return reply;
@@ -297,7 +332,7 @@ class Link {
   // WAIT after a call, when ConnectionOptions::replica_acks asks for it: how many of those commands go.
   std::size_t waits() const noexcept { return options_.replica_acks > 0 ? 1 : 0; }
 
-  std::pair<const std::string_view*, std::size_t> waitArgv() {
+  Words waitArgv() {
     wait_argv_ = {"WAIT", replica_acks_, replica_ack_timeout_};
     return {wait_argv_.data(), wait_argv_.size()};
   }
@@ -333,12 +368,40 @@ class Link {
     return static_cast<redisReply*>(redisCommandArgv(&context, words.count(), words.pointers(), words.lengths()));
   }
 
+  // `command`'s words as hiredis takes them, its deadline written into its room (see RedisClock): due a
+  // command timeout from now, as this connection will wait for the reply.
+  class Outgoing {
+   public:
+    Outgoing(const Words& command, const RedisClock& clock, std::chrono::milliseconds timeout)
+        : words_(command.argv, command.argc) {
+      if (command.deadline_word == 0 || timeout.count() == 0 || !clock.known()) return;
+      std::copy(kNoDeadline.begin(), kNoDeadline.end(), deadline_.begin());
+      clock.writeDeadline(deadline_.data() + 1, RedisClock::Local::now() + timeout);
+      words_.replace(command.deadline_word, {deadline_.data(), deadline_.size()});
+    }
+    HiredisArgv& words() noexcept { return words_; }
+
+   private:
+    std::array<char, kNoDeadline.size()> deadline_;
+    HiredisArgv words_;
+  };
+
+  Reply commandOn(redisContext& context, const Words& command) {
+    Outgoing outgoing(command, clock_, options_.command_timeout);
+    HiredisArgv& words = outgoing.words();
+    auto* reply =
+        static_cast<redisReply*>(redisCommandArgv(&context, words.count(), words.pointers(), words.lengths()));
+    if (reply == nullptr) broke("waiting for a reply");
+    breaker_->recordSuccess();
+    return Reply(reply);
+  }
+
   template <class ArgvOf>
   void queue(std::size_t count, ArgvOf&& argv_of) {
     redisContext& context = connected();
     for (std::size_t i = 0; i < count; ++i) {
-      const auto [argv, argc] = argv_of(i);
-      HiredisArgv words(argv, argc);
+      Outgoing outgoing(argv_of(i), clock_, options_.command_timeout);
+      HiredisArgv& words = outgoing.words();
       if (redisAppendCommandArgv(&context, words.count(), words.pointers(), words.lengths()) != REDIS_OK) {
         broke("queueing a pipelined command");  // nothing was written yet: the half-built batch goes with it
       }
@@ -380,11 +443,13 @@ class Link {
   std::array<std::string_view, 3> wait_argv_;
   std::function<std::uint64_t()> epoch_;
   std::uint64_t connected_epoch_ = 0;
+  RedisClock clock_;
+  bool time_asked_ = false;  // sendMany() sent TIME ahead of its calls: collectMany() reads its reply first
 };
 
 // A script call's reply, or the ReplyError its error reply stands for, thrown.
 inline Reply throwIfError(Reply reply, std::string_view endpoint, const Script& script) {
-  if (reply->isError()) throw scriptError(endpoint, script, *reply);
+  if (reply->isError()) std::rethrow_exception(scriptError(endpoint, script, *reply));
   return reply;
 }
 
@@ -394,7 +459,7 @@ inline std::vector<ScriptReply> errorRepliesAsErrors(std::vector<ScriptReply> re
   for (std::size_t i = 0; i < calls.size(); ++i) {
     ScriptReply& result = results[i];
     if (result.reply && result.reply->isError()) {
-      result.error = std::make_exception_ptr(scriptError(endpoint, calls[i].script(), *result.reply));
+      result.error = scriptError(endpoint, calls[i].script(), *result.reply);
       result.reply = Reply();
     }
   }

@@ -5,6 +5,7 @@
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
 #include <swl/detail/request_checks.hpp>
+#include <swl/detail/script/deadline.hpp>
 #include <swl/detail/script/lua_text.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
@@ -32,7 +33,9 @@ inline constexpr std::string_view kOneKeyArguments = R"lua(
 -- ARGV[2]  limit: the most units the window admits
 -- ARGV[3]  cost: units this request asks for (1 <= cost <= limit, checked by the client); default 1;
 --          0 peeks: the state is read (a log may be trimmed) but nothing is recorded
--- ARGV[4]  now in microseconds since the epoch; '' or absent: read Redis's own clock
+-- ARGV[4]  now in microseconds since the epoch; '' or absent: read Redis's own clock; '@' and 16 digits:
+--          Redis's own clock, and the call's deadline on it (0: none): a call the client may have
+--          answered without Redis (its failure policy, at its deadline) records nothing if it runs later
 -- ARGV[5]  this request's unique member, for algorithms that record one; '' or absent: its millisecond
 --          timestamp (the seed articles' scheme)
 -- ARGV[6]  expiry in milliseconds for algorithms that take one, set on every write; absent: the window
@@ -57,12 +60,23 @@ local now_text = ARGV[4]
 inline constexpr std::string_view kClockAndIntegers = R"lua(
 -- Times sent back to Redis are built from integer parts: Lua formats a concatenated number with 14
 -- significant digits and would cut the last digits off a 16-digit microsecond time.
+-- A deadline ('@' and the microseconds) comes on Redis's clock: a call that starts past it answers an
+-- EXPIRED error before it writes anything. Its client stopped waiting, and may have refused the request
+-- without Redis; recording it now would take from the callers after it.
+local deadline = 0
+if now_text ~= nil and string.byte(now_text, 1) == 64 then  -- '@'
+  deadline = tonumber(string.sub(now_text, 2))
+  now_text = ''
+end
 local redis_time = now_text == nil or now_text == ''
 if redis_time then
   local time = redis.call('TIME')
   now_text = time[1] .. string.format('%06d', tonumber(time[2]))
 end
 local now = tonumber(now_text)  -- below 2^53, so exact in a Lua double
+if deadline > 0 and now > deadline then
+  return redis.error_reply('EXPIRED swl: the call ran ' .. (now - deadline) .. ' us past its deadline; nothing recorded')
+end
 
 -- Every value below stays an integer under 2^53, exact in a Lua double; two helpers keep it so.
 -- a // b: the quotient of two doubles can round up to the next integer, so it is checked.
@@ -256,10 +270,12 @@ inline ScriptCall preludeCall(const Script& script, const std::string_view& key,
   }
   std::size_t count = kPrelude;
   for (const std::string_view argument : own) args[count++] = argument;
-  if (!block) return ScriptCall(script, &key, 1, args.data(), count);
-  args[count++] = block->length;
-  const std::array<std::string_view, 2> keys{key, block->key};
-  return ScriptCall(script, keys.data(), keys.size(), args.data(), count);
+  if (block) args[count++] = block->length;
+  const std::array<std::string_view, 2> keys{key, block ? block->key : std::string_view()};
+  ScriptCall call(script, keys.data(), block ? 2 : 1, args.data(), count);
+  constexpr std::size_t kNowArgument = 4;
+  if (prelude.now == kNoDeadline) call.carryDeadlineIn(kNowArgument);
+  return call;
 }
 
 // For algorithms whose scripts multiply counts by the window to stay in integers: that product must be exact.

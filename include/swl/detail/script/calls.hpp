@@ -8,6 +8,7 @@
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
 #include <swl/detail/request_checks.hpp>
+#include <swl/detail/script/deadline.hpp>
 #include <swl/detail/script/reply.hpp>
 #include <swl/error.hpp>
 #include <swl/options.hpp>
@@ -26,11 +27,17 @@ namespace swl::detail {
 
 // Now as a script takes it (ARGV[4]): the client's clock in microseconds, as text, or nothing when the
 // script reads Redis's own. Scores hold times exactly only below 2^53 us, and `window` (the longest the
-// call reads) must fit before now.
+// call reads) must fit before now. On Redis's clock a call that `expires` carries the room for its
+// deadline instead, '@' and 16 zeros, which the connection fills in as it sends the call
+// (ScriptCall::deadlineArgument): a call whose failure the caller may answer without Redis must not be
+// recorded when it runs later.
 class ScriptNow {
  public:
-  ScriptNow(const Clock& clock, std::chrono::microseconds window) {
-    if (clock.isRedisTime()) return;
+  ScriptNow(const Clock& clock, std::chrono::microseconds window, bool expires = false) {
+    if (clock.isRedisTime()) {
+      carries_deadline_ = expires;
+      return;
+    }
     const std::int64_t now = clock.now().count();
     if (now < window.count() || now >= kLargestExact) {
       throw InvalidArgument("swl: the clock reads " + std::to_string(now) +
@@ -40,14 +47,17 @@ class ScriptNow {
     text_ = IntegerText(now);
   }
 
-  // The argument: '' on Redis's clock.
-  std::string_view argument() const noexcept { return text_.view(); }
+  // The argument: '' on Redis's clock, or the room for a deadline.
+  std::string_view argument() const noexcept { return carries_deadline_ ? kNoDeadline : text_.view(); }
   // The client's clock, or none on Redis's.
   const std::optional<std::chrono::microseconds>& clientNow() const noexcept { return client_now_; }
+  // Whether the argument is the room for a deadline.
+  bool carriesDeadline() const noexcept { return carries_deadline_; }
 
  private:
   std::optional<std::chrono::microseconds> client_now_;
   IntegerText text_;
+  bool carries_deadline_ = false;
 };
 
 // A member policy's member as the log can record it. The log's own members begin with, or hold, bytes
@@ -118,7 +128,7 @@ class LimiterCalls {
           member_(std::move(member)),
           cost_(cost),
           cost_text_(cost),
-          now_(calls.options_.clock, limit.limit.window),
+          now_(calls.options_.clock, limit.limit.window, cost > 0 && calls.expiring()),
           argument_(calls.argumentAt(now_)) {}
 
     const LimiterCalls* calls_;
@@ -203,6 +213,10 @@ class LimiterCalls {
 
   std::string redisKey(std::string_view key) const { return keys_.key(key); }
   const Limit& limit() const noexcept { return own_.limit; }
+  // Whether a decision's call carries its deadline (ScriptNow): under FailurePolicy::deny, whose refusal
+  // at the deadline must not be counted when Redis runs the call later. A request the failure policy
+  // admitted was served, and counting it late is right; an error leaves the request to its caller.
+  bool expiring() const noexcept { return options_.on_failure == FailurePolicy::deny; }
   const LimiterOptions& options() const noexcept { return options_; }
   const Algorithm& algorithm() const noexcept { return algorithm_; }
 
