@@ -112,13 +112,14 @@ class Link {
   // may use the link in between. sendMany() throws ConnectionError when the calls could not all be
   // written; none is waiting for an answer then.
   void sendMany(const std::vector<ScriptCall>& calls) {
-    time_asked_ = askTimeFor(calls.begin(), calls.end());
-    const std::size_t first = time_asked_ ? 1 : 0;
+    const bool time = askTimeFor(calls.begin(), calls.end());
+    const std::size_t first = time ? 1 : 0;
     queue(first + calls.size() + waits(), [&](std::size_t i) {
       if (i < first) return timeWords();
       return i - first < calls.size() ? wordsOf(calls[i - first]) : waitArgv();
     });
     flush();
+    time_asked_ = time;  // only once it is on its way: a failed send leaves nothing to read
   }
 
   std::vector<ScriptReply> collectMany(const std::vector<ScriptCall>& calls) {
@@ -215,6 +216,7 @@ class Link {
     if (context_ && !closedByServer(*context_) && (!epoch_ || epoch_() == connected_epoch_)) return *context_;
     context_.reset();
     clock_.forget();
+    time_asked_ = false;
     try {
       connected_epoch_ = epoch_ ? epoch_() : 0;
       context_ = handshake(open_());
