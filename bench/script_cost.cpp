@@ -63,7 +63,7 @@ void runCalls(swl::Connection& connection, const swl::Script& script, long calls
     }
     swl::detail::linkOf(connection)
         .pipeline(
-            depth, [&](std::size_t i) { return std::pair(argv[i].data(), argv[i].size()); },
+            depth, [&](std::size_t i) { return swl::detail::Link::Words(argv[i].data(), argv[i].size()); },
             [&](std::size_t, swl::Reply reply) {
               if (reply->isError()) throw swl::ReplyError(std::string(reply->text()));
             });

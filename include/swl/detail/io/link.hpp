@@ -66,6 +66,11 @@ class Link {
   // One command's words, and which of them is a script call's room for its deadline (0: none), which
   // the link writes as the command goes out (see RedisClock).
   struct Words {
+    Words(const std::string_view* words, std::size_t count, std::size_t deadline = 0) noexcept
+        : argv(words), argc(count), deadline_word(deadline) {}
+    // A command without a deadline, as {argv, argc}.
+    Words(std::pair<const std::string_view*, std::size_t> command) noexcept : Words(command.first, command.second) {}
+
     const std::string_view* argv;
     std::size_t argc;
     std::size_t deadline_word = 0;
