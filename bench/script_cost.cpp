@@ -4,7 +4,8 @@
 //   build/bench/script_cost [path/to/shared/bench] [calls=100000] [rounds=5]
 //
 // "before 0.2" is swl's log as it was before requests had weights (bench/unit_per_entry_log.hpp): the
-// baseline the cost-1 path must keep up with, measured in the same run.
+// baseline the cost-1 path must keep up with, measured in the same run. "with a deadline" is swl's call
+// as FailurePolicy::deny sends it, its deadline checked before anything is written.
 // The seed articles' scripts come from ../shared/bench (beside the project in its development setup,
 // not in a clone); without them, swl's script is measured alone and the table says so.
 //
@@ -109,6 +110,13 @@ int main(int argc, char** argv) try {
   const ArgsFor swl_args = [&](long, std::int64_t limit) {
     return std::vector<std::string>{"60000000", std::to_string(limit), "1", "", members.next(), "60000", "0"};
   };
+  // The same call carrying a deadline an hour away (FailurePolicy::deny's calls: docs/failures.md), so
+  // that the check runs and passes: what the deadline costs a decision.
+  const ArgsFor swl_deadline_args = [&](long, std::int64_t limit) {
+    std::string deadline(swl::detail::kNoDeadline);
+    swl::detail::writeDeadlineDigits(&deadline[1], (nowMs() + 3'600'000) * 1000);
+    return std::vector<std::string>{"60000000", std::to_string(limit), "1", deadline, members.next(), "60000", "0"};
+  };
   // seed 000: now_ms, window_start_ms, limit, expire_s (its member is the millisecond itself)
   const ArgsFor naive_args = [&](long, std::int64_t limit) {
     const std::int64_t now = nowMs();
@@ -130,7 +138,8 @@ int main(int argc, char** argv) try {
     std::vector<double> admitted, rejected;  // one figure per round
   };
   std::vector<Contender> contenders{{"swl sliding_window", &swl_script, &swl_args, {}, {}},
-                                    {"swl sliding_window before 0.2", &before_weights, &swl_args, {}, {}}};
+                                    {"swl sliding_window before 0.2", &before_weights, &swl_args, {}, {}},
+                                    {"swl sliding_window with a deadline", &swl_script, &swl_deadline_args, {}, {}}};
   if (seeds) {
     contenders.push_back({"seed 000 (naive)", &seed_naive, &naive_args, {}, {}});
     contenders.push_back({"seed 003 (optimized)", &seed_optimized, &optimized_args, {}, {}});
@@ -156,6 +165,9 @@ int main(int argc, char** argv) try {
   std::printf("\nnow / before 0.2: admitted %.3f, rejected %.3f\n",
               median(contenders[0].admitted) / median(contenders[1].admitted),
               median(contenders[0].rejected) / median(contenders[1].rejected));
+  std::printf("with a deadline / without: admitted %.3f, rejected %.3f\n",
+              median(contenders[2].admitted) / median(contenders[0].admitted),
+              median(contenders[2].rejected) / median(contenders[0].rejected));
 } catch (const std::exception& error) {
   std::fprintf(stderr, "script_cost: %s\n", error.what());
   return 1;
