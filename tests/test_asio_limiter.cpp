@@ -217,20 +217,7 @@ TEST_CASE(
   CHECK(told[0].find("key") != std::string::npos);
   CHECK(told[3].find("timeout must be positive") != std::string::npos);
   CHECK(server.connect().command({"DBSIZE"})->integer() == 0);
-
-  // A token that makes the error an exception carries it: use_future's future throws a system_error.
-  auto work = swl::asio::make_work_guard(io);
-  std::thread runner([&] { io.run(); });
-  auto future = limiter.async_try_acquire("", swl::asio::use_future);
-  try {
-    future.get();
-    FAIL("no exception");
-  } catch (const std::system_error& error) {
-    CHECK(error.code() == swl::AsioErrc::invalid_argument);
-  }
-  work.reset();
-  io.stop();
-  runner.join();
+  // A token that makes the error an exception (use_awaitable) carries it: test_asio_coroutines.cpp.
 }
 
 TEST_CASE("an operation given no completion token is deferred: it starts when handed a token, and decides then") {
