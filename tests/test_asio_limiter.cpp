@@ -29,7 +29,6 @@
 #include <random>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <thread>
 #include <vector>
 
