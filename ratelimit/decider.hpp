@@ -63,18 +63,13 @@ struct DeciderOptions {
   /// limit the request set): for metrics per rule. Called from the threads that decide.
   std::function<void(std::string_view rule, DescriptorOutcome)> on_descriptor;
   /// envoyproxy/ratelimit's SHADOW_MODE for the whole server: every request is answered OK overall, each
-  /// descriptor's status still saying what it got; a request that would be refused records nothing.
+  /// descriptor's status still saying what it got. The request is served, so the rules that admit it
+  /// count it; a refusing rule records nothing.
   bool shadow_mode = false;
   /// envoyproxy/ratelimit's QUOTA_MODE: every rule is in quota mode (Rule::quota_mode).
   bool quota_mode = false;
-  /// envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED, and the names of its three headers: the
-  /// limit, the remaining hits and the seconds to the reset of the descriptor nearest its limit.
-  struct LimitHeaders {
-    bool enabled = false;
-    std::string limit = "RateLimit-Limit";
-    std::string remaining = "RateLimit-Remaining";
-    std::string reset = "RateLimit-Reset";
-  } limit_headers;
+  /// envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED, and the names of its three headers.
+  LimitHeaders limit_headers;
 };
 
 /// The key policy of the service's MultiLimiters: the decider makes each descriptor's Redis key itself
@@ -88,11 +83,15 @@ class GivenKey {
 class Decider {
  public:
   /// Decides over `redis` (a pool, a cluster, a Sentinel-watched client), which must outlive it.
-  Decider(RedisClient& redis, DeciderOptions options) : redis_(&redis), options_(std::move(options)) {}
+  Decider(RedisClient& redis, DeciderOptions options)
+      : redis_(&redis),
+        options_(std::move(options)),
+        answering_{options_.key_prefix, options_.shadow_mode, options_.quota_mode, options_.limit_headers} {}
 
-  /// Finds `request`'s descriptors in `config`: no Redis, no waiting.
+  /// Finds `request`'s descriptors in `config`: no Redis, no waiting. A request out of bounds throws
+  /// InvalidArgument (plan.hpp).
   Plan plan(const Configuration& config, const rls::RateLimitRequest& request) const {
-    return Plan(config, request, options_.key_prefix);
+    return Plan(config, request, answering_);
   }
 
   /// What deciding one plan came to: Envoy's answer, or what deciding it threw (an InvalidArgument for a
@@ -106,12 +105,13 @@ class Decider {
   /// order. The plans that wait together are decided together: each round of decisions is one pipelined
   /// round trip to Redis for every plan in it (RedisClient::runMany), so a thread wakes once for all of
   /// their replies, and Redis reads their calls at once. Redis decides a round's plans in their order; a
-  /// plan decided again without its refusing shadow rules is decided after the round before it, so after
-  /// plans that came later. Its request was in flight with theirs, and either order is exact.
+  /// plan decided again without the refusals that do not refuse it (shadow and quota rules', or every
+  /// rule's under SHADOW_MODE) is decided after the round before it, so after plans that came later. Its
+  /// request was in flight with theirs, and either order is exact.
   std::vector<Answer> decideMany(std::vector<Plan> plans) {
     std::vector<Deciding> deciding;
     deciding.reserve(plans.size());  // each stays in place while its call is in use
-    for (Plan& plan : plans) deciding.emplace_back(plan.limited());
+    for (Plan& plan : plans) deciding.emplace_back(plan);
     while (decideRound(deciding)) {
     }
     std::vector<Answer> answers(plans.size());
@@ -142,63 +142,77 @@ class Decider {
   }
 
  private:
-  // One plan on its way through Redis: the limited descriptors it still decides together. While the
-  // only refusals are shadow rules', it decides again without them (they record nothing, as swl's
-  // shadow mode records nothing for a refusal): a round each time.
+  // One plan on its way through Redis: the limited descriptors it still decides together, and those it
+  // only checks (hits_addend 0). While its refusals do not refuse the request (Plan::refused: a shadow
+  // or quota rule's, or any under SHADOW_MODE), it decides again without them: they record nothing, as
+  // swl's shadow mode records nothing for a refusal, and the request, served, is counted by the rest.
   struct Deciding {
-    explicit Deciding(std::vector<LimitedDescriptor>& limited) {
-      for (LimitedDescriptor& each : limited) {
+    explicit Deciding(Plan& planned) : plan(&planned) {
+      for (LimitedDescriptor& each : plan->limited()) {
+        if (each.checks_only) {
+          if (each.limit.max_requests == 0) {
+            each.decision = checkedEmpty(each);
+          } else {
+            checked.push_back(&each);
+          }
+          continue;
+        }
         const auto same = std::find_if(open.begin(), open.end(), [&](const LimitedDescriptor* other) {
           return other->redis_key == each.redis_key;
         });
         if (each.hits > each.limit.max_requests) {
-          each.decision = neverFits(each);  // the whole limit could not hold it
-          if (!each.shadow) refused = true;
+          each.decision = neverFits(each);  // the whole limit (0 included) could not hold it
         } else if (same != open.end()) {
           repeats.emplace_back(&each, *same);
         } else {
           open.push_back(&each);
         }
       }
-      if (open.size() > ScriptCall::kMaxKeys) {
-        error = std::make_exception_ptr(
-            InvalidArgument("swl-ratelimit: " + std::to_string(open.size()) + " limited descriptors in one request; " +
-                            "one decision takes at most " + std::to_string(ScriptCall::kMaxKeys)));
+      if (open.size() > ScriptCall::kMaxKeys || checked.size() > ScriptCall::kMaxKeys) {
+        error = std::make_exception_ptr(InvalidArgument(
+            "swl-ratelimit: " + std::to_string(std::max(open.size(), checked.size())) +
+            " limited descriptors in one request; one decision takes at most " + std::to_string(ScriptCall::kMaxKeys)));
       }
     }
 
-    bool decidesAgain() const { return !error && !open.empty(); }
+    bool decidesAgain() const { return !error && (!open.empty() || !checked.empty()); }
 
-    // Makes the round's call on `limiter`, the MultiLimiter of the open descriptors' ways of counting.
-    void prepare(MultiLimiter<GivenKey>& chosen) {
-      limiter = &chosen;
-      std::vector<std::string_view> keys;  // views of the plan's own keys, which outlive the round
-      std::vector<std::int64_t> costs;
-      std::vector<Limit> limits;
-      for (const LimitedDescriptor* each : open) {
-        keys.push_back(each->redis_key);
-        costs.push_back(each->hits);
-        limits.push_back(each->limit);
+    // Makes the round's calls: the open descriptors' on `counting`, the MultiLimiter of their ways of
+    // counting, and the checked ones' on `checking` (a dry run of 1 hit each).
+    void prepare(MultiLimiter<GivenKey>* counting, MultiLimiter<GivenKey>* checking) {
+      // A request refused already (a descriptor it never fits) is answered as it stands, counting nothing.
+      if (counting != nullptr) {
+        counted.emplace(
+            prepareOn(*counting, open, false, plan->refused() ? Recording::never : Recording::when_admitted));
       }
-      // A request one descriptor never fits is refused already: the others are answered as they stand,
-      // and none counts it.
-      prepared.emplace(limiter->prepare(keys, costs, limits, refused ? Recording::never : Recording::when_admitted));
+      if (checking != nullptr) check.emplace(prepareOn(*checking, checked, true, Recording::never));
     }
 
-    // Takes the round's decisions: done unless only shadow rules refused, which then leave the round.
-    void settle(ScriptReply reply) {
-      const MultiDecision decided = limiter->settle(*prepared, std::move(reply));
-      prepared.reset();
-      for (std::size_t i = 0; i < open.size(); ++i) {
-        open[i]->decision = decided.rules[i];
-        if (!open[i]->decision->allowed && !open[i]->shadow) refused = true;
+    // Takes the round's decisions: done once nothing is left to decide again.
+    void settle(ScriptReply counted_reply, ScriptReply checked_reply) {
+      if (counted) {
+        const MultiDecision decided = counted->limiter->settle(counted->prepared, std::move(counted_reply));
+        counted.reset();
+        for (std::size_t i = 0; i < open.size(); ++i) open[i]->decision = decided.rules[i];
+        if (decided.decision.allowed || plan->refused()) {
+          open.clear();
+        } else {
+          open.erase(std::remove_if(open.begin(), open.end(),
+                                    [](const LimitedDescriptor* each) { return !each->decision->allowed; }),
+                     open.end());
+        }
       }
-      if (decided.decision.allowed || refused) return open.clear();
-      std::vector<LimitedDescriptor*> again;
-      for (LimitedDescriptor* each : open) {
-        if (each->decision->allowed) again.push_back(each);
+      if (check) {
+        const MultiDecision decided = check->limiter->settle(check->prepared, std::move(checked_reply));
+        check.reset();
+        // A dry run answers what is left as it stands: what no hit gets is OK, with that left.
+        for (std::size_t i = 0; i < checked.size(); ++i) {
+          Decision decision = decided.rules[i];
+          decision.allowed = decision.allowed || decision.tier == Tier::redis;
+          checked[i]->decision = decision;
+        }
+        checked.clear();
       }
-      open = std::move(again);
     }
 
     // The same counter twice in one request (two of Envoy's actions making one descriptor) was decided
@@ -207,12 +221,31 @@ class Decider {
       for (const auto& [repeat, decided] : repeats) repeat->decision = decided->decision;
     }
 
+    // One MultiLimiter call under way: the limiter that made it, to settle it.
+    struct Call {
+      MultiLimiter<GivenKey>* limiter;
+      MultiLimiter<GivenKey>::Prepared prepared;
+    };
+
+    static Call prepareOn(MultiLimiter<GivenKey>& limiter, const std::vector<LimitedDescriptor*>& descriptors,
+                          bool one_hit_each, Recording recording) {
+      std::vector<std::string_view> keys;  // views of the plan's own keys, which outlive the round
+      std::vector<std::int64_t> costs;
+      std::vector<Limit> limits;
+      for (const LimitedDescriptor* each : descriptors) {
+        keys.push_back(each->redis_key);
+        costs.push_back(one_hit_each ? 1 : each->hits);
+        limits.push_back(each->limit);
+      }
+      return {&limiter, limiter.prepare(keys, costs, limits, recording)};
+    }
+
+    Plan* plan;
     std::vector<LimitedDescriptor*> open;
+    std::vector<LimitedDescriptor*> checked;
     std::vector<std::pair<LimitedDescriptor*, const LimitedDescriptor*>> repeats;
-    bool refused = false;  // by a rule that is not in shadow mode
     std::exception_ptr error;
-    MultiLimiter<GivenKey>* limiter = nullptr;
-    std::optional<MultiLimiter<GivenKey>::Prepared> prepared;
+    std::optional<Call> counted, check;
   };
 
   // Decides one round of every plan still deciding, in one runMany; false when none was.
@@ -222,22 +255,32 @@ class Decider {
     for (Deciding& each : deciding) {
       if (!each.decidesAgain()) continue;
       try {
-        each.prepare(limiterFor(each.open));
+        each.prepare(each.open.empty() ? nullptr : &limiterFor(each.open),
+                     each.checked.empty() ? nullptr : &limiterFor(each.checked));
       } catch (const Error&) {
         each.error = std::current_exception();
         continue;
       }
       asking.push_back(&each);
-      if (const std::optional<ScriptCall> call = each.prepared->call()) calls.push_back(*call);
+      for (const std::optional<Deciding::Call>* made : {&each.counted, &each.check}) {
+        if (*made) {
+          if (const std::optional<ScriptCall> call = (*made)->prepared.call()) calls.push_back(*call);
+        }
+      }
     }
     if (asking.empty()) return false;
     std::vector<ScriptReply> replies = runMany(calls);
     std::size_t next_reply = 0;
-    for (Deciding* each : asking) {
+    const auto replyOf = [&](const std::optional<Deciding::Call>& made) {
       ScriptReply reply;
-      if (each->prepared->call()) reply = std::move(replies[next_reply++]);
+      if (made && made->prepared.call()) reply = std::move(replies[next_reply++]);
+      return reply;
+    };
+    for (Deciding* each : asking) {
+      ScriptReply counted = replyOf(each->counted);
+      ScriptReply checked = replyOf(each->check);
       try {
-        each->settle(std::move(reply));
+        each->settle(std::move(counted), std::move(checked));
       } catch (const Error&) {  // Redis failed, and the failure policy says to say so
         each->error = std::current_exception();
       }
@@ -298,12 +341,22 @@ class Decider {
     }
   }
 
+  // A refusal no wait can end (the whole limit, 0 included, is less than the hits), without Redis.
   static Decision neverFits(const LimitedDescriptor& each) {
     Decision decision;
-    decision.allowed = each.shadow;
-    decision.shadow_rejected = each.shadow;
+    decision.allowed = false;
     decision.limit = each.limit.max_requests;
     decision.retry_after = std::chrono::duration_cast<std::chrono::microseconds>(each.limit.window);
+    decision.reset_after = decision.retry_after;
+    return decision;
+  }
+
+  // A check of a limit of 0 (hits_addend 0): OK, with nothing left, as envoyproxy/ratelimit answers it.
+  static Decision checkedEmpty(const LimitedDescriptor& each) {
+    Decision decision;
+    decision.allowed = true;
+    decision.limit = 0;
+    decision.reset_after = std::chrono::duration_cast<std::chrono::microseconds>(each.limit.window);
     return decision;
   }
 
@@ -341,6 +394,7 @@ class Decider {
 
   RedisClient* redis_;
   DeciderOptions options_;
+  Answering answering_;
   std::mutex limiters_mutex_;
   std::map<std::string, std::unique_ptr<MultiLimiter<GivenKey>>> limiters_;
 };

@@ -165,3 +165,84 @@ TEST_CASE("a request decided again without its refusing shadow rule is recorded 
   CHECK(decider.decide(configuration, request({{{"user", "carol"}}})).overall_code() ==
         rls::RateLimitResponse::OVER_LIMIT);
 }
+
+namespace {
+
+// Rules of envoyproxy/ratelimit's own kinds: two quota rules, a blocked key (0 a minute) and a check.
+swl::ratelimit::Configuration quotaConfiguration() {
+  swl::ratelimit::Configuration configuration;
+  configuration.add(swl::ratelimit::parseDomain(R"yaml(domain: quota
+descriptors:
+  - key: service
+    value: one
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: service
+    value: two
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 2}
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 3}
+  - key: banned
+    rate_limit: {unit: minute, requests_per_unit: 0}
+)yaml",
+                                                "quota.yaml"));
+  return configuration;
+}
+
+// The request's overall code and, per descriptor, its code and what it has left.
+std::string answered(Decider& decider, const swl::ratelimit::Configuration& configuration,
+                     const rls::RateLimitRequest& asked) {
+  return verdictOf({decider.decide(configuration, asked), nullptr});
+}
+
+rls::RateLimitRequest inQuota(const std::vector<Entries>& descriptors) { return request(descriptors, 0, "quota"); }
+
+}  // namespace
+
+TEST_CASE(
+    "quota rules refuse a request only when all of them do, and the request a quota rule's refusal lets through is "
+    "counted by the others") {
+  swl::test::RedisServer server;
+  auto connection = server.connect();
+  const swl::ratelimit::Configuration configuration = quotaConfiguration();
+  Decider decider(connection, {});
+  const auto both = inQuota({{{"service", "one"}}, {{"service", "two"}}});
+  // The overall code, then each status's code and what it has left (rls.proto's codes: OK 1, OVER_LIMIT 2).
+  CHECK(answered(decider, configuration, both) == "1 1:0 1:1");  // both admit: one has 0 left, two 1
+  CHECK(answered(decider, configuration, both) == "1 2:0 1:0");  // one refuses, two admits: OK overall
+  CHECK(answered(decider, configuration, both) == "2 2:0 2:0");  // both refuse: OVER_LIMIT
+  // Two recorded its second hit (the one that one refused), and no third.
+  CHECK(answered(decider, configuration, inQuota({{{"service", "two"}}})) == "2 2:0");
+}
+
+TEST_CASE("SHADOW_MODE answers every request OK, each status saying what it got, and counts it where it was admitted") {
+  swl::test::RedisServer server;
+  auto connection = server.connect();
+  const swl::ratelimit::Configuration configuration = quotaConfiguration();
+  swl::ratelimit::DeciderOptions options;
+  options.shadow_mode = true;
+  Decider decider(connection, options);
+  CHECK(answered(decider, configuration, inQuota({{{"banned", "x"}}, {{"user", "u"}}})) == "1 2:0 1:2");
+  CHECK(answered(decider, configuration, inQuota({{{"user", "u"}}})) == "1 1:1");  // the first was served, counted
+}
+
+TEST_CASE("a limit of 0 refuses every hit without Redis, and a descriptor's hits_addend of 0 checks without counting") {
+  swl::test::RedisServer server;
+  auto connection = server.connect();
+  const swl::ratelimit::Configuration configuration = quotaConfiguration();
+  Decider decider(connection, {});
+  // The refused request counted nothing, and u's status says what it has, as it stands.
+  CHECK(answered(decider, configuration, inQuota({{{"banned", "x"}}, {{"user", "u"}}})) == "2 2:0 1:3");
+  auto check = inQuota({{{"user", "u"}}});
+  check.mutable_descriptors(0)->mutable_hits_addend()->set_value(0);
+  CHECK(answered(decider, configuration, check) == "1 1:3");
+  CHECK(answered(decider, configuration, inQuota({{{"user", "u"}}})) == "1 1:2");
+  CHECK(answered(decider, configuration, check) == "1 1:2");  // checked twice, counted once
+  auto banned_check = inQuota({{{"banned", "x"}}});
+  banned_check.mutable_descriptors(0)->mutable_hits_addend()->set_value(0);
+  CHECK(answered(decider, configuration, banned_check) == "1 1:0");  // a check of 0: OK, nothing left
+  // A full limit checked: OK, nothing left, as envoyproxy/ratelimit answers a check that would not fit.
+  for (int i = 0; i < 2; ++i) answered(decider, configuration, inQuota({{{"user", "u"}}}));
+  CHECK(answered(decider, configuration, check) == "1 1:0");
+}
