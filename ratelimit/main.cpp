@@ -2,16 +2,22 @@
 //
 //   swl-ratelimit --config /etc/ratelimit/config --redis 127.0.0.1:6379 --listen 0.0.0.0:8081
 //
-// (`swl-ratelimit --help` lists every flag: settings.cpp.)
+// or, as a drop-in for envoyproxy/ratelimit, with its environment alone (RUNTIME_ROOT, REDIS_URL, ...).
+// (`swl-ratelimit --help` lists every flag: settings.cpp; docs/ratelimit.md, envoyproxy's variables.)
 //
-// SIGHUP reads the configuration again: a file that is wrong is refused with its line, and the rules in
-// force stay. SIGTERM and SIGINT stop the server after the calls in progress.
+// SIGHUP reads the configuration again, and so does a change of its files when they are watched
+// (watcher.hpp): a file that is wrong is refused with its line, and the rules in force stay. SIGTERM and
+// SIGINT fail the health check, then stop the server after the calls in progress.
 
 #include <ratelimit/config.hpp>
 #include <ratelimit/decider.hpp>
+#include <ratelimit/http.hpp>
+#include <ratelimit/log.hpp>
 #include <ratelimit/metrics.hpp>
+#include <ratelimit/reload.hpp>
 #include <ratelimit/service.hpp>
 #include <ratelimit/settings.hpp>
+#include <ratelimit/watcher.hpp>
 
 #include <swl/swl.hpp>
 
@@ -25,90 +31,150 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <system_error>
+
+namespace {
+
+// "HOST:PORT" with the port a listener chose for port 0; a unix socket as it was given.
+std::string listening(const std::string& address, int port) {
+  if (address.rfind("unix:", 0) == 0) return address;
+  return address.substr(0, address.rfind(':')) + ":" + std::to_string(port);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  namespace rl = swl::ratelimit;
   const std::vector<std::string> arguments(argv + 1, argv + argc);
   if (arguments.size() == 1 && (arguments[0] == "--help" || arguments[0] == "-h")) {
-    std::cout << swl::ratelimit::usageText();
+    std::cout << rl::usageText();
     return 0;
   }
-  swl::ratelimit::Settings settings;
-  std::unique_ptr<swl::RedisClient> redis;
+  rl::Settings settings;
   try {
-    settings = swl::ratelimit::readSettings(arguments, [](const char* name) { return std::getenv(name); });
-    redis = swl::ratelimit::connectRedis(settings.redis);
-  } catch (const swl::ratelimit::SettingsError& error) {
-    std::cerr << error.what() << "\n" << swl::ratelimit::usageText();
-    return 2;
-  } catch (const swl::Error& error) {
-    std::cerr << "swl-ratelimit: " << error.what() << "\n";
+    settings = rl::readSettings(arguments, [](const char* name) { return std::getenv(name); });
+  } catch (const rl::SettingsError& error) {
+    std::cerr << error.what() << "\n" << rl::usageText();
     return 2;
   }
-  // Signals are taken by one thread, with sigwait: every other thread, gRPC's included, blocks them.
+  rl::Log log(settings.log_level, settings.log_format);
+  for (const std::string& ignored : settings.ignored) log.info("swl-ratelimit: ignored: " + ignored);
+  std::unique_ptr<swl::RedisClient> redis;
+  try {
+    redis = rl::connectRedis(settings.redis);
+  } catch (const swl::Error& error) {
+    log.error(std::string("swl-ratelimit: ") + error.what());
+    return 2;
+  }
+  // Signals are taken by one thread, with sigwait: every other thread, gRPC's, httplib's and the
+  // watcher's included, blocks them.
   sigset_t signals;
   sigemptyset(&signals);
   for (const int signal : {SIGHUP, SIGTERM, SIGINT}) sigaddset(&signals, signal);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  std::shared_ptr<const swl::ratelimit::Configuration> configuration;
+  std::shared_ptr<const rl::Configuration> configuration;
   try {
-    configuration =
-        std::make_shared<const swl::ratelimit::Configuration>(swl::ratelimit::loadConfiguration(settings.config));
+    configuration = rl::shared(rl::readConfiguration(settings));
   } catch (const swl::Error& error) {
-    std::cerr << "swl-ratelimit: " << error.what() << "\n";
+    log.error(std::string("swl-ratelimit: ") + error.what());
     return 1;
   }
-  swl::ratelimit::DeciderOptions options{settings.key_prefix, settings.on_failure, {}, {}};
+  rl::logWarnings(*configuration, log);
+  rl::ConfigurationInForce in_force(configuration);
+  rl::Health health(settings.healthy_only_with_a_domain);
+  health.loaded(configuration->domains().size());
+
+  rl::DeciderOptions options;
+  options.key_prefix = settings.key_prefix;
+  options.on_failure = settings.on_failure;
+  options.shadow_mode = settings.shadow_mode;
+  options.quota_mode = settings.quota_mode;
+  options.limit_headers.enabled = settings.limit_headers.enabled;
+  options.limit_headers.limit = settings.limit_headers.limit;
+  options.limit_headers.remaining = settings.limit_headers.remaining;
+  options.limit_headers.reset = settings.limit_headers.reset;
   const auto registry = std::make_shared<prometheus::Registry>();
   swl::PrometheusMetrics decisions(*registry, "swl-ratelimit");
-  swl::ratelimit::DescriptorMetrics descriptors(*registry);
+  rl::DescriptorMetrics descriptors(*registry);
   std::unique_ptr<prometheus::Exposer> exposer;
   if (!settings.metrics.empty()) {
     try {
       exposer = std::make_unique<prometheus::Exposer>(settings.metrics);
     } catch (const std::exception& error) {
-      std::cerr << "swl-ratelimit: cannot serve metrics on " << settings.metrics << ": " << error.what() << "\n";
+      log.error("swl-ratelimit: cannot serve metrics on " + settings.metrics + ": " + error.what());
       return 1;
     }
-    exposer->RegisterCollectable(registry);
+    exposer->RegisterCollectable(registry, settings.metrics_path);
     options.observer = decisions.observer();
-    options.on_descriptor = [&descriptors](std::string_view rule, swl::ratelimit::DescriptorOutcome outcome) {
+    options.on_descriptor = [&descriptors](std::string_view rule, rl::DescriptorOutcome outcome) {
       descriptors.count(rule, outcome);
     };
   }
-  swl::ratelimit::Decider decider(*redis, options);
-  std::unique_ptr<swl::ratelimit::RateLimitServer> server;
+  rl::Decider decider(*redis, options);
+  std::unique_ptr<rl::RateLimitServer> server;
+  std::unique_ptr<rl::HttpEndpoints> http;
   try {
     // One thread per Redis connection (per master on a Cluster): a batch never waits for one.
-    server = std::make_unique<swl::ratelimit::RateLimitServer>(decider, settings.redis.pool_size, configuration,
-                                                               settings.listen);
+    rl::ServerOptions serving;
+    serving.max_connection_age = settings.grpc_max_connection_age;
+    serving.max_connection_age_grace = settings.grpc_max_connection_age_grace;
+    serving.health = &health;
+    server = std::make_unique<rl::RateLimitServer>(decider, settings.redis.pool_size, configuration, settings.listen,
+                                                   serving);
+    if (!settings.http.empty()) {
+      // /json answers as the gRPC service does: the same decider, the configuration in force.
+      http = std::make_unique<rl::HttpEndpoints>(
+          settings.http, health, [&decider, &in_force](const envoy::service::ratelimit::v3::RateLimitRequest& request) {
+            const std::shared_ptr<const rl::Configuration> answering = in_force.get();
+            return decider.decide(*answering, request);
+          });
+    }
   } catch (const swl::Error& error) {
-    std::cerr << error.what() << "\n";
+    log.error(error.what());
     return 1;
   }
-  const std::string host = settings.listen.substr(0, settings.listen.rfind(':'));
-  if (exposer) {
-    const std::string metrics_host = settings.metrics.substr(0, settings.metrics.rfind(':'));
-    std::cout << "swl-ratelimit: metrics on " << metrics_host << ":" << exposer->GetListeningPorts().front()
-              << "/metrics" << std::endl;
+  configuration.reset();  // the server and in_force hold it: a reload frees it
+
+  rl::Reloader reloader(settings, log, [&](const std::shared_ptr<const rl::Configuration>& reloaded) {
+    server->replace(reloaded);
+    in_force.set(reloaded);
+    health.loaded(reloaded->domains().size());
+  });
+  std::unique_ptr<rl::ConfigurationWatcher> watcher;
+  if (settings.watch.value_or(settings.runtime.has_value())) {
+    std::error_code unknown;  // a --config that is no directory now is watched as a file
+    const bool config_is_directory = !settings.runtime && std::filesystem::is_directory(settings.config, unknown);
+    try {
+      watcher = std::make_unique<rl::ConfigurationWatcher>(
+          rl::watchedDirectories(settings, config_is_directory),
+          [&reloader] { reloader.reload("as its files changed"); }, log);
+    } catch (const swl::Error& error) {
+      log.error(error.what());
+      return 1;
+    }
   }
-  std::cout << "swl-ratelimit: listening on " << host << ":" << server->port() << ", "
-            << configuration->domains().size() << " domain(s) from " << settings.config.string() << std::endl;
+
+  if (exposer) {
+    log.info("swl-ratelimit: metrics on " + listening(settings.metrics, exposer->GetListeningPorts().front()) +
+             settings.metrics_path);
+  }
+  if (http) log.info("swl-ratelimit: HTTP (/healthcheck, /json) on " + listening(settings.http, http->port()));
+  // The last line of the start, which scripts and tests wait for: everything above serves by now.
+  log.info("swl-ratelimit: listening on " + listening(settings.listen, server->port()) + ", " +
+           std::to_string(in_force.get()->domains().size()) + " domain(s) from " + rl::sourceOf(settings) +
+           (watcher ? ", watched" : ""));
 
   for (;;) {
     int signal = 0;
     sigwait(&signals, &signal);
     if (signal != SIGHUP) break;
-    try {
-      auto reloaded =
-          std::make_shared<const swl::ratelimit::Configuration>(swl::ratelimit::loadConfiguration(settings.config));
-      const auto domains = reloaded->domains().size();
-      server->replace(std::move(reloaded));
-      std::cout << "swl-ratelimit: configuration reloaded, " << domains << " domain(s)" << std::endl;
-    } catch (const swl::Error& error) {
-      std::cout << "swl-ratelimit: configuration kept: " << error.what() << std::endl;
-    }
+    reloader.reload("on SIGHUP");
   }
-  server.reset();  // after the calls in progress
+  health.stopping();
+  log.info("swl-ratelimit: stopping after the calls in progress");
+  watcher.reset();  // no reload from now on
+  server.reset();   // after the calls in progress
+  http.reset();
   return 0;
 }

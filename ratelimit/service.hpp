@@ -16,6 +16,7 @@
 
 #include <ratelimit/config.hpp>
 #include <ratelimit/decider.hpp>
+#include <ratelimit/health.hpp>
 
 #include <swl/error.hpp>
 
@@ -27,6 +28,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
@@ -41,6 +43,17 @@
 
 namespace swl::ratelimit {
 
+/// How the gRPC server serves, besides its address and threads.
+struct ServerOptions {
+  /// envoyproxy/ratelimit's GRPC_MAX_CONNECTION_AGE(_GRACE): a client's connection older than the age
+  /// is asked to go (GOAWAY), and closed after the grace, so that clients spread anew over servers that
+  /// came later. None: connections stay.
+  std::optional<std::chrono::milliseconds> max_connection_age, max_connection_age_grace;
+  /// What gRPC's health check answers besides the server's running: NOT_SERVING while it says
+  /// unhealthy (after SIGTERM; without a domain when it must have one). Null: SERVING while it runs.
+  const Health* health = nullptr;
+};
+
 class RateLimitServer {
  public:
   /// How many calls one thread decides together, at most: one runMany's worth.
@@ -53,10 +66,19 @@ class RateLimitServer {
   /// threads (at least one), each deciding with `decider` (which must outlive it) on a Redis connection
   /// of its own. Throws swl::Error when it cannot listen.
   RateLimitServer(Decider& decider, std::size_t threads, std::shared_ptr<const Configuration> configuration,
-                  const std::string& listen)
-      : decider_(&decider), configuration_(std::move(configuration)) {
+                  const std::string& listen, const ServerOptions& options = {})
+      : decider_(&decider), configuration_(std::move(configuration)), healthy_(options.health) {
     grpc::ServerBuilder builder;
     builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port_);
+    const auto milliseconds = [](std::chrono::milliseconds duration) {
+      return static_cast<int>(std::min<std::chrono::milliseconds::rep>(duration.count(), INT32_MAX));
+    };
+    if (options.max_connection_age) {
+      builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, milliseconds(*options.max_connection_age));
+    }
+    if (options.max_connection_age_grace) {
+      builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, milliseconds(*options.max_connection_age_grace));
+    }
     builder.RegisterService(&limits_);
     builder.RegisterService(&health_);
     for (std::size_t i = 0; i < std::max<std::size_t>(threads, 1); ++i) {
@@ -151,7 +173,8 @@ class RateLimitServer {
     std::optional<Plan> plan;
   };
 
-  // gRPC's health check: the whole server, or the rate limit service by name, is serving while it runs.
+  // gRPC's health check: the whole server, or the rate limit service by name, is serving while it runs
+  // and its Health (ServerOptions::health) says so.
   struct HealthCheck final : Call {
     explicit HealthCheck(Worker& owner) : Call(owner), writer(&context) {}
 
@@ -162,7 +185,9 @@ class RateLimitServer {
         return writer.FinishWithError(grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown service " + request.service()),
                                       this);
       }
-      response.set_status(grpc::health::v1::HealthCheckResponse::SERVING);
+      const bool healthy = server.healthy_ == nullptr || server.healthy_->healthy();
+      response.set_status(healthy ? grpc::health::v1::HealthCheckResponse::SERVING
+                                  : grpc::health::v1::HealthCheckResponse::NOT_SERVING);
       writer.Finish(response, grpc::Status::OK, this);
     }
 
@@ -331,6 +356,7 @@ class RateLimitServer {
 
   Decider* decider_;
   std::shared_ptr<const Configuration> configuration_;
+  const Health* healthy_;
   rls::RateLimitService::AsyncService limits_;
   grpc::health::v1::Health::AsyncService health_;
   int port_ = 0;

@@ -1,18 +1,25 @@
 #pragma once
 /// \file
-/// How swl-ratelimit is run: its flags and their environment variables, read into Settings, and the
+/// How swl-ratelimit is run: its flags and their environment variables, and envoyproxy/ratelimit's own
+/// variables (so that a manifest written for that server runs this one), read into Settings; and the
 /// Redis client they describe (one server, a master Sentinel watches, or a Cluster; TLS on any of them).
-/// One table of flags (settings.cpp) gives the parser, the variables' names and the usage text.
+/// One table of flags (settings.cpp) gives the parser, the variables' names and the usage text; another
+/// says what becomes of each of envoyproxy/ratelimit's variables: applied, ignored (and why), or refused.
+/// Reading settings does no I/O: every file they name is opened later, by what uses it.
+
+#include <ratelimit/log.hpp>
 
 #include <swl/connection_options.hpp>
 #include <swl/error.hpp>
 #include <swl/options.hpp>
 #include <swl/redis/client.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,7 +47,8 @@ struct RedisSettings {
   std::string master_name;
   /// For the server, the master or every Cluster node: timeouts, user, password, db, TLS.
   ConnectionOptions connection;
-  /// The Sentinels' own password (their requirepass), apart from the master's.
+  /// The Sentinels' own ACL user and password (their requirepass), apart from the master's.
+  std::string sentinel_user;
   std::string sentinel_password;
   /// Connections to the server or the master; per master on a Cluster. As many threads serve gRPC, each
   /// deciding the calls that wait together in one round trip: one serves tens of thousands of calls a
@@ -48,19 +56,73 @@ struct RedisSettings {
   std::size_t pool_size = 1;
 };
 
+/// envoyproxy/ratelimit's runtime directory (its RUNTIME_* variables): where its files are, and what
+/// reloads them. Its files are ROOT/SUBDIRECTORY/APP_DIRECTORY and every file under it, recursively.
+struct RuntimeDirectory {
+  std::filesystem::path root = "/srv/runtime_data/current";
+  std::filesystem::path subdirectory;
+  std::filesystem::path app_directory = "config";
+  /// RUNTIME_WATCH_ROOT: the swap of `root` itself (a symlink) reloads, as envoyproxy's does.
+  bool watch_root = true;
+  /// RUNTIME_IGNOREDOTFILES: files and directories whose name starts with '.' are not read (a Kubernetes
+  /// ConfigMap's `..2026_xx` directory would otherwise give every file twice).
+  bool ignore_dot_files = false;
+
+  std::filesystem::path files() const { return root / subdirectory / app_directory; }
+};
+
+/// What envoyproxy/ratelimit's LIMIT_* variables ask of each answer: headers that tell the client its
+/// limit, what remains of it and when it resets.
+struct LimitHeaderSettings {
+  bool enabled = false;
+  std::string limit = "RateLimit-Limit";
+  std::string remaining = "RateLimit-Remaining";
+  std::string reset = "RateLimit-Reset";
+};
+
 /// Everything the server is told at start.
 struct Settings {
+  /// --config: a YAML file, or a directory of them. Empty when `runtime` gives the configuration.
   std::filesystem::path config;
+  /// envoyproxy/ratelimit's runtime directory, when its variables give the configuration and --config
+  /// does not.
+  std::optional<RuntimeDirectory> runtime;
+  /// MERGE_DOMAIN_CONFIG: files of one domain add up to it, instead of being refused as a duplicate.
+  bool merge_domains = false;
+  /// Whether a change of the configuration's files reloads it, as SIGHUP does. Unset: yes with `runtime`
+  /// (envoyproxy/ratelimit always watches), no with --config (whose operators send SIGHUP).
+  std::optional<bool> watch;
+  /// The gRPC address: HOST:PORT, or unix:PATH.
   std::string listen = "0.0.0.0:8081";
+  /// HOST:PORT for /healthcheck and /json; none when empty.
+  std::string http;
   RedisSettings redis;
   FailurePolicy on_failure = FailurePolicy::allow;
   std::string key_prefix = "swlrl";
-  std::string metrics;  ///< HOST:PORT for /metrics; none when empty
+  std::string metrics;  ///< HOST:PORT for Prometheus's metrics; none when empty
+  std::string metrics_path = "/metrics";
+  /// SHADOW_MODE and QUOTA_MODE, for the whole server.
+  bool shadow_mode = false;
+  bool quota_mode = false;
+  LimitHeaderSettings limit_headers;
+  /// HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: /healthcheck fails while the configuration in force has no
+  /// domain.
+  bool healthy_only_with_a_domain = false;
+  /// GRPC_MAX_CONNECTION_AGE and its _GRACE: how long a client's connection may live, so that clients
+  /// spread over new replicas; none when not given.
+  std::optional<std::chrono::milliseconds> grpc_max_connection_age;
+  std::optional<std::chrono::milliseconds> grpc_max_connection_age_grace;
+  LogLevel log_level = LogLevel::info;
+  LogFormat log_format = LogFormat::text;
+  /// envoyproxy/ratelimit's variables that were given and do nothing here, each with why: for the log.
+  std::vector<std::string> ignored;
 };
 
-/// Reads the environment's SWL_RATELIMIT_* variables (through `variable`, which returns null for one not
-/// set), then `arguments` (argv without the program's name: `--flag value` pairs); a flag wins over its
-/// variable. Anything wrong is a SettingsError naming the flag or variable.
+/// Reads envoyproxy/ratelimit's variables, then the environment's SWL_RATELIMIT_* variables (both through
+/// `variable`, which returns null for one not set), then `arguments` (argv without the program's name:
+/// `--flag value` pairs): a flag wins over its variable, and ours over envoyproxy's. Anything wrong,
+/// and any of envoyproxy's settings that would change what clients or operators get and that this server
+/// cannot do, is a SettingsError naming the flag or variable and saying why.
 Settings readSettings(const std::vector<std::string>& arguments,
                       const std::function<const char*(const char*)>& variable);
 
