@@ -3,6 +3,7 @@
 
 #include "support/child_process.hpp"
 #include "support/ratelimit_requests.hpp"
+#include "support/ratelimit_server.hpp"
 #include "support/redis_cluster.hpp"
 #include "support/redis_sentinel.hpp"
 #include "support/redis_server.hpp"
@@ -43,10 +44,13 @@ using swl::test::ChildProcess;
 using swl::test::Entries;
 using swl::test::header;
 using swl::test::microsecondsOf;
+using swl::test::RateLimitProcess;
+using swl::test::readFile;
 using swl::test::RedisCluster;
 using swl::test::RedisSentinel;
 using swl::test::RedisServer;
 using swl::test::request;
+using swl::test::TemporaryDirectory;
 
 const std::string kConfig = std::string(swl::test::kShopRules) + R"yaml(  - key: route
     rate_limit: {unit: minute, requests_per_unit: 100}
@@ -59,36 +63,6 @@ const std::string kConfig = std::string(swl::test::kShopRules) + R"yaml(  - key:
     rate_limit: {unit: minute, requests_per_unit: 2, algorithm: gcra}
 )yaml";
 
-// A directory of its own for one test's files, removed after it.
-class TemporaryDirectory {
- public:
-  TemporaryDirectory() {
-    static std::atomic<int> made{0};
-    path_ = std::filesystem::temp_directory_path() /
-            ("swl-ratelimit-test-" + std::to_string(::getpid()) + "-" + std::to_string(++made));
-    std::filesystem::create_directories(path_);
-  }
-  ~TemporaryDirectory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path write(const std::string& name, const std::string& text) const {
-    std::ofstream(path_ / name) << text;
-    return path_ / name;
-  }
-
- private:
-  std::filesystem::path path_;
-};
-
-std::string readFile(const std::filesystem::path& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
 // The swl-ratelimit program (CMake gives its path), on a port it chose, with its output kept.
 class RateLimitServer {
  public:
@@ -98,30 +72,10 @@ class RateLimitServer {
   // `flags` say where Redis is, and anything else; `environment` is set for the server alone.
   RateLimitServer(const std::filesystem::path& config, const std::vector<std::string>& flags,
                   const std::vector<std::pair<std::string, std::string>>& environment = {})
-      : output_(config.parent_path() / ("server-" + std::to_string(++started_) + ".out")) {
-    const char* program = std::getenv("SWL_RATELIMIT_SERVER");
-    if (program == nullptr) throw std::runtime_error("SWL_RATELIMIT_SERVER is not set (CMake sets it)");
-    std::vector<std::string> arguments{"env"};
-    for (const auto& [name, value] : environment) arguments.push_back(name + "=" + value);
-    arguments.insert(arguments.end(), {program, "--config", config.string(), "--listen", "127.0.0.1:0"});
-    arguments.insert(arguments.end(), flags.begin(), flags.end());
-    process_.start(arguments, output_.string());
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    const std::string ready = "listening on ";
-    for (;;) {
-      const std::string text = readFile(output_);
-      const auto at = text.find(ready);
-      if (at != std::string::npos && text.find(',', at) != std::string::npos) {
-        address_ = text.substr(at + ready.size(), text.find(',', at) - at - ready.size());
-        break;
-      }
-      if (!process_.alive()) throw std::runtime_error("swl-ratelimit exited at start: " + text);
-      if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("swl-ratelimit did not start");
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    channel_ = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
-    stub_ = rls::RateLimitService::NewStub(channel_);
-  }
+      : process_(config.parent_path() / ("server-" + std::to_string(++started_) + ".out"),
+                 withFlags({"--config", config.string(), "--listen", "127.0.0.1:0"}, flags), environment,
+                 RateLimitProcess::Inherit::the_tests_environment),
+        stub_(rls::RateLimitService::NewStub(process_.channel())) {}
 
   // One call, as Envoy makes it; its status must be OK.
   rls::RateLimitResponse call(const rls::RateLimitRequest& request) {
@@ -133,9 +87,7 @@ class RateLimitServer {
   }
 
   grpc::Status callStatus(const rls::RateLimitRequest& request, rls::RateLimitResponse& response) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-    return stub_->ShouldRateLimit(&context, request, &response);
+    return process_.callStatus(request, response);
   }
 
   // SIGTERM: its exit status once it has stopped by itself within `patience` (-1 if it had to be killed).
@@ -154,12 +106,12 @@ class RateLimitServer {
     }
   }
 
-  std::string output() const { return readFile(output_); }
+  std::string output() const { return process_.output(); }
 
   // A health checker's call of `method` on grpc.health.v1.Health for `service` ("" for the whole server),
   // sent and read as bytes, as any checker's own .proto would: its status and the response's bytes.
   std::pair<grpc::Status, std::string> health(const std::string& method, const std::string& service = "") {
-    grpc::GenericStub stub(channel_);
+    grpc::GenericStub stub(process_.channel());
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
     const std::string request_bytes =
@@ -225,20 +177,10 @@ class RateLimitServer {
   }
 
  private:
-  int reloads() const {
-    const std::string text = output();
-    int found = 0;
-    for (const char* mark : {"configuration reloaded", "configuration kept"}) {
-      for (auto at = text.find(mark); at != std::string::npos; at = text.find(mark, at + 1)) ++found;
-    }
-    return found;
-  }
+  int reloads() const { return process_.count("configuration reloaded") + process_.count("configuration kept"); }
 
   static inline std::atomic<int> started_{0};
-  std::filesystem::path output_;
-  ChildProcess process_;
-  std::string address_;
-  std::shared_ptr<grpc::Channel> channel_;
+  RateLimitProcess process_;
   std::unique_ptr<rls::RateLimitService::Stub> stub_;
 };
 
@@ -549,13 +491,15 @@ TEST_CASE(
 TEST_CASE("swl-ratelimit refuses to start on a wrong configuration, naming its line") {
   TemporaryDirectory directory;
   const auto config =
-      directory.write("config.yaml", "domain: shop\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute}\n");
+      directory.write("config.yaml", "domain: shop\ndescriptors:\n  - key: user\n    rate_limit: {unit: fortnight}\n");
   ChildProcess server;
   const auto output = directory.path() / "out";
   server.start({std::getenv("SWL_RATELIMIT_SERVER"), "--config", config.string(), "--listen", "127.0.0.1:0"},
                output.string(), ChildProcess::Errors::with_output);
   CHECK(server.waitForExit(std::chrono::seconds(20)) == 1);
-  CHECK(readFile(output).find("config.yaml:4: rate_limit has no requests_per_unit") != std::string::npos);
+  const std::string said = readFile(output);
+  CHECK(said.find("config.yaml:4:") != std::string::npos);
+  CHECK(said.find("\"fortnight\"") != std::string::npos);
 }
 
 TEST_CASE("swl-ratelimit exits with status 1 and says so when it cannot listen on its address") {
@@ -607,7 +551,7 @@ TEST_CASE("swl-ratelimit counts each rule's outcomes for Prometheus on --metrics
 namespace {
 
 // The Redis key swl-ratelimit keeps `user`'s counter of the kConfig rule shop.user in.
-const std::string kCarolKey = "swlrl:{shop}.user:5=carol";
+const std::string kCarolKey = "swlrl:{4=shop}:log:4=user:0=:5=carol";
 
 // Three requests of carol on /search are admitted and the fourth is refused by her limit of 3; the
 // refused one took nothing of /search's 5.
@@ -640,7 +584,7 @@ TEST_CASE(
   // The counters are where the domain's hash tag puts them: on that slot's master.
   swl::Connection master = cluster.connect(cluster.masterOf(swl::hashSlot("{shop}")));
   CHECK(swl::test::logEntries(master, kCarolKey) == 3);
-  CHECK(swl::test::logEntries(master, "swlrl:{shop}.route_/search:7=/search") == 4);
+  CHECK(swl::test::logEntries(master, "swlrl:{4=shop}:log:5=route:7=/search:7=/search") == 4);
 }
 
 TEST_CASE(
@@ -773,4 +717,188 @@ TEST_CASE("swl-ratelimit decides the calls that wait together in one round trip 
     const auto answer = server.call(request({{{"user", "batched" + std::to_string(user)}}}));
     CHECK(answer.statuses(0).limit_remaining() == 0);  // each user's two calls counted, each once
   }
+}
+
+// envoyproxy/ratelimit's own expectations (its test/integration/integration_test.go and the replaces
+// scenarios of its example configuration), asked of swl-ratelimit through gRPC: our files, written to hold
+// its cases, and its requests and answers. From an empty key within one window, a fixed window and an exact
+// one agree; where swl differs on purpose (a refused request counts in no rule), the test says so.
+
+namespace {
+
+// envoyproxy/ratelimit's integration test configuration, its three domains in one file each.
+const std::vector<std::pair<std::string, std::string>> kEnvoyIntegrationFiles{
+    {"basic.yaml", R"yaml(domain: basic
+descriptors:
+  - key: key1
+    rate_limit: {unit: second, requests_per_unit: 50}
+  - key: one_per_minute
+    rate_limit: {unit: minute, requests_per_unit: 1}
+)yaml"},
+    {"another.yaml", R"yaml(domain: another
+descriptors:
+  - key: key2
+    rate_limit: {unit: minute, requests_per_unit: 20}
+  - key: key3
+    rate_limit: {unit: hour, requests_per_unit: 10}
+  - key: key4
+    rate_limit: {unit: day, requests_per_unit: 20}
+)yaml"},
+    {"share_threshold.yaml", R"yaml(domain: share-threshold-test
+descriptors:
+  - key: files
+    value: files/*
+    share_threshold: true
+    rate_limit: {unit: hour, requests_per_unit: 10}
+  - key: files_no_share
+    value: files_no_share/*
+    rate_limit: {unit: hour, requests_per_unit: 10}
+)yaml"},
+    // The replaces, blocked and shadow rules of its example configuration (domain rl).
+    {"example.yaml", R"yaml(---
+domain: rl
+descriptors:
+  - key: category
+    value: account
+    rate_limit:
+      replaces: [{name: bkthomps}, {name: fake_name}]
+      unit: minute
+      requests_per_unit: 4
+  - key: source_cluster
+    value: proxy
+    descriptors:
+      - key: destination_cluster
+        value: bkthomps
+        rate_limit: {replaces: [{name: bkthomps}], unit: minute, requests_per_unit: 2}
+      - key: destination_cluster
+        value: override
+        rate_limit: {replaces: [{name: banned_limit}], unit: minute, requests_per_unit: 2}
+  - key: foo
+    rate_limit: {unit: minute, requests_per_unit: 2}
+    descriptors:
+      - key: bar
+        value: bkthomps
+        rate_limit: {name: bkthomps, unit: minute, requests_per_unit: 1}
+      - key: bar
+        value: banned
+        rate_limit: {name: banned_limit, unit: minute, requests_per_unit: 0}
+      - key: baz
+        value: not-so-shady
+        rate_limit: {unit: minute, requests_per_unit: 3}
+      - key: baz
+        value: shady
+        rate_limit: {unit: minute, requests_per_unit: 3}
+        shadow_mode: true
+)yaml"},
+};
+
+struct RunningEnvoyIntegration {
+  TemporaryDirectory directory;
+  RedisServer redis;
+  RateLimitServer server;
+  RunningEnvoyIntegration()
+      : server(
+            [this] {
+              for (const auto& [name, text] : kEnvoyIntegrationFiles) directory.write("config/" + name, text);
+              return directory.path() / "config";
+            }(),
+            redis.port()) {}
+};
+
+// A status as envoyproxy/ratelimit's tests state one: its code, and for a limited descriptor its limit and
+// what it has left.
+std::string statusOf(const rls::RateLimitResponse::DescriptorStatus& status) {
+  std::string said = status.code() == rls::RateLimitResponse::OK ? "OK" : "OVER_LIMIT";
+  if (!status.has_current_limit()) return said;
+  return said + " " + std::to_string(status.current_limit().requests_per_unit()) + "/" +
+         rls::RateLimitResponse::RateLimit::Unit_Name(status.current_limit().unit()) + " left " +
+         std::to_string(status.limit_remaining());
+}
+
+}  // namespace
+
+TEST_CASE("envoyproxy/ratelimit's integration cases: an unknown domain, a limit per second, 20 a minute then over") {
+  RunningEnvoyIntegration running;
+  const auto unknown = running.server.call(request({{{"hello", "world"}}}, 0, "foo"));
+  CHECK(unknown.overall_code() == rls::RateLimitResponse::OK);
+  CHECK(statusOf(unknown.statuses(0)) == "OK");
+
+  const auto basic = running.server.call(request({{{"key1", "foo"}}}, 0, "basic"));
+  CHECK(statusOf(basic.statuses(0)) == "OK 50/SECOND left 49");
+  CHECK(basic.statuses(0).has_duration_until_reset());
+
+  for (int i = 0; i < 25; ++i) {
+    const auto response = running.server.call(request({{{"key2", "r1"}}}, 0, "another"));
+    INFO("call " << i);
+    if (i < 20) {
+      CHECK(response.overall_code() == rls::RateLimitResponse::OK);
+      CHECK(statusOf(response.statuses(0)) == "OK 20/MINUTE left " + std::to_string(20 - (i + 1)));
+    } else {
+      CHECK(response.overall_code() == rls::RateLimitResponse::OVER_LIMIT);
+      CHECK(statusOf(response.statuses(0)) == "OVER_LIMIT 20/MINUTE left 0");
+    }
+  }
+}
+
+TEST_CASE(
+    "envoyproxy/ratelimit's integration cases: two descriptors, one over its hour, leave the other's count where it "
+    "stood, as envoyproxy does with STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT") {
+  RunningEnvoyIntegration running;
+  for (int i = 0; i < 15; ++i) {
+    const auto response = running.server.call(request({{{"key2", "r2"}}, {{"key3", "r2"}}}, 0, "another"));
+    INFO("call " << i);
+    if (i < 10) {
+      CHECK(response.overall_code() == rls::RateLimitResponse::OK);
+      CHECK(statusOf(response.statuses(0)) == "OK 20/MINUTE left " + std::to_string(20 - (i + 1)));
+      CHECK(statusOf(response.statuses(1)) == "OK 10/HOUR left " + std::to_string(10 - (i + 1)));
+    } else {
+      CHECK(response.overall_code() == rls::RateLimitResponse::OVER_LIMIT);
+      CHECK(statusOf(response.statuses(0)) == "OK 20/MINUTE left 10");  // envoyproxy by default: 20 - (i + 1)
+      CHECK(statusOf(response.statuses(1)) == "OVER_LIMIT 10/HOUR left 0");
+    }
+  }
+}
+
+TEST_CASE("envoyproxy/ratelimit's integration cases: share_threshold counts every value of a pattern on one counter") {
+  RunningEnvoyIntegration running;
+  for (int i = 0; i < 10; ++i) {
+    CHECK(running.server.call(request({{{"files", "files/a.pdf"}}}, 0, "share-threshold-test")).overall_code() ==
+          rls::RateLimitResponse::OK);
+  }
+  const auto shared = running.server.call(request({{{"files", "files/b.csv"}}}, 0, "share-threshold-test"));
+  CHECK(shared.overall_code() == rls::RateLimitResponse::OVER_LIMIT);
+  CHECK(statusOf(shared.statuses(0)) == "OVER_LIMIT 10/HOUR left 0");
+  for (int i = 0; i < 10; ++i) {
+    const auto each = running.server.call(
+        request({{{"files_no_share", "files_no_share/" + std::to_string(i)}}}, 0, "share-threshold-test"));
+    CHECK(statusOf(each.statuses(0)) == "OK 10/HOUR left 9");
+  }
+}
+
+TEST_CASE(
+    "envoyproxy/ratelimit's example cases: a blocked key is over until a rule that replaces it applies, replaced "
+    "limits count nothing, and a shadow rule never limits") {
+  RunningEnvoyIntegration running;
+  const auto call = [&](const std::vector<Entries>& descriptors) {
+    return running.server.call(request(descriptors, 0, "rl")).overall_code() == rls::RateLimitResponse::OK;
+  };
+  const Entries banned{{"foo", "x"}, {"bar", "banned"}};
+  CHECK_FALSE(call({banned}));  // 0 a minute
+  const Entries override_it{{"source_cluster", "proxy"}, {"destination_cluster", "override"}};
+  CHECK(call({banned, override_it}));  // banned_limit replaced: 2 a minute
+  CHECK(call({banned, override_it}));
+  CHECK_FALSE(call({banned, override_it}));
+
+  const Entries bkthomps{{"foo", "x"}, {"bar", "bkthomps"}};
+  const Entries via_proxy{{"source_cluster", "proxy"}, {"destination_cluster", "bkthomps"}};
+  CHECK(call({bkthomps, via_proxy}));  // bkthomps (1 a minute) replaced by 2 a minute
+  CHECK(call({bkthomps, via_proxy}));
+  CHECK_FALSE(call({bkthomps, via_proxy}));
+  const Entries account{{"category", "account"}};
+  for (int i = 0; i < 4; ++i) CHECK(call({bkthomps, account}));  // replaced again, by 4 a minute
+  CHECK_FALSE(call({bkthomps, account}));
+
+  for (int i = 0; i < 3; ++i) CHECK(call({{{"foo", "y"}, {"baz", "not-so-shady"}}}));
+  CHECK_FALSE(call({{{"foo", "y"}, {"baz", "not-so-shady"}}}));
+  for (int i = 0; i < 5; ++i) CHECK(call({{{"foo", "z"}, {"baz", "shady"}}}));
 }
