@@ -645,6 +645,33 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "swl-ratelimit with --failure-mode closed answers OVER_LIMIT while Redis is stopped, and none of those calls is "
+    "counted once Redis resumes") {
+  TemporaryDirectory directory;
+  RedisServer redis;
+  RateLimitServer server(directory.write("config.yaml", kConfig), redis.port(),
+                         {"--failure-mode", "closed", "--redis-timeout", "300"});
+  // Connected, Redis's clock read, the script loaded.
+  CHECK(server.call(request({{{"user", "first"}}})).overall_code() == rls::RateLimitResponse::OK);
+  redis.pause();
+  // The first call's script reaches Redis and waits there; the server gives up on it at its deadline.
+  for (const std::string user : {"stalled", "then", "again"}) {
+    CHECK(server.call(request({{{"user", user}}})).overall_code() == rls::RateLimitResponse::OVER_LIMIT);
+  }
+  redis.resume();
+  // Redis ran the stalled call when it resumed, past its deadline: it recorded nothing, so each user's
+  // first admitted call leaves 2 of 3. (The first calls after may still meet the open circuit.)
+  for (const std::string user : {"stalled", "then", "again"}) {
+    rls::RateLimitResponse response;
+    REQUIRE(swl::test::eventually([&] {
+      response = server.call(request({{{"user", user}}}));
+      return response.overall_code() == rls::RateLimitResponse::OK;
+    }));
+    CHECK(response.statuses(0).limit_remaining() == 2);
+  }
+}
+
+TEST_CASE(
     "swl-ratelimit answers gRPC's health check for the whole server and for its service by name, NOT_FOUND for "
     "another, and UNIMPLEMENTED for Watch") {
   TemporaryDirectory directory;
