@@ -257,14 +257,18 @@ class Link {
     };
     if (options_.password.empty()) {
       // A server that wants a password answers a client without one NOAUTH, or, for a command as long as
-      // a script call, closes the connection on it with a protocol error. TIME asks first (and reads
-      // Redis's clock for the calls' deadlines), so that is an AuthError that says so, at connect, instead.
-      const Reply reply = run({"TIME"});
-      if (reply->isError("NOAUTH")) {
+      // a script call, closes the connection on it with a protocol error. A PING asks first, so that is
+      // an AuthError that says so, at connect, instead. TIME goes in the same write, for Redis's clock
+      // (a Sentinel, which has no TIME, answers an error, which leaves the clock unknown).
+      static constexpr std::string_view kPing[] = {"PING"};
+      Reply ping, time;
+      pipelineOn(*context, 2, [](std::size_t i) { return i == 0 ? Words{kPing, 1} : timeWords(); },
+                 [&](std::size_t i, Reply reply) { (i == 0 ? ping : time) = std::move(reply); });
+      if (ping->isError("NOAUTH")) {
         throw redisError<AuthError>(endpoint_, " requires a password, and ConnectionOptions::password is empty (",
-                                    reply->text(), ")");
+                                    ping->text(), ")");
       }
-      readTime(*reply);
+      readTime(*time);
     } else {
       const Reply reply =
           options_.user.empty() ? run({"AUTH", options_.password}) : run({"AUTH", options_.user, options_.password});
@@ -284,6 +288,26 @@ class Link {
     }
     if (!clock_.known()) readTime(*run({"TIME"}));
     return context;
+  }
+
+  // `count` commands on `context` in one write, their replies read in order (the handshake's: the context
+  // is not the link's yet).
+  template <class WordsOf, class OnReply>
+  void pipelineOn(redisContext& context, std::size_t count, WordsOf&& words_of, OnReply&& on_reply) {
+    for (std::size_t i = 0; i < count; ++i) {
+      const Words command = words_of(i);
+      HiredisArgv words(command.argv, command.argc);
+      if (redisAppendCommandArgv(&context, words.count(), words.pointers(), words.lengths()) != REDIS_OK) {
+        throwContextError(context, endpoint_, "during the handshake");
+      }
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      void* reply = nullptr;
+      if (redisGetReply(&context, &reply) != REDIS_OK || reply == nullptr) {
+        throwContextError(context, endpoint_, "during the handshake");
+      }
+      on_reply(i, Reply(static_cast<redisReply*>(reply)));
+    }
   }
 
   // Redis's clock, from TIME's reply just read (an error reply, from an ACL without TIME, leaves it
