@@ -23,7 +23,7 @@ source scripts/lib.sh
 requests=${1:-40000}
 rounds=${2:-3}
 baseline=${3:-}
-install_missing g++ make cmake pkg-config libhiredis-dev redis-server redis-tools libyaml-cpp-dev libgrpc++-dev \
+install_missing g++ make cmake pkg-config libhiredis-dev redis-server redis-tools libyaml-dev libgrpc++-dev \
   libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libhowardhinnant-date-dev prometheus-cpp-dev libevent-dev libasio-dev \
   python3
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DSWL_BUILD_TESTS=OFF -DSWL_BUILD_EXAMPLES=OFF \

@@ -21,7 +21,7 @@ if [ "${1:-}" = token_budget ]; then
   build-demo/examples/token_budget 127.0.0.1 "$REDIS_PORT"
   exit 0
 elif [ "${1:-}" = ratelimit ]; then
-  install_missing g++ make cmake pkg-config libhiredis-dev redis-server redis-tools libyaml-cpp-dev libgrpc++-dev \
+  install_missing g++ make cmake pkg-config libhiredis-dev redis-server redis-tools libyaml-dev libgrpc++-dev \
     libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libhowardhinnant-date-dev prometheus-cpp-dev
   cmake -S . -B build-demo -DCMAKE_BUILD_TYPE=Release -DSWL_BUILD_TESTS=OFF -DSWL_BUILD_EXAMPLES=ON >/dev/null
   cmake --build build-demo -j"$(nproc)" --target swl-ratelimit swl-ratelimit-probe

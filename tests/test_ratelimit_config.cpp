@@ -1,21 +1,26 @@
 // swl-ratelimit's configuration (ratelimit/config.hpp): envoyproxy/ratelimit's files load as its Go loader
 // loads them, with what swl adds; every file it refuses is refused with the file, the line and what is
 // wrong; any text at all is either a domain or a ConfigError. The cases of envoyproxy/ratelimit's
-// test/config/config_test.go are here, each file written again in our own words.
+// test/config/config_test.go are here, each file written again in our own words; at the end, the
+// loader's parts without I/O alone (yaml_scalar.hpp, yaml_events.hpp).
 
 #include <ratelimit/config.hpp>
+#include <ratelimit/yaml_events.hpp>
+#include <ratelimit/yaml_scalar.hpp>
 
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 using swl::ratelimit::Algorithm;
@@ -395,11 +400,26 @@ TEST_CASE("a file without its domain, or not shaped as one, is refused at its li
       4, "a rate_limit cannot replace itself");
 }
 
-TEST_CASE("a YAML syntax error is refused at the line yaml-cpp found it") {
-  checkRefused("domain: d\ndescriptors:\n  - key: k\n    descriptors: [{key: a}, {key: b}\n", 5, "not valid YAML");
-  checkRefused("domain: d\ndescriptors:\n  - key: \"quoted\" and not\n", 3, "not valid YAML");
-  checkRefused("domain: d\ndescriptors:\n  - key: k\n    value: x\n   - key: j\n", 5, "not valid YAML");
-  checkRefused("domain: d\n  bad indentation: x\n", 2, "not valid YAML");
+TEST_CASE("a YAML syntax error is refused at the line the parser found it, in yaml.v2's words") {
+  // libyaml's words, which yaml.v2 (a port of it) gives too; where the broken node starts, after them.
+  checkRefused("domain: d\ndescriptors:\n  - key: k\n    descriptors: [{key: a}, {key: b}\n", 5,
+               "not valid YAML: did not find expected ',' or ']' (while parsing a flow sequence started at line 4)");
+  checkRefused("domain: d\ndescriptors:\n  - key: \"quoted\" and not\n", 3,
+               "not valid YAML: did not find expected key");
+  checkRefused("domain: d\ndescriptors:\n  - key: k\n    value: x\n   - key: j\n", 5,
+               "not valid YAML: did not find expected '-' indicator");
+  checkRefused("domain: d\n  bad indentation: x\n", 2,
+               "not valid YAML: mapping values are not allowed in this context");
+  checkRefused("domain: d\ndescriptors:\n  - key: k\n    value: \"open\n", 4,
+               "not valid YAML: a quoted text starts here and is never closed");
+  checkRefused("domain: d\ndescriptors:\n  - key: k\n    value: @x\n", 4,
+               "not valid YAML: found character that cannot start any token");
+  checkRefused("domain: d\ndescriptors: *nowhere\n", 2,
+               "not valid YAML: the alias *nowhere names no anchor (&nowhere) written before it");
+  // What follows the first document is not read, and so not refused.
+  const Domain first = parse("domain: d\n---\n[unclosed\n");
+  REQUIRE(first.warnings.size() == 1);
+  CHECK_THAT(first.warnings[0], Catch::StartsWith("test.yaml:2: a second YAML document: ignored"));
 }
 
 TEST_CASE("YAML aliases that nest forever or double at each level are refused") {
@@ -514,8 +534,9 @@ TEST_CASE("a path that holds no configuration is refused") {
   CHECK_THROWS_AS(swl::ratelimit::loadConfiguration(directory.path() / "missing.yaml"), swl::InvalidArgument);
 }
 
-TEST_CASE("texts on which yaml-cpp 0.7 loops are refused") {
-  // jbeder/yaml-cpp#1040: LoadAll made empty documents from a lone ',' until memory ran out.
+TEST_CASE("a lone ',' or an unfinished flow collection is refused at its line") {
+  // yaml-cpp 0.7, the parser before libyaml, made empty documents from a lone ',' until memory ran out
+  // (jbeder/yaml-cpp#1040).
   CHECK_THAT(refusalOf(","), Catch::StartsWith("test.yaml:1: "));
   CHECK_THAT(refusalOf(" ,"), Catch::StartsWith("test.yaml:1: "));
   CHECK_THAT(refusalOf("domain: d\n,\n"), Catch::StartsWith("test.yaml:"));
@@ -1022,4 +1043,150 @@ TEST_CASE("a file of 100,000 rules loads, each rule where it is written") {
         "big.tenant_t123.method_POST.user");
   CHECK(ruleFor(domain, {{"ip", "10.0.4242"}}).limit == swl::Limit{50, 1s});
   CHECK(domain.rules.find({{"tenant", "t20000"}, {"path", "/other"}}) == nullptr);
+}
+
+// ------------------------------------------------------------------------------------------------------
+// The loader's parts alone: a scalar as yaml.v2 resolves it (yaml_scalar.hpp), and a document's events
+// with aliases replayed and merge keys expanded (yaml_events.hpp).
+
+namespace {
+
+namespace yaml = swl::ratelimit::yaml;
+
+yaml::Resolved plain(std::string_view text) { return yaml::resolvePlain(text); }
+
+yaml::Resolved tagged(std::string_view text, std::string_view tag) {
+  return yaml::resolveScalar(yaml::Scalar{text, 1, yaml::ScalarStyle::tagged, tag}, "test.yaml");
+}
+
+bool isInteger(const yaml::Resolved& resolved, std::int64_t integer) {
+  return resolved.kind == yaml::Kind::integer && resolved.integer == integer;
+}
+
+bool isFloat(const yaml::Resolved& resolved, double floating) {
+  return resolved.kind == yaml::Kind::floating && resolved.floating == floating;
+}
+
+// The events a document delivers, as one line: `{` and `}` around a map, `[` and `]` around a list,
+// each scalar's text, marked `^` when it comes from a merged map.
+class Recorder final : public yaml::Handler {
+ public:
+  void scalar(const yaml::Scalar& scalar, bool merged) override { add((merged ? "^" : "") + std::string(scalar.text)); }
+  void start(bool is_map, int) override {
+    add(is_map ? "{" : "[");
+    maps_.push_back(is_map);
+  }
+  void end() override {
+    add(maps_.back() ? "}" : "]");
+    maps_.pop_back();
+  }
+  const std::string& events() const { return events_; }
+
+ private:
+  void add(const std::string& event) { events_ += (events_.empty() ? "" : " ") + event; }
+
+  std::string events_;
+  std::vector<bool> maps_;
+};
+
+std::string eventsOf(const std::string& text) {
+  Recorder recorder;
+  yaml::readFirstDocument(text, "test.yaml", recorder);
+  return recorder.events();
+}
+
+}  // namespace
+
+TEST_CASE("an unquoted scalar resolves as yaml.v2 resolves it: null, YAML 1.1's booleans, Go's integers, floats") {
+  for (const char* null : {"", "~", "null", "Null", "NULL"}) CHECK(plain(null).kind == yaml::Kind::null);
+  for (const char* yes : {"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"}) {
+    INFO(yes);
+    CHECK((plain(yes).kind == yaml::Kind::boolean && plain(yes).boolean));
+  }
+  for (const char* no : {"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"}) {
+    INFO(no);
+    CHECK((plain(no).kind == yaml::Kind::boolean && !plain(no).boolean));
+  }
+  // strconv.ParseInt(text, 0, 64), once the underscores are gone.
+  CHECK(isInteger(plain("42"), 42));
+  CHECK(isInteger(plain("+42"), 42));
+  CHECK(isInteger(plain("-42"), -42));
+  CHECK(isInteger(plain("0x1F"), 31));
+  CHECK(isInteger(plain("0o17"), 15));
+  CHECK(isInteger(plain("017"), 15));
+  CHECK(isInteger(plain("0b101"), 5));
+  CHECK(isInteger(plain("1_000"), 1000));
+  CHECK(isInteger(plain("-9223372036854775808"), INT64_MIN));
+  // Past int64 but within uint64: a uint64; signed, or past uint64: a float.
+  CHECK(plain("9223372036854775808").kind == yaml::Kind::big_integer);
+  CHECK(plain("18446744073709551615").kind == yaml::Kind::big_integer);
+  CHECK(isFloat(plain("18446744073709551616"), 18446744073709551616.0));
+  CHECK(isFloat(plain("-9223372036854775809"), -9223372036854775809.0));
+  // Not an integer in Go's notation, but a float in YAML's: 08 is not octal.
+  CHECK(isFloat(plain("08"), 8));
+  CHECK(isFloat(plain("1.5"), 1.5));
+  CHECK(isFloat(plain(".5"), 0.5));
+  CHECK(isFloat(plain("1e3"), 1000));
+  CHECK(isFloat(plain("-.inf"), -HUGE_VAL));
+  CHECK(std::isnan(plain(".NaN").floating));
+  // Anything else is text: words yaml.v2 does not know, other cases, numbers past a double; dates too,
+  // which yaml.v2 gives envoyproxy/ratelimit as text.
+  for (const char* text : {"yES", "nope", "0x", "1.2.3", "1e400", "12:30", "2024-01-01", "_1", ". 5", "+"}) {
+    INFO(text);
+    CHECK(plain(text).kind == yaml::Kind::text);
+  }
+}
+
+TEST_CASE("a quoted scalar is text, and a tagged one is what its tag says or refused") {
+  CHECK(yaml::resolveScalar(yaml::Scalar{"5", 1, yaml::ScalarStyle::quoted, ""}, "test.yaml").kind == yaml::Kind::text);
+  CHECK(isInteger(tagged("5", "tag:yaml.org,2002:int"), 5));
+  CHECK(isFloat(tagged("5", "tag:yaml.org,2002:float"), 5));
+  CHECK(tagged("yes", "tag:yaml.org,2002:bool").boolean);
+  CHECK(tagged("~", "tag:yaml.org,2002:null").kind == yaml::Kind::null);
+  CHECK(tagged("yes", "tag:yaml.org,2002:str").kind == yaml::Kind::text);
+  CHECK(tagged("5", "!mine").kind == yaml::Kind::text);
+  CHECK_THROWS_WITH(tagged("five", "tag:yaml.org,2002:int"), "test.yaml:1: not valid YAML: \"five\" is not a !!int");
+  // Through the parser: `!` alone makes text of a plain scalar.
+  CHECK(ruleFor(parse("domain: d\ndescriptors:\n  - {key: k, value: ! 5, rate_limit: {unit: hour}}\n"), {{"k", "5"}})
+            .stats_key == "d.k_5");
+  checkRefused("domain: d\ndescriptors:\n  - key: k\n    value: !!bool maybe\n", 4, "\"maybe\" is not a !!bool");
+}
+
+TEST_CASE("a document's aliases are replayed where they are written, naming the anchor before them") {
+  CHECK(eventsOf("a: &x [1, {b: 2}]\nc: *x\n") == "{ a [ 1 { b 2 } ] c [ 1 { b 2 } ] }");
+  CHECK(eventsOf("a: &x 1\n*x : 2\n") == "{ a 1 1 2 }");
+  // A name given again names the later node from there on; an alias already written keeps its node.
+  CHECK(eventsOf("a: &x 1\nb: &y [*x]\nc: &x 3\nd: *y\ne: *x\n") == "{ a 1 b [ 1 ] c 3 d [ 1 ] e 3 }");
+  CHECK_THROWS_WITH(eventsOf("a: *x\nb: &x 1\n"),
+                    "test.yaml:1: not valid YAML: the alias *x names no anchor (&x) written before it");
+  CHECK_THROWS_WITH(eventsOf("a: &x\n  b: *x\n"),
+                    "test.yaml:2: the alias *x is inside the node it names: it would nest forever");
+}
+
+TEST_CASE("a merge key's maps become the merging map's keys, the first map's kept, as yaml.v2 merges them") {
+  CHECK(eventsOf("base: &b {u: 1, v: 2}\nm: {<<: *b, v: 3}\n") == "{ base { u 1 v 2 } m { ^u ^1 ^v ^2 v 3 } }");
+  // A list of maps is merged from its last map to its first: a key given twice keeps its last value.
+  CHECK(eventsOf("m:\n  <<: [{u: 1}, {u: 2, w: [3]}]\n  x: 0\n") == "{ m { ^u ^2 ^w [ 3 ] ^u ^1 x 0 } }");
+  CHECK(eventsOf("m: {<<: [], x: 0}\n") == "{ m { x 0 } }");
+  // yaml.v2's merge keys: `<<` untagged and unquoted, tagged `!`, or tagged !!merge; quoted, a key.
+  CHECK(eventsOf("m: {!!merge <<: {u: 1}}\n") == "{ m { ^u ^1 } }");
+  CHECK(eventsOf("m: {! <<: {u: 1}}\n") == "{ m { ^u ^1 } }");
+  CHECK(eventsOf("m: {\"<<\": {u: 1}}\n") == "{ m { << { u 1 } } }");
+  CHECK(eventsOf("m: <<\n") == "{ m << }");
+  for (const char* refused : {"m: {<<: 1}\n", "m: {<<: [1]}\n", "m: {<<: [[]]}\n", "l: &l [1]\nm: {<<: *l}\n"}) {
+    INFO(refused);
+    CHECK_THROWS_WITH(eventsOf(refused), Catch::Contains("<< merges a map, an alias of one, or a list of them"));
+  }
+}
+
+TEST_CASE("the first document is read, and a second one's start is reported, not read") {
+  Recorder recorder;
+  CHECK_FALSE(yaml::readFirstDocument("", "test.yaml", recorder).found);
+  CHECK_FALSE(yaml::readFirstDocument("# nothing\n\n", "test.yaml", recorder).found);
+  CHECK(recorder.events().empty());
+  const yaml::FirstDocument two = yaml::readFirstDocument("a: 1\n--- [\nnot: read\n", "test.yaml", recorder);
+  CHECK(two.found);
+  CHECK(two.next_document_line == 2);
+  CHECK(recorder.events() == "{ a 1 }");
+  CHECK(yaml::readFirstDocument("--- 5\n...\n", "test.yaml", recorder).next_document_line == 0);
 }

@@ -16,7 +16,7 @@ run(dpkg-deb --field ${packages} Package Architecture Depends Section)
 expect("${last_output}" "Package: swl-ratelimit\n" "is not named swl-ratelimit")
 expect("${last_output}" "Architecture: (amd64|arm64|[a-z0-9]+)\n" "names no architecture")
 # dpkg-shlibdeps found the libraries the server links.
-foreach(library libgrpc\\+\\+ libprotobuf libyaml-cpp libprometheus-cpp-pull libhiredis)
+foreach(library libgrpc\\+\\+ libprotobuf libyaml-0-2 libprometheus-cpp-pull libhiredis)
   expect("${last_output}" "Depends: [^\n]*${library}" "does not depend on ${library}")
 endforeach()
 message(STATUS "${last_output}")
