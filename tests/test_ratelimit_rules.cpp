@@ -1,7 +1,7 @@
 // swl-ratelimit's matching (ratelimit/rules.hpp): which rule a request's descriptor reaches, as
 // envoyproxy/ratelimit finds it, checked case by case (its test/config/config_test.go's among them) and
-// against a brute-force search of random files; a pattern's match against a brute-force one; and that
-// finding allocates nothing.
+// against a brute-force search of random files; and a pattern's match against a brute-force one. That
+// finding allocates nothing: test_ratelimit_rules_allocations.cpp.
 
 #include <ratelimit/config.hpp>
 #include <ratelimit/rules.hpp>
@@ -16,33 +16,11 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
-#include <new>
 #include <optional>
 #include <random>
 #include <string>
 #include <utility>
 #include <vector>
-
-// Every allocation of this program is counted, to show that finding a rule makes none.
-namespace {
-std::atomic<std::size_t> allocations{0};
-}  // namespace
-
-// GCC takes the malloc and free that the replaced operators pair for a mismatch, wherever it inlines them.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void* operator new(std::size_t size) {
-  ++allocations;
-  if (void* memory = std::malloc(size == 0 ? 1 : size)) return memory;
-  throw std::bad_alloc();
-}
-void operator delete(void* memory) noexcept { std::free(memory); }
-void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
 
 using swl::ratelimit::DescriptorEntry;
 using swl::ratelimit::Domain;
@@ -278,30 +256,6 @@ descriptors:
   CHECK(shared.stats_key == "test-domain.tenant_t*prod.resource_res*v2");
   CHECK(shared.path[0].share_threshold);
   CHECK(shared.path[1].share_threshold);
-}
-
-TEST_CASE("finding a rule allocates nothing") {
-  std::string yaml = "domain: d\ndescriptors:\n";
-  for (int i = 0; i < 1000; ++i) {
-    yaml += "  - {key: user, value: u" + std::to_string(i) + ", rate_limit: {unit: second, requests_per_unit: 1}}\n";
-    yaml += "  - {key: path, value: \"/api/" + std::to_string(i) + "/*/action\", rate_limit: {unit: second}}\n";
-  }
-  yaml += "  - {key: user, rate_limit: {unit: second, requests_per_unit: 2}}\n";
-  const Domain domain = parse(yaml);
-  const std::vector<std::vector<DescriptorEntry>> descriptors{
-      {{"user", "u500"}}, {{"user", "someone"}}, {{"path", "/api/999/users/action"}}, {{"path", "/nowhere"}}, {}};
-  const std::size_t before = allocations.load();
-  std::size_t found = 0;
-  const auto start = std::chrono::steady_clock::now();
-  constexpr int kRounds = 20'000;
-  for (int round = 0; round < kRounds; ++round) {
-    for (const auto& descriptor : descriptors) found += domain.rules.find(descriptor) != nullptr ? 1 : 0;
-  }
-  const auto took = std::chrono::steady_clock::now() - start;
-  CHECK(allocations.load() == before);
-  CHECK(found == 3 * kRounds);
-  std::cout << "find: " << std::chrono::duration<double, std::nano>(took).count() / (kRounds * descriptors.size())
-            << " ns a descriptor, among 2001 rules (1000 patterns of one key)\n";
 }
 
 namespace {
