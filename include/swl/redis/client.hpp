@@ -88,7 +88,7 @@ class ScriptCall {
   /// A cluster routes the call by its first key.
   std::string_view key(std::size_t index) const noexcept { return argv_[3 + index]; }
 
-  /// The word of argv() that holds the room for the call's deadline on Redis's clock ('@' and 16 zeros,
+  /// The word of argv() that holds the room for the call's deadline on Redis's clock ('-' and 16 zeros,
   /// docs/failures.md), or 0 when the call carries none. swl's connections write the deadline there as
   /// they send the call, so that a call they stopped waiting for records nothing when it runs later; a
   /// RedisClient of your own may leave the room as it is (no deadline).

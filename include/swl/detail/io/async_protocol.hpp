@@ -19,7 +19,7 @@ namespace swl::detail {
 
 // A script call as an async context takes it: formatted once, where the call is made (on the caller's
 // thread, so the loop's thread does less), and kept to resend after NOSCRIPT. `deadline_at` is where the
-// digits of its deadline's room are in `command` (after the '@'), written as it is sent; 0 for none.
+// digits of its deadline's room are in `command` (after the '-'), written as it is sent; 0 for none.
 struct FormattedCall {
   std::string command;
   const Script* script = nullptr;

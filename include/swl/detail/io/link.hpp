@@ -262,8 +262,12 @@ class Link {
       // (a Sentinel, which has no TIME, answers an error, which leaves the clock unknown).
       static constexpr std::string_view kPing[] = {"PING"};
       Reply ping, time;
-      pipelineOn(*context, 2, [](std::size_t i) { return i == 0 ? Words{kPing, 1} : timeWords(); },
-                 [&](std::size_t i, Reply reply) { (i == 0 ? ping : time) = std::move(reply); });
+      pipelineOn(
+          *context, 2,
+          [](std::size_t i) {
+            return i == 0 ? Words{kPing, 1} : timeWords();
+          },
+          [&](std::size_t i, Reply reply) { (i == 0 ? ping : time) = std::move(reply); });
       if (ping->isError("NOAUTH")) {
         throw redisError<AuthError>(endpoint_, " requires a password, and ConnectionOptions::password is empty (",
                                     ping->text(), ")");

@@ -41,7 +41,7 @@ class RedisClock {
   // Whether TIME should go out again before the next call that carries a deadline.
   bool stale(Local::time_point now) const noexcept { return !offset_ || now - read_at_ >= kFresh; }
 
-  // Writes `deadline`, on Redis's clock, over the digits of a deadline's room (after its '@'); the room
+  // Writes `deadline`, on Redis's clock, over the digits of a deadline's room (after its '-'); the room
   // stays all zeros (no deadline) while the clock is not known.
   void writeDeadline(char* digits, Local::time_point deadline) const noexcept {
     if (offset_) writeDeadlineDigits(digits, microsecondsOf(deadline) + *offset_);

@@ -42,7 +42,7 @@ namespace swl::detail {
 inline constexpr std::string_view kMultiWindowArguments = R"lua(
 -- KEYS[i]  rule i's key: a sliding window log's sorted set (SlidingWindowLog::kFunctions has its layout),
 --          a periodic count's hash (kPeriodFunctions) or a GCRA rule's string (Gcra::kFunctions)
--- ARGV[1]  now in microseconds since the epoch; '' reads Redis's own clock; '@' and 16 digits: Redis's own
+-- ARGV[1]  now in microseconds since the epoch; '' reads Redis's own clock; '-' and 16 digits: Redis's own
 --          clock, and the call's deadline on it (0: none), past which the call records nothing
 -- ARGV[2]  this request's unique member; '' uses its millisecond timestamp
 -- ARGV[3]  '1' to record rejected requests too (an opt-in penalty); '-' to record nothing (a dry run:

@@ -33,7 +33,7 @@ inline constexpr std::string_view kOneKeyArguments = R"lua(
 -- ARGV[2]  limit: the most units the window admits
 -- ARGV[3]  cost: units this request asks for (1 <= cost <= limit, checked by the client); default 1;
 --          0 peeks: the state is read (a log may be trimmed) but nothing is recorded
--- ARGV[4]  now in microseconds since the epoch; '' or absent: read Redis's own clock; '@' and 16 digits:
+-- ARGV[4]  now in microseconds since the epoch; '' or absent: read Redis's own clock; '-' and 16 digits:
 --          Redis's own clock, and the call's deadline on it (0: none): a call the client may have
 --          answered without Redis (its failure policy, at its deadline) records nothing if it runs later
 -- ARGV[5]  this request's unique member, for algorithms that record one; '' or absent: its millisecond
@@ -60,12 +60,13 @@ local now_text = ARGV[4]
 inline constexpr std::string_view kClockAndIntegers = R"lua(
 -- Times sent back to Redis are built from integer parts: Lua formats a concatenated number with 14
 -- significant digits and would cut the last digits off a 16-digit microsecond time.
--- A deadline ('@' and the microseconds) comes on Redis's clock: a call that starts past it answers an
+-- A deadline ('-' and the microseconds) comes on Redis's clock: a call that starts past it answers an
 -- EXPIRED error before it writes anything. Its client stopped waiting, and may have refused the request
--- without Redis; recording it now would take from the callers after it.
+-- without Redis; recording it now would take from the callers after it. (A comparison finds the '-':
+-- the string library's functions are globals, each a lookup through Redis's read-only global table.)
 local deadline = 0
-if now_text ~= nil and string.byte(now_text, 1) == 64 then  -- '@'
-  deadline = tonumber(string.sub(now_text, 2))
+if now_text ~= nil and now_text ~= '' and now_text < '0' then
+  deadline = -tonumber(now_text)
   now_text = ''
 end
 local redis_time = now_text == nil or now_text == ''

@@ -28,7 +28,7 @@ namespace swl::detail {
 // Now as a script takes it (ARGV[4]): the client's clock in microseconds, as text, or nothing when the
 // script reads Redis's own. Scores hold times exactly only below 2^53 us, and `window` (the longest the
 // call reads) must fit before now. On Redis's clock a call that `expires` carries the room for its
-// deadline instead, '@' and 16 zeros, which the connection fills in as it sends the call
+// deadline instead, '-' and 16 zeros, which the connection fills in as it sends the call
 // (ScriptCall::deadlineArgument): a call whose failure the caller may answer without Redis must not be
 // recorded when it runs later.
 class ScriptNow {
