@@ -34,6 +34,7 @@
 
 #include <swl/connection_options.hpp>
 #include <swl/detail/holds_error.hpp>
+#include <swl/detail/io/call_steps.hpp>
 #include <swl/detail/io/checked_options.hpp>
 #include <swl/detail/io/topology.hpp>
 #include <swl/error.hpp>
@@ -268,40 +269,40 @@ class ClusterConnection : public RedisClient {
 
   // `reply` came from `node`: a result, the script's error, or a reason to ask again elsewhere.
   Reply answerOrFollow(const ScriptCall& call, Node& node, Reply reply, Clock::time_point deadline) {
+    // The link below loads a script on NOSCRIPT; the reply machine does the rest (detail/io/call_steps.hpp).
+    detail::CallSteps::Terms terms;
+    terms.loads_script = false;
+    terms.follows_redirections = true;
+    terms.max_redirects = options_.max_redirects;
+    terms.give_up_at = deadline;
+    detail::CallSteps steps(call.script(), description_, terms);
     Node* asked = &node;
     bool asking = false;
-    int redirects = 0;
-    detail::RetryPacing pacing(deadline);
-    // False, without waiting, when the pause would outlast the command timeout.
-    const auto pause_before_asking_again = [&] {
-      const auto pause = pacing.next(std::chrono::steady_clock::now());
-      if (pause) std::this_thread::sleep_for(*pause);
-      return pause.has_value();
-    };
-    while (reply->isError()) {
-      if (const auto redirection = detail::parseRedirection(*reply, asked->address)) {
-        ++redirects;
-        if (redirects > options_.max_redirects || (redirects > 1 && !pause_before_asking_again())) {
-          throw ReplyError(description_ + ": still redirected after " + std::to_string(redirects - 1) +
-                           " redirections for script " + call.script().name() + " on hash slot " +
-                           std::to_string(redirection->slot) + "; last from " + asked->endpoint + ": " +
-                           std::string(reply->text()));
+    for (;;) {
+      const detail::CallSteps::Next next = steps.replied(*reply, asked->endpoint, Clock::now(), &asked->address);
+      // The pause first: a slot map read after it is the fresher for it.
+      if (next.pause.count() > 0) std::this_thread::sleep_for(next.pause);
+      switch (next.step) {
+        case detail::CallSteps::Step::done:
+          return reply;
+        case detail::CallSteps::Step::give_up:
+          std::rethrow_exception(next.error);
+        case detail::CallSteps::Step::resend_to:
+        case detail::CallSteps::Step::resend_asking: {
+          Node& target = nodeAt(next.redirection->target);
+          asking = next.step == detail::CallSteps::Step::resend_asking;
+          if (!asking) {  // MOVED: the slot's owner changed, and the map says so from now on
+            (*slots_)[next.redirection->slot].store(&target, std::memory_order_release);
+            refreshSoon(nullptr, deadline);
+          }
+          asked = &target;
+          break;
         }
-        Node& target = nodeAt(redirection->target);
-        asking = redirection->kind == detail::Redirection::Kind::ask;
-        if (!asking) {
-          (*slots_)[redirection->slot].store(&target, std::memory_order_release);
-          refreshSoon(nullptr, deadline);
-        }
-        asked = &target;
-      } else if (detail::isRetryLater(*reply)) {
-        if (!pause_before_asking_again()) {
-          throw ReplyError(description_ + ": " + asked->endpoint + " still answers '" + std::string(reply->text()) +
-                           "' after " + std::to_string(options_.connection.command_timeout.count()) + " ms");
-        }
-        if (!asking) asked = &ownerOf(slotOf(call), deadline);
-      } else {
-        std::rethrow_exception(detail::scriptError(asked->endpoint, call.script(), *reply));
+        case detail::CallSteps::Step::pause_then_resend:
+          if (!asking) asked = &ownerOf(slotOf(call), deadline);
+          break;
+        case detail::CallSteps::Step::load_then_resend:  // the link loaded it already
+          break;
       }
       try {
         reply = evaluateOn(*asked, call, asking);
@@ -310,7 +311,6 @@ class ClusterConnection : public RedisClient {
         throw;
       }
     }
-    return reply;
   }
 
   static Reply evaluateOn(Node& node, const ScriptCall& call, bool asking) {

@@ -23,6 +23,7 @@
 
 #include <swl/connection_options.hpp>
 #include <swl/detail/io/async_protocol.hpp>
+#include <swl/detail/io/call_steps.hpp>
 #include <swl/detail/io/checked_options.hpp>
 #include <swl/detail/io/circuit_breaker.hpp>
 #include <swl/detail/io/dial.hpp>
@@ -294,16 +295,26 @@ class AsyncCalls {
       return pending.done(ReplyView(), why);
     }
     breaker_->recordSuccess();
-    if (!pending.done) return;  // ended already (at its deadline, or cancelled): the late reply is dropped
-    if (pending.script != nullptr && !pending.repeated && reply.isError("NOSCRIPT"))
-      return repeatAfterLoad(std::move(pending));
-    if (reply.isError()) {
-      return pending.done(ReplyView(), pending.script != nullptr
-                                           ? scriptError(endpoint_, *pending.script, reply)
-                                           : std::make_exception_ptr(redisError<ReplyError>(
-                                                 endpoint_, ": a command failed: ", reply.text())));
+    if (!pending.done) return;        // ended already (at its deadline, or cancelled): the late reply is dropped
+    if (pending.script == nullptr) {  // the connection's own command
+      if (!reply.isError()) return pending.done(reply, nullptr);
+      return pending.done(ReplyView(), std::make_exception_ptr(
+                                           redisError<ReplyError>(endpoint_, ": a command failed: ", reply.text())));
     }
-    pending.done(reply, nullptr);
+    // What the reply means is the reply machine's to say (detail/io/call_steps.hpp); a call sent again
+    // after NOSCRIPT loads nothing more.
+    CallSteps::Terms terms;
+    terms.loads_script = !pending.repeated;
+    const CallSteps::Next next =
+        CallSteps(*pending.script, face_, terms).replied(reply, endpoint_, CallSteps::Clock::now());
+    switch (next.step) {
+      case CallSteps::Step::load_then_resend:
+        return repeatAfterLoad(std::move(pending));
+      case CallSteps::Step::give_up:
+        return pending.done(ReplyView(), next.error);
+      default:
+        return pending.done(reply, nullptr);
+    }
   }
 
   // NOSCRIPT: loaded once for every call that met the same empty cache, then sent again (ScriptLoads).

@@ -4,6 +4,7 @@
 // unjudged, ASKING, WAIT for replicas, the circuit breaker per server.
 
 #include <swl/connection_options.hpp>
+#include <swl/detail/io/call_steps.hpp>
 #include <swl/detail/io/checked_options.hpp>
 #include <swl/detail/io/circuit_breaker.hpp>
 #include <swl/detail/io/dial.hpp>
@@ -92,7 +93,8 @@ class Link {
   // same write, as the target of an ASK redirection wants.
   Reply evaluate(const ScriptCall& call, bool asking = false) {
     Reply reply = evaluateOnce(call, asking);
-    if (reply->isError("NOSCRIPT")) {
+    CallSteps steps(call.script(), endpoint_, {});
+    if (steps.replied(*reply, endpoint_, CallSteps::Clock::now()).step == CallSteps::Step::load_then_resend) {
       load(call.script());
       reply = evaluateOnce(call, asking);
     }
@@ -380,11 +382,9 @@ class Link {
   // The answer to WAIT: the writes before it are on enough replicas, or the call fails: it ran, and a
   // failover now could lose it, so no one may take its answer for a durable one.
   void requireAcknowledged(ReplyView acknowledged) const {
-    if (acknowledged.isInteger() && acknowledged.integer() >= options_.replica_acks) return;
-    throw redisError<TimeoutError>(
-        endpoint_, ": ", (acknowledged.isInteger() ? std::to_string(acknowledged.integer()) : std::string("no")),
-        " of ", std::to_string(options_.replica_acks), " replicas acknowledged the write within ", replica_ack_timeout_,
-        " ms (WAIT), so a failover could lose it");
+    const CallSteps::Next next =
+        CallSteps::acknowledged(acknowledged, options_.replica_acks, endpoint_, replica_ack_timeout_);
+    if (next.step == CallSteps::Step::give_up) std::rethrow_exception(next.error);
   }
 
   void unacknowledgedFail(std::vector<ScriptReply>& results, const Reply& acknowledged) const {

@@ -1,0 +1,109 @@
+// The reply machine (detail/io/call_steps.hpp) alone, over scripted replies: what a call does next after
+// each answer a server may give, with no server and no socket.
+
+#include <swl/detail/holds_error.hpp>
+#include <swl/detail/io/call_steps.hpp>
+#include <swl/swl.hpp>
+
+#include "support/resp.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <string>
+
+using namespace std::chrono_literals;
+using swl::detail::CallSteps;
+using swl::test::replyFrom;
+using Step = CallSteps::Step;
+
+namespace {
+
+const swl::Script kScript("sliding_window", "return 1");
+const swl::Address kNode{"10.0.0.1", 7000};
+
+CallSteps clusterSteps(CallSteps::Clock::time_point give_up_at = CallSteps::Clock::now() + 1s) {
+  CallSteps::Terms terms;
+  terms.follows_redirections = true;
+  terms.max_redirects = 3;
+  terms.give_up_at = give_up_at;
+  return CallSteps(kScript, "swl::ClusterConnection to 10.0.0.1:7000", terms);
+}
+
+CallSteps::Next after(CallSteps& steps, const std::string& resp, CallSteps::Clock::time_point now = {}) {
+  const swl::Reply reply = replyFrom(resp);
+  return steps.replied(*reply, "10.0.0.1:7000", now == CallSteps::Clock::time_point() ? CallSteps::Clock::now() : now,
+                       &kNode);
+}
+
+template <class Kind>
+bool gaveUpWith(const CallSteps::Next& next) {
+  return next.step == Step::give_up && swl::detail::holdsError<Kind>(next.error);
+}
+
+}  // namespace
+
+TEST_CASE("a reply is the call's answer, and an error reply gives up with the error it stands for") {
+  CallSteps steps(kScript, "swl::Connection", {});
+  CHECK(after(steps, "*4\r\n:1\r\n:9\r\n:0\r\n:0\r\n").step == Step::done);
+  const CallSteps::Next refused = after(steps, "-OOM command not allowed when used memory > 'maxmemory'\r\n");
+  CHECK(gaveUpWith<swl::ReplyError>(refused));
+  CHECK_THROWS_WITH(std::rethrow_exception(refused.error), Catch::Contains("script sliding_window failed: OOM"));
+  // EXPIRED: Redis ran the call past its deadline and recorded nothing.
+  CHECK(gaveUpWith<swl::TimeoutError>(after(steps, "-EXPIRED swl: the call ran 5 us past its deadline\r\n")));
+  // Without the Cluster's terms, a redirection is an error like any other.
+  CHECK(gaveUpWith<swl::ReplyError>(after(steps, "-MOVED 3999 10.0.0.2:7001\r\n")));
+}
+
+TEST_CASE("NOSCRIPT loads the script and sends the call once more, and a second NOSCRIPT gives up") {
+  CallSteps steps(kScript, "swl::Connection", {});
+  CHECK(after(steps, "-NOSCRIPT No matching script\r\n").step == Step::load_then_resend);
+  CHECK(gaveUpWith<swl::ReplyError>(after(steps, "-NOSCRIPT No matching script\r\n")));
+}
+
+TEST_CASE("a call with no reply is never sent again: it ends with the failure") {
+  CallSteps steps(kScript, "swl::Connection", {});
+  const CallSteps::Next next = steps.failed(std::make_exception_ptr(swl::TimeoutError("no answer")));
+  CHECK(gaveUpWith<swl::TimeoutError>(next));
+}
+
+TEST_CASE("a Cluster's call follows MOVED and ASK, pausing once they repeat, and gives up past its redirections") {
+  CallSteps steps = clusterSteps();
+  const CallSteps::Next moved = after(steps, "-MOVED 3999 10.0.0.2:7001\r\n");
+  CHECK(moved.step == Step::resend_to);
+  REQUIRE(moved.redirection);
+  CHECK(moved.redirection->slot == 3999);
+  CHECK(moved.redirection->target.port == 7001);
+  CHECK(moved.pause == 0ms);  // the first is followed at once
+  const CallSteps::Next ask = after(steps, "-ASK 3999 10.0.0.3:7002\r\n");
+  CHECK(ask.step == Step::resend_asking);
+  CHECK(ask.pause > 0ms);  // a second means the slot moves under the call
+  CHECK(after(steps, "-MOVED 3999 10.0.0.2:7001\r\n").step == Step::resend_to);
+  const CallSteps::Next bounced = after(steps, "-MOVED 3999 10.0.0.2:7001\r\n");
+  CHECK(gaveUpWith<swl::ReplyError>(bounced));
+  CHECK_THROWS_WITH(std::rethrow_exception(bounced.error), Catch::Contains("still redirected after 3 redirections"));
+  CHECK(steps.redirects() == 4);
+}
+
+TEST_CASE("TRYAGAIN, CLUSTERDOWN and LOADING pause and send again while the call's time allows") {
+  const auto start = CallSteps::Clock::now();
+  CallSteps steps = clusterSteps(start + 20ms);
+  for (const char* later : {"-TRYAGAIN Multiple keys request during rehashing of slot\r\n",
+                            "-CLUSTERDOWN The cluster is down\r\n", "-LOADING Redis is loading\r\n"}) {
+    const CallSteps::Next next = after(steps, later, start);
+    CHECK(next.step == Step::pause_then_resend);
+    CHECK(next.pause > 0ms);
+  }
+  // The pauses double (2, 4, 8 ms, ...): one that would end past the call's time gives up.
+  const CallSteps::Next late = after(steps, "-TRYAGAIN again\r\n", start + 15ms);
+  CHECK(gaveUpWith<swl::ReplyError>(late));
+  CHECK_THROWS_WITH(std::rethrow_exception(late.error), Catch::Contains("still answers 'TRYAGAIN again'"));
+}
+
+TEST_CASE("a WAIT that fewer replicas acknowledged than asked gives up with a TimeoutError") {
+  CallSteps steps(kScript, "swl::Connection", {});
+  CHECK(steps.acknowledged(*replyFrom(":2\r\n"), 2, "10.0.0.1:7000", "25").step == Step::done);
+  const CallSteps::Next short_wait = steps.acknowledged(*replyFrom(":1\r\n"), 2, "10.0.0.1:7000", "25");
+  CHECK(gaveUpWith<swl::TimeoutError>(short_wait));
+  CHECK_THROWS_WITH(std::rethrow_exception(short_wait.error), Catch::Contains("1 of 2 replicas acknowledged"));
+}
