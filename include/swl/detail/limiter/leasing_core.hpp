@@ -100,7 +100,6 @@ class LeasingLimiterCore {
   }
 
   const Limit& limit() const noexcept { return log_.limit(); }
-  const LeaseOptions& leaseOptions() const noexcept { return leases_; }
   // The lease duration in use (LeaseOptions::duration, or the one it chose).
   std::chrono::microseconds leaseDuration() const noexcept { return duration_; }
 

@@ -78,8 +78,6 @@ class TieredLimiterCore {
   // Whether the last call that asked Redis found it unreachable (insurance is deciding).
   bool insured() const noexcept { return redis_down_until_.load() != kRedisUp; }
 
-  RedisTier& redisTier() noexcept { return redis_; }
-
  protected:
   // What the limiter's face (LimiterFace) applies around each decision.
   Reporting reporting() const { return reportingOf(options_); }
