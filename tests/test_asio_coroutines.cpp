@@ -104,6 +104,7 @@ TEST_CASE("on Boost.Asio, a coroutine awaits an operation given no token (asio::
         for (int i = 0; i < 3; ++i) admitted.push_back((co_await limiter.async_try_acquire("user")).allowed);
         used = (co_await limiter.async_peek("user")).used;
         co_await limiter.async_reset("user");
+        redis.close();  // the connection's work ends, and run_for returns
       },
       [&](std::exception_ptr error) { failed = error; });
   io.run_for(20s);

@@ -22,6 +22,7 @@ using swl::test::errorReplies;
 using swl::test::integerReply;
 using swl::test::logEntries;
 using swl::test::RedisCluster;
+using swl::test::endpoint;
 using swl::test::textReply;
 
 namespace {
@@ -41,8 +42,6 @@ swl::ClusterConnection clusterClient(const RedisCluster& cluster, swl::ClusterOp
   return swl::ClusterConnection::tcp(cluster.seeds(), std::move(options));
 }
 
-std::string endpoint(int port) { return "127.0.0.1:" + std::to_string(port); }
-
 // One user key per master: "user:0", "user:1", ... until every master serves one.
 template <class Limiter>
 std::map<int, std::string> keyPerMaster(RedisCluster& cluster, const Limiter& limiter) {
@@ -56,10 +55,10 @@ std::map<int, std::string> keyPerMaster(RedisCluster& cluster, const Limiter& li
 
 // Threads that call tryAcquire on `keys` round after round until stopped, counting what each key was
 // admitted and every error that reached them.
-class Traffic {
+class CountingTraffic {
  public:
   template <class Limiter>
-  Traffic(Limiter& limiter, std::vector<std::string> keys, int threads) : keys_(std::move(keys)) {
+  CountingTraffic(Limiter& limiter, std::vector<std::string> keys, int threads) : keys_(std::move(keys)) {
     for (std::size_t i = 0; i < keys_.size(); ++i) admitted_.emplace_back(0);
     for (int thread = 0; thread < threads; ++thread) {
       threads_.emplace_back([this, &limiter] {
@@ -77,7 +76,7 @@ class Traffic {
       });
     }
   }
-  ~Traffic() { stop(); }
+  ~CountingTraffic() { stop(); }
 
   // Lets the traffic run until at least `more` further decisions were made.
   void runFor(long long more) {
@@ -218,7 +217,7 @@ TEST_CASE("a slot migrated mid-traffic costs the callers nothing: ASK and MOVED 
   auto target = cluster.connect(target_port);
   for (const std::string& key : keys) REQUIRE(limiter.tryAcquire(key).allowed);
 
-  Traffic traffic(limiter, keys, 4);
+  CountingTraffic traffic(limiter, keys, 4);
   traffic.runFor(200);
   // What redis-cli --cluster reshard does for one slot.
   CHECK(textReply(target, {"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", source_id}) == "OK");
@@ -303,7 +302,7 @@ TEST_CASE("a manual failover mid-traffic is followed without errors, and the lim
   const int old_master = per_master.begin()->first;
   const int replica = cluster.replicaOf(old_master);
 
-  Traffic traffic(limiter, keys, 4);
+  CountingTraffic traffic(limiter, keys, 4);
   traffic.runFor(300);
   auto promoted = cluster.connect(replica);
   // A manual failover that cannot finish in cluster-manual-failover-timeout (5 s; a loaded CI machine

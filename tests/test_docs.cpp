@@ -2,6 +2,8 @@
 // and every link between them (and to the repository's files) leads somewhere: a file that exists, and a
 // heading that exists in it. Links to other sites are not followed (tests run offline).
 
+#include "support/files.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -17,18 +19,13 @@
 
 #include <unistd.h>
 
+using swl::test::readFile;
+
 namespace {
 
 namespace fs = std::filesystem;
 
 const fs::path kSource = SWL_SOURCE_DIR;
-
-std::string readFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // A document's lines outside fenced code blocks, with inline code spans blanked out: links and headings
 // are only what a reader sees as such.

@@ -32,7 +32,7 @@ using swl::test::ManualTime;
 
 namespace {
 
-using Leasing = swl::LeasingLimiter<>;
+using LeasingLimiter = swl::LeasingLimiter<>;
 
 swl::LeaseOptions leaseFor(std::chrono::microseconds duration, std::int64_t room_divisor = 4) {
   swl::LeaseOptions leases;
@@ -56,7 +56,7 @@ std::int64_t nowOf(const ManualTime& time) { return time.clock.now().count(); }
 
 // Two requests 100 us apart: the second shows a demand of 10,000 units per second, so it asks for a
 // lease. Returns the second decision.
-swl::Decision warmUp(Leasing& limiter, ManualTime& time, const std::string& key) {
+swl::Decision warmUp(LeasingLimiter& limiter, ManualTime& time, const std::string& key) {
   limiter.tryAcquire(key);
   time.clock.advance(100us);
   return limiter.tryAcquire(key);
@@ -73,7 +73,7 @@ void fillWithPlainRequests(ManualTime& time, const swl::Limit& limit, int count)
 
 TEST_CASE("A key seen once costs one entry at its own time, as with a SlidingWindowLimiter") {
   ManualTime time;
-  Leasing limiter(time.connection, swl::Limit{100, 1s}, time.options);
+  LeasingLimiter limiter(time.connection, swl::Limit{100, 1s}, time.options);
   const swl::Decision decision = limiter.tryAcquire("cold", 3);
   CHECK(decision.allowed);
   CHECK(decision.tier == swl::Tier::redis);
@@ -86,7 +86,7 @@ TEST_CASE("A key seen once costs one entry at its own time, as with a SlidingWin
 
 TEST_CASE("A key in demand is leased: its next requests are decided here, from one entry scored at the lease's end") {
   ManualTime time;
-  Leasing limiter(time.connection, swl::Limit{100, 1s}, time.options, leaseFor(20ms));
+  LeasingLimiter limiter(time.connection, swl::Limit{100, 1s}, time.options, leaseFor(20ms));
   const swl::Decision first = limiter.tryAcquire("hot");
   CHECK(first.tier == swl::Tier::redis);
   time.clock.advance(100us);
@@ -116,7 +116,7 @@ TEST_CASE("A key in demand is leased: its next requests are decided here, from o
 
 TEST_CASE("A lease is used only until its end, less a margin, and then asked for again") {
   ManualTime time;
-  Leasing limiter(time.connection, swl::Limit{1000, 1s}, time.options, leaseFor(20ms));
+  LeasingLimiter limiter(time.connection, swl::Limit{1000, 1s}, time.options, leaseFor(20ms));
   REQUIRE(warmUp(limiter, time, "k").allowed);
   time.clock.advance(20ms - 202us);  // the margin is 1% of the lease plus 1 us
   CHECK(limiter.tryAcquire("k").tier == swl::Tier::lease);
@@ -128,7 +128,7 @@ TEST_CASE("What a lease did not use is given back on destruction: what it used c
   ManualTime time;
   swl::SlidingWindowLimiter<> plain(time.connection, swl::Limit{100, 1s}, time.options);
   {
-    Leasing limiter(time.connection, swl::Limit{100, 1s}, time.options, leaseFor(20ms));
+    LeasingLimiter limiter(time.connection, swl::Limit{100, 1s}, time.options, leaseFor(20ms));
     REQUIRE(warmUp(limiter, time, "k").allowed);  // 1 unit, then a lease of 24
     for (int i = 0; i < 4; ++i) REQUIRE(limiter.tryAcquire("k").tier == swl::Tier::lease);
     CHECK(plain.peek("k").used == 25);
@@ -147,7 +147,7 @@ TEST_CASE("What a lease did not use is given back on destruction: what it used c
 TEST_CASE("giveBack() frees the units other instances are refused for, and the next lease gives back the last") {
   ManualTime time;
   swl::SlidingWindowLimiter<> plain(time.connection, swl::Limit{100, 1s}, time.options);
-  Leasing limiter(time.connection, swl::Limit{100, 1s}, time.options, leaseFor(20ms));
+  LeasingLimiter limiter(time.connection, swl::Limit{100, 1s}, time.options, leaseFor(20ms));
   REQUIRE(warmUp(limiter, time, "k").allowed);  // 25 units recorded, 23 of them unused
   for (int i = 0; i < 75; ++i) REQUIRE(plain.tryAcquire("k").allowed);
   CHECK_FALSE(plain.tryAcquire("k").allowed);
@@ -159,7 +159,7 @@ TEST_CASE("giveBack() frees the units other instances are refused for, and the n
   SECTION("a lease call gives the previous lease back in the same call") {
     ManualTime other;
     swl::SlidingWindowLimiter<> observer(other.connection, swl::Limit{1000, 1s}, other.options);
-    Leasing leasing(other.connection, swl::Limit{1000, 1s}, other.options, leaseFor(20ms));
+    LeasingLimiter leasing(other.connection, swl::Limit{1000, 1s}, other.options, leaseFor(20ms));
     REQUIRE(warmUp(leasing, other, "k").allowed);  // 1 + a lease of 201 (demand 200 per lease)
     REQUIRE(leasing.tryAcquire("k").tier == swl::Tier::lease);
     CHECK(observer.peek("k").used == 202);
@@ -174,7 +174,7 @@ TEST_CASE("giveBack() frees the units other instances are refused for, and the n
 
 TEST_CASE("A refusal from Redis is repeated here until its retry_after, without a call") {
   ManualTime time;
-  Leasing limiter(time.connection, swl::Limit{10, 1s}, time.options, leaseFor(20ms));
+  LeasingLimiter limiter(time.connection, swl::Limit{10, 1s}, time.options, leaseFor(20ms));
   fillWithPlainRequests(time, swl::Limit{10, 1s}, 10);
   time.clock.advance(300ms);
   const swl::Decision refused = limiter.tryAcquire("k");
@@ -198,7 +198,7 @@ TEST_CASE("A refusal from Redis is repeated here until its retry_after, without 
 TEST_CASE("A lease refused by a window of one-unit entries answers when to come back") {
   // Counted by entries (no lease recorded yet), the set has no sums: the wait is its oldest entry's.
   ManualTime time;
-  Leasing limiter(time.connection, swl::Limit{100, 1s}, time.options, leaseFor(20ms));
+  LeasingLimiter limiter(time.connection, swl::Limit{100, 1s}, time.options, leaseFor(20ms));
   fillWithPlainRequests(time, swl::Limit{100, 1s}, 99);
   time.clock.advance(300ms);
   REQUIRE(limiter.tryAcquire("k").allowed);
@@ -213,7 +213,7 @@ TEST_CASE("A lease refused by a window of one-unit entries answers when to come 
 TEST_CASE("The log outlives its newest lease's end plus the window, whatever writes to it later") {
   ManualTime time;
   swl::SlidingWindowLimiter<> plain(time.connection, swl::Limit{1000, 1s}, time.options);
-  Leasing limiter(time.connection, swl::Limit{1000, 1s}, time.options, leaseFor(500ms));
+  LeasingLimiter limiter(time.connection, swl::Limit{1000, 1s}, time.options, leaseFor(500ms));
   REQUIRE(warmUp(limiter, time, "k").tier == swl::Tier::redis);
   REQUIRE(plain.tryAcquire("k").allowed);  // a plain write sets the expiry after the lease's
   CHECK(integerReply(time.connection, {"PTTL", "swl:k"}) > 1400);
@@ -223,9 +223,9 @@ TEST_CASE("Across leasing and plain limiters, no window ever holds more than the
   const auto seed = GENERATE(1u, 2u, 3u, 4u, 5u, 6u);
   ManualTime time;
   const swl::Limit limit{40, 1s};
-  std::optional<Leasing> first;
+  std::optional<LeasingLimiter> first;
   first.emplace(time.connection, limit, time.options, leaseFor(100ms));
-  Leasing second(time.connection, limit, time.options, leaseFor(30ms, 2));
+  LeasingLimiter second(time.connection, limit, time.options, leaseFor(30ms, 2));
   swl::SlidingWindowLimiter<> plain(time.connection, limit, time.options);
   std::mt19937 random(seed);
   std::vector<std::pair<std::int64_t, std::int64_t>> admitted;  // (time, units)
@@ -265,7 +265,7 @@ TEST_CASE("Across leasing and plain limiters, no window ever holds more than the
 TEST_CASE("While Redis cannot answer, a lease in hand still admits: then the failure policy answers") {
   ManualTime time;
   time.options.on_failure = swl::FailurePolicy::allow;
-  Leasing limiter(time.connection, swl::Limit{100, 1s}, time.options, leaseFor(20ms));
+  LeasingLimiter limiter(time.connection, swl::Limit{100, 1s}, time.options, leaseFor(20ms));
   REQUIRE(warmUp(limiter, time, "k").allowed);  // a lease of 24, one of them used
   time.server.stop();
   for (int i = 0; i < 23; ++i) REQUIRE(limiter.tryAcquire("k").tier == swl::Tier::lease);
@@ -274,7 +274,7 @@ TEST_CASE("While Redis cannot answer, a lease in hand still admits: then the fai
 
 TEST_CASE("A window too short for a lease to pay is decided by Redis each time") {
   ManualTime time;
-  Leasing limiter(time.connection, swl::Limit{100, 10ms}, time.options);
+  LeasingLimiter limiter(time.connection, swl::Limit{100, 10ms}, time.options);
   CHECK(limiter.leaseDuration() == 200us);
   for (int i = 0; i < 20; ++i) {
     CHECK(limiter.tryAcquire("k").tier == swl::Tier::redis);
@@ -287,12 +287,12 @@ TEST_CASE("A LeasingLimiter refuses options it cannot keep") {
   const swl::Limit limit{100, 1s};
   swl::LimiterOptions counted = time.options;
   counted.rejected = swl::RejectedRequests::counted;
-  CHECK_THROWS_WITH(Leasing(time.connection, limit, counted), Catch::Contains("rejected requests cannot be counted"));
-  CHECK_THROWS_WITH(Leasing(time.connection, limit, time.options, leaseFor(2s)),
+  CHECK_THROWS_WITH(LeasingLimiter(time.connection, limit, counted), Catch::Contains("rejected requests cannot be counted"));
+  CHECK_THROWS_WITH(LeasingLimiter(time.connection, limit, time.options, leaseFor(2s)),
                     Catch::Contains("not in 0..the window"));
-  CHECK_THROWS_WITH(Leasing(time.connection, limit, time.options, leaseFor(20ms, 1)),
+  CHECK_THROWS_WITH(LeasingLimiter(time.connection, limit, time.options, leaseFor(20ms, 1)),
                     Catch::Contains("room_divisor 1 is below 2"));
-  Leasing limiter(time.connection, limit, time.options);
+  LeasingLimiter limiter(time.connection, limit, time.options);
   CHECK(limiter.leaseDuration() == 20ms);
   CHECK_THROWS_AS(limiter.tryAcquire("k", 101), swl::InvalidArgument);
   CHECK_THROWS_AS(limiter.tryAcquire("", 1), swl::InvalidArgument);
@@ -354,7 +354,7 @@ TEST_CASE("Threads share a key's lease: one call at a time asks for the next, an
   auto pool = swl::ConnectionPool::tcp("127.0.0.1", server.port(), swl::PoolOptions{8});
   swl::Connection connection = server.connect();
   const swl::Limit limit{500, 200ms};
-  Leasing limiter(pool, limit, {}, leaseFor(10ms));
+  LeasingLimiter limiter(pool, limit, {}, leaseFor(10ms));
   struct alignas(64) Leased {
     long decisions = 0;
   };
@@ -380,7 +380,7 @@ TEST_CASE("While Redis stalls, threads waiting on a key's lease call get its fai
   auto pool = swl::ConnectionPool::tcp("127.0.0.1", server.port(), swl::PoolOptions{4}, swl::test::failFast(100ms));
   swl::LimiterOptions options;
   options.on_failure = swl::FailurePolicy::deny;
-  Leasing limiter(pool, swl::Limit{1'000'000, 1s}, options, leaseFor(5ms));
+  LeasingLimiter limiter(pool, swl::Limit{1'000'000, 1s}, options, leaseFor(5ms));
   for (int i = 0; i < 1000; ++i) REQUIRE(limiter.tryAcquire("k").allowed);  // hot: leased
   server.pause();
   std::atomic<long> failed{0}, decided{0};

@@ -2,6 +2,7 @@
 
 #include <swl/swl.hpp>
 
+#include "support/decisions.hpp"
 #include "support/manual_time.hpp"
 #include "support/redis_server.hpp"
 #include "support/replies.hpp"
@@ -24,6 +25,7 @@ using swl::test::integerReply;
 using swl::test::logEntries;
 using swl::test::ManualTime;
 using swl::test::RedisServer;
+using swl::test::sameDecision;
 using swl::test::textReply;
 
 TEST_CASE("several limits under 8 threads: all or nothing, so the tightest binds and no rule pays for a refusal") {
@@ -540,12 +542,6 @@ TEST_CASE("over maxmemory a decision with a GCRA rule writes nothing, whichever 
 }
 
 namespace {
-
-// Whether two decisions say the same in every number a caller acts on.
-bool sameDecision(const swl::Decision& a, const swl::Decision& b) {
-  return a.allowed == b.allowed && a.remaining == b.remaining && a.limit == b.limit && a.retry_after == b.retry_after &&
-         a.reset_after == b.reset_after && a.tier == b.tier;
-}
 
 bool sameMultiDecision(const swl::MultiDecision& a, const swl::MultiDecision& b) {
   if (a.binding != b.binding || a.rules.size() != b.rules.size() || !sameDecision(a.decision, b.decision)) return false;

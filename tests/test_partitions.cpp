@@ -39,7 +39,7 @@ using swl::test::PartitionedSentinel;
 using swl::test::PartitionNetwork;
 using Clock = std::chrono::steady_clock;
 
-constexpr std::int64_t kLimit = 100;
+constexpr std::int64_t kMaxRequests = 100;
 constexpr auto kWindow = 2s;
 constexpr auto kCut = 8s;  // well past the sentinels' down-after (1 s) and the cluster's node timeout (2 s)
 // A cut after which the majority must have admitted lasts past kCut until it has, up to kLongestCut: on a
@@ -88,7 +88,7 @@ std::string describe(const PartitionResult& r) {
   const auto side = [&](const long long(&values)[2]) {
     return std::to_string(values[majority]) + " / " + std::to_string(values[minority]);
   };
-  return "most in one window " + std::to_string(r.most_in_a_window) + " of " + std::to_string(kLimit) +
+  return "most in one window " + std::to_string(r.most_in_a_window) + " of " + std::to_string(kMaxRequests) +
          "; (majority / minority) admitted during the " + std::to_string(r.cut.count()) + " ms cut " +
          side(r.admitted_in_cut) + ", lost " + side(r.lost) + " of " + std::to_string(r.admitted) +
          " admitted; policy answers " + side(r.by_policy) + " over " + std::to_string(r.errors_for[majority].count()) +
@@ -162,7 +162,7 @@ PartitionResult runPartition(const Partitioned& deployment, bool majority_goes_o
         swl::LimiterOptions fail_closed;
         fail_closed.on_failure = swl::FailurePolicy::deny;
         swl::SlidingWindowLimiter<swl::PrefixKey, swl::test::RememberedMember> limiter(
-            *redis, swl::Limit{kLimit, kWindow}, fail_closed, swl::PrefixKey(), members);
+            *redis, swl::Limit{kMaxRequests, kWindow}, fail_closed, swl::PrefixKey(), members);
         while (!stop) {
           const auto before = Clock::now();
           const swl::Decision decision = limiter.tryAcquire("hot");
@@ -285,14 +285,14 @@ PartitionResult clusterPartition(const std::vector<std::string>& server_argument
 void checkBothSidesDecidedAndTheMinorityLost(const PartitionResult& result) {
   CHECK(result.admitted_in_cut[majority] > 0);
   CHECK(result.admitted_in_cut[minority] > 0);
-  CHECK(result.most_in_a_window <= 2 * kLimit);
+  CHECK(result.most_in_a_window <= 2 * kMaxRequests);
   CHECK(result.lost[minority] >= result.admitted_in_cut[minority]);
   CHECK(result.lost[majority] <= kInFlightAtTheCut);
 }
 
 // With it: no window over the limit, nothing acknowledged lost, and nothing admitted on the cut-off side.
 void checkNothingOverAndNothingLost(const PartitionResult& result) {
-  CHECK(result.most_in_a_window <= kLimit);
+  CHECK(result.most_in_a_window <= kMaxRequests);
   CHECK(result.lost[majority] + result.lost[minority] == 0);
   CHECK(result.admitted_in_cut[minority] == 0);
 }

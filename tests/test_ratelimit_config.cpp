@@ -8,6 +8,8 @@
 #include <ratelimit/yaml_events.hpp>
 #include <ratelimit/yaml_scalar.hpp>
 
+#include "support/ratelimit_yaml.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -28,6 +30,7 @@ using swl::ratelimit::ConfigError;
 using swl::ratelimit::DescriptorEntry;
 using swl::ratelimit::Domain;
 using swl::ratelimit::Rule;
+using swl::test::domainOf;
 using swl::ratelimit::Unit;
 using namespace std::chrono_literals;
 
@@ -52,12 +55,10 @@ descriptors:
         rate_limit: {unit: hour, requests_per_unit: 100}
 )";
 
-Domain parse(const std::string& yaml) { return swl::ratelimit::parseDomain(yaml, "test.yaml"); }
-
 // What the file is refused with; a file that loads fails the test.
 std::string refusalOf(const std::string& yaml) {
   try {
-    parse(yaml);
+    domainOf(yaml);
   } catch (const ConfigError& refusal) {
     return refusal.what();
   }
@@ -107,7 +108,7 @@ class ScratchDirectory {
 }  // namespace
 
 TEST_CASE("envoyproxy's example loads with each rule where it is written") {
-  const Domain domain = parse(kEnvoyExample);
+  const Domain domain = domainOf(kEnvoyExample);
   CHECK(domain.name == "mongo_cps");
   CHECK(domain.source.line == 1);
   CHECK(domain.rules.ruleCount() == 4);
@@ -147,7 +148,7 @@ TEST_CASE("envoyproxy's example loads with each rule where it is written") {
 }
 
 TEST_CASE("what swl adds to a rate_limit is read with its defaults") {
-  const Domain domain = parse(R"(domain: swl
+  const Domain domain = domainOf(R"(domain: swl
 descriptors:
   - key: tenant
     value: big
@@ -192,7 +193,7 @@ descriptors:
 }
 
 TEST_CASE("envoyproxy's other keys load and are kept") {
-  const Domain domain = parse(R"(domain: kept
+  const Domain domain = domainOf(R"(domain: kept
 descriptors:
   - key: client
     value_to_metric: true
@@ -224,10 +225,10 @@ descriptors:
 }
 
 TEST_CASE("a domain with no descriptors loads and limits nothing") {
-  const Domain domain = parse("domain: quiet\n");
+  const Domain domain = domainOf("domain: quiet\n");
   CHECK(domain.rules.ruleCount() == 0);
   CHECK(domain.rules.find({{"a", "b"}}) == nullptr);
-  CHECK(parse("domain: quiet\ndescriptors:\n").rules.ruleCount() == 0);
+  CHECK(domainOf("domain: quiet\ndescriptors:\n").rules.ruleCount() == 0);
 }
 
 TEST_CASE("a rate_limit wrong in its numbers is refused at its line") {
@@ -260,22 +261,22 @@ TEST_CASE("a rate_limit without its unit is refused at its line, and one without
   checkRefused("domain: d\ndescriptors:\n  - key: k\n    rate_limit: [a]\n", 4, "rate_limit is a map");
 
   // requests_per_unit left out is 0, as in envoyproxy/ratelimit: every hit is over the limit.
-  const Domain none_given = parse("domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n");
+  const Domain none_given = domainOf("domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n");
   CHECK(ruleFor(none_given, {{"k", "v"}}).limit == swl::Limit{0, 1s});
-  const Domain zero = parse(
+  const Domain zero = domainOf(
       "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 0, algorithm: gcra, "
       "weight: 7}\n");
   CHECK(ruleFor(zero, {{"k", "v"}}).limit == swl::Limit{0, 1h});
   CHECK(ruleFor(zero, {{"k", "v"}}).weight == 7);
   // `rate_limit:` with nothing is no rate limit: the descriptor is matched, and limits nothing.
   const Domain null_limit =
-      parse("domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n  - key: j\n    rate_limit: ~\n");
+      domainOf("domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n  - key: j\n    rate_limit: ~\n");
   CHECK(null_limit.rules.ruleCount() == 0);
 }
 
 TEST_CASE("requests_per_unit is read as yaml.v2 reads an integer, up to Envoy's 4294967295") {
   const auto limitOf = [](const std::string& written) {
-    const Domain domain = parse(
+    const Domain domain = domainOf(
         "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: " + written + "}\n");
     return ruleFor(domain, {{"k", "v"}}).limit.max_requests;
   };
@@ -324,7 +325,7 @@ TEST_CASE("two siblings with one key and value are refused at the second") {
       "      - key: n\n",
       7, "a second descriptor d.k.n");
   // One key under two parents, or one key with two values, is no repeat.
-  const Domain fine = parse(
+  const Domain fine = domainOf(
       "domain: d\ndescriptors:\n  - key: k\n    descriptors: [{key: n}]\n  - key: j\n    descriptors: [{key: n}]\n"
       "  - {key: k, value: v}\n  - {key: k, value: w}\n  - {key: k, value: \"v*\"}\n");
   CHECK(fine.name == "d");
@@ -340,14 +341,14 @@ TEST_CASE("unlimited with a unit, or with what swl counts, is refused at that ke
   checkRefused("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unlimited: true, algorithm: gcra}\n", 4,
                "unlimited: true takes no algorithm");
   // envoyproxy/ratelimit ignores requests_per_unit, and a unit that is none, beside unlimited: true.
-  const Domain ignored = parse(
+  const Domain ignored = domainOf(
       "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unlimited: true\n      requests_per_unit: 5\n"
       "  - key: j\n    rate_limit: {unlimited: true, unit: fortnight}\n");
   CHECK(ruleFor(ignored, {{"k", "v"}}).unlimited);
   CHECK(ruleFor(ignored, {{"j", "v"}}).unlimited);
   CHECK(ignored.warnings.size() == 2);
   // unlimited: false is a limit like any other.
-  CHECK(parse("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unlimited: false, unit: hour, "
+  CHECK(domainOf("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unlimited: false, unit: hour, "
               "requests_per_unit: 1}\n")
             .rules.ruleCount() == 1);
 }
@@ -356,7 +357,7 @@ TEST_CASE("an algorithm or a calendar that cannot keep the limit is refused at i
   const std::string head = "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n";
   checkRefused(head + "      unit: year\n      requests_per_unit: 286\n      algorithm: gcra\n", 7,
                "too fine to count exactly");
-  CHECK(parse(head + "      unit: year\n      requests_per_unit: 285\n      algorithm: gcra\n").rules.ruleCount() == 1);
+  CHECK(domainOf(head + "      unit: year\n      requests_per_unit: 285\n      algorithm: gcra\n").rules.ruleCount() == 1);
   checkRefused(head + "      unit: day\n      requests_per_unit: 5\n      calendar: true\n      algorithm: gcra\n", 8,
                "calendar periods are counted as fixed windows: algorithm gcra cannot keep them");
   checkRefused(head +
@@ -417,7 +418,7 @@ TEST_CASE("a YAML syntax error is refused at the line the parser found it, in ya
   checkRefused("domain: d\ndescriptors: *nowhere\n", 2,
                "not valid YAML: the alias *nowhere names no anchor (&nowhere) written before it");
   // What follows the first document is not read, and so not refused.
-  const Domain first = parse("domain: d\n---\n[unclosed\n");
+  const Domain first = domainOf("domain: d\n---\n[unclosed\n");
   REQUIRE(first.warnings.size() == 1);
   CHECK_THAT(first.warnings[0], Catch::StartsWith("test.yaml:2: a second YAML document: ignored"));
 }
@@ -468,7 +469,7 @@ TEST_CASE("any text is either a domain or a ConfigError") {
     }
     INFO("round " << round << ":\n" << text);
     try {
-      parse(text);
+      domainOf(text);
       ++loaded;
     } catch (const ConfigError& refusal) {
       CHECK_THAT(refusal.what(), Catch::StartsWith("test.yaml:"));
@@ -585,7 +586,7 @@ descriptors:
 }  // namespace
 
 TEST_CASE("envoyproxy's basic configuration: each descriptor reaches its limit, or none") {
-  const Domain domain = parse(kBasic);
+  const Domain domain = domainOf(kBasic);
   CHECK(domain.warnings.empty());
   CHECK(domain.rules.find({}) == nullptr);
   CHECK(domain.rules.find({{"key1", "something"}}) == nullptr);
@@ -616,13 +617,13 @@ TEST_CASE("envoyproxy's basic configuration: each descriptor reaches its limit, 
   CHECK(ruleFor(domain, {{"key7", "unspecified_value"}}).limit == swl::Limit{70, 1min});
 
   swl::ratelimit::Configuration configuration;
-  configuration.add(parse(kBasic));
+  configuration.add(domainOf(kBasic));
   CHECK(configuration.find("foo_domain", {}) == nullptr);
   CHECK(configuration.find("foo_domain", {{"key1", "value1"}, {"subkey1", "something"}}) == nullptr);
 }
 
 TEST_CASE("envoyproxy's shadow mode, quota mode and metric flags are read per descriptor") {
-  const Domain domain = parse(R"(domain: test-domain
+  const Domain domain = domainOf(R"(domain: test-domain
 descriptors:
   - key: key1
     value: value1
@@ -652,7 +653,7 @@ descriptors:
 }
 
 TEST_CASE("envoyproxy's share_threshold is read on patterns, and refused on a value without '*'") {
-  const Domain domain = parse(R"(domain: test-domain
+  const Domain domain = domainOf(R"(domain: test-domain
 descriptors:
   - {key: files, value: "files/*", share_threshold: true, rate_limit: {unit: minute, requests_per_unit: 100}}
   - key: path
@@ -693,11 +694,11 @@ descriptors:
   checkRefused("domain: d\ndescriptors:\n  - {key: files, share_threshold: true}\n", 3,
                "and key \"files\" has no value");
   // share_threshold: false asks nothing.
-  CHECK(parse("domain: d\ndescriptors:\n  - {key: k, value: v, share_threshold: false}\n").name == "d");
+  CHECK(domainOf("domain: d\ndescriptors:\n  - {key: k, value: v, share_threshold: false}\n").name == "d");
 }
 
 TEST_CASE("envoyproxy's metadata loads, whatever YAML it holds, and is not read") {
-  const Domain domain = parse(R"(domain: test-domain
+  const Domain domain = domainOf(R"(domain: test-domain
 descriptors:
   - key: key1
     value: value1
@@ -760,7 +761,7 @@ TEST_CASE("envoyproxy's refused files are refused, each at its line and naming t
       "      unit: day\n      requests_per_unit: 25\n",
       6, "unlimited: true takes no unit");
   // A name replaces may name that no rule has is fine, as in envoyproxy/ratelimit.
-  CHECK(ruleFor(parse(replacing + "        - name: nowhere\n"), {{"key1", "x"}}).replaces ==
+  CHECK(ruleFor(domainOf(replacing + "        - name: nowhere\n"), {{"key1", "x"}}).replaces ==
         std::vector<std::string>{"nowhere"});
 }
 
@@ -804,7 +805,7 @@ TEST_CASE("envoyproxy's duplicate domain is refused naming both files, and merge
 }
 
 TEST_CASE("a key where it means nothing is ignored with a warning, as envoyproxy/ratelimit ignores it") {
-  const Domain domain = parse(R"(domain: d
+  const Domain domain = domainOf(R"(domain: d
 unit: second
 descriptors:
   - key: k
@@ -832,7 +833,7 @@ descriptors:
 }
 
 TEST_CASE("a key given twice is read from its last value, with a warning, as envoyproxy/ratelimit reads it") {
-  const Domain domain = parse(R"(domain: first
+  const Domain domain = domainOf(R"(domain: first
 domain: second
 descriptors:
   - key: k
@@ -850,26 +851,26 @@ descriptors:
              Catch::StartsWith("test.yaml:5: key is given again in a descriptor (first at line 4)"));
 
   // A second rate_limit adds to the first, field by field, as yaml.v2 decodes them into one.
-  const Domain twice = parse(
+  const Domain twice = domainOf(
       "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, name: a}\n    rate_limit: {requests_per_unit: "
       "3}\n");
   const Rule& added = ruleFor(twice, {{"k", "v"}});
   CHECK(added.limit == swl::Limit{3, 1h});
   CHECK(added.name == "a");
   // A second descriptors list takes the place of the first.
-  const Domain replaced = parse(
+  const Domain replaced = domainOf(
       "domain: d\ndescriptors:\n  - {key: a, rate_limit: {unit: hour, requests_per_unit: 1}}\n"
       "descriptors:\n  - {key: b, rate_limit: {unit: hour, requests_per_unit: 1}}\n");
   CHECK(replaced.rules.ruleCount() == 1);
   CHECK(replaced.rules.find({{"a", "x"}}) == nullptr);
   // What the first value said wrong goes with it; a value that could not be decoded at all does not.
-  CHECK(parse("domain: d\ndescriptors:\n  - {key: k, nmae: x}\ndescriptors:\n  - {key: k}\n").warnings.size() == 1);
+  CHECK(domainOf("domain: d\ndescriptors:\n  - {key: k, nmae: x}\ndescriptors:\n  - {key: k}\n").warnings.size() == 1);
   checkRefused("domain: d\ndescriptors:\n  - {key: k, shadow_mode: maybe}\ndescriptors:\n  - {key: k}\n", 3,
                "shadow_mode is true or false");
 }
 
 TEST_CASE("YAML 1.1 is read as yaml.v2 reads it: words, numbers, aliases, merge keys, the first document") {
-  const Domain domain = parse(R"(domain: d
+  const Domain domain = domainOf(R"(domain: d
 descriptors:
   - key: 123
     value: yes
@@ -900,7 +901,7 @@ this: is not read
   checkRefused("domain: d\ndescriptors:\n  - key: k\n    <<: 5\n", 4, "<< merges a map, an alias of one, or a list");
   checkRefused("domain: d\nx: &l [a]\n", 2, "unknown key \"x\"");
   // Quoted, a number is text.
-  CHECK(ruleFor(parse("domain: d\ndescriptors:\n  - {key: k, value: \"1.5\", rate_limit: {unit: hour}}\n"),
+  CHECK(ruleFor(domainOf("domain: d\ndescriptors:\n  - {key: k, value: \"1.5\", rate_limit: {unit: hour}}\n"),
                 {{"k", "1.5"}})
             .limit.max_requests == 0);
 }
@@ -915,7 +916,7 @@ TEST_CASE("a file that is not UTF-8, or holds a character YAML does not allow, i
                "the character U+1, which YAML does not allow");
   checkRefused(std::string("domain: d\0\n", 11), 1, "the character U+0");
   // UTF-8 in any language loads; so does UTF-16 with its byte order mark, as in envoyproxy/ratelimit.
-  CHECK(ruleFor(parse("domain: d\ndescriptors:\n  - {key: ville, value: Zürich, rate_limit: {unit: hour}}\n"),
+  CHECK(ruleFor(domainOf("domain: d\ndescriptors:\n  - {key: ville, value: Zürich, rate_limit: {unit: hour}}\n"),
                 {{"ville", "Zürich"}})
             .stats_key == "d.ville_Zürich");
   std::string utf16 = "\xff\xfe";
@@ -923,7 +924,7 @@ TEST_CASE("a file that is not UTF-8, or holds a character YAML does not allow, i
     utf16 += c;
     utf16 += '\0';
   }
-  CHECK(parse(utf16).rules.ruleCount() == 1);
+  CHECK(domainOf(utf16).rules.ruleCount() == 1);
 }
 
 TEST_CASE("nesting past the limits is refused with its line and says so") {
@@ -959,7 +960,7 @@ TEST_CASE("envoyproxy's key_value names are one: the key a_b beside the key a wi
   checkRefused("domain: d\ndescriptors:\n  - key: a_b\n    value: c\n  - key: a\n    value: b_c\n", 5,
                "a second descriptor");
   // Apart, they load.
-  CHECK(parse("domain: d\ndescriptors:\n  - {key: a, value: c}\n  - {key: a_b}\n  - {key: a_, value: x}\n").name ==
+  CHECK(domainOf("domain: d\ndescriptors:\n  - {key: a, value: c}\n  - {key: a_b}\n  - {key: a_, value: x}\n").name ==
         "d");
 }
 
@@ -1034,7 +1035,7 @@ TEST_CASE("a file of 100,000 rules loads, each rule where it is written") {
     text += "  - {key: ip, value: 10.0." + std::to_string(tenant) +
             ", rate_limit: {unit: second, requests_per_unit: 50}}\n";
   }
-  const Domain domain = parse(text);
+  const Domain domain = domainOf(text);
   CHECK(domain.rules.ruleCount() == 5 * kTenants);
   CHECK(ruleFor(domain, {{"tenant", "t19999"}, {"path", "/api/orders/7"}}).name == "t19999-o");
   CHECK(ruleFor(domain, {{"tenant", "t7"}, {"path", "/api/users/x"}}).replaces == std::vector<std::string>{"t7-a"});
@@ -1147,7 +1148,7 @@ TEST_CASE("a quoted scalar is text, and a tagged one is what its tag says or ref
   CHECK(tagged("5", "!mine").kind == yaml::Kind::text);
   CHECK_THROWS_WITH(tagged("five", "tag:yaml.org,2002:int"), "test.yaml:1: not valid YAML: \"five\" is not a !!int");
   // Through the parser: `!` alone makes text of a plain scalar.
-  CHECK(ruleFor(parse("domain: d\ndescriptors:\n  - {key: k, value: ! 5, rate_limit: {unit: hour}}\n"), {{"k", "5"}})
+  CHECK(ruleFor(domainOf("domain: d\ndescriptors:\n  - {key: k, value: ! 5, rate_limit: {unit: hour}}\n"), {{"k", "5"}})
             .stats_key == "d.k_5");
   checkRefused("domain: d\ndescriptors:\n  - key: k\n    value: !!bool maybe\n", 4, "\"maybe\" is not a !!bool");
 }

@@ -6,6 +6,8 @@
 #include <ratelimit/config.hpp>
 #include <ratelimit/rules.hpp>
 
+#include "support/ratelimit_yaml.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -25,10 +27,9 @@
 using swl::ratelimit::DescriptorEntry;
 using swl::ratelimit::Domain;
 using swl::ratelimit::Rule;
+using swl::test::domainOf;
 
 namespace {
-
-Domain parse(const std::string& yaml) { return swl::ratelimit::parseDomain(yaml, "test.yaml"); }
 
 // The name of the rule `descriptor` reaches, or "none".
 std::string reached(const Domain& domain, const std::vector<DescriptorEntry>& descriptor) {
@@ -69,7 +70,7 @@ descriptors:
 }  // namespace
 
 TEST_CASE("an exact value is preferred to a wildcard, and a wildcard to the key alone") {
-  const Domain domain = parse(kPaths);
+  const Domain domain = domainOf(kPaths);
   CHECK(reached(domain, {{"path", "/api/health"}}) == "health");
   CHECK(reached(domain, {{"path", "/api/users"}}) == "api");
   CHECK(reached(domain, {{"path", "/api/"}}) == "api");
@@ -83,7 +84,7 @@ TEST_CASE("an exact value is preferred to a wildcard, and a wildcard to the key 
 }
 
 TEST_CASE("a pattern matches the value, never the key") {
-  const Domain domain = parse(R"(domain: d
+  const Domain domain = domainOf(R"(domain: d
 descriptors:
   - key: a
     value: "b*"
@@ -98,7 +99,7 @@ descriptors:
 }
 
 TEST_CASE("the level's best node is taken and never given up for another") {
-  const Domain domain = parse(kPaths);
+  const Domain domain = domainOf(kPaths);
   CHECK(reached(domain, {{"user", "admin"}, {"path", "/x"}}) == "admin_path");
   // user=admin is taken at the first level, and has no /login below it: the key-only user, which has, is
   // not tried.
@@ -108,7 +109,7 @@ TEST_CASE("the level's best node is taken and never given up for another") {
 }
 
 TEST_CASE("a descriptor that stops short, runs past the tree, or names no node reaches no rule") {
-  const Domain domain = parse(kPaths);
+  const Domain domain = domainOf(kPaths);
   CHECK(reached(domain, {}) == "none");
   CHECK(reached(domain, {{"user", "admin"}}) == "none");
   CHECK(reached(domain, {{"path", "/api/health"}, {"method", "GET"}}) == "none");
@@ -178,7 +179,7 @@ TEST_CASE("a pattern's every '*' is any run of characters, as envoyproxy/ratelim
 }
 
 TEST_CASE("envoyproxy's wildcard configuration: the pattern's rule, for the values it takes only") {
-  const Domain domain = parse(R"(domain: test-domain
+  const Domain domain = domainOf(R"(domain: test-domain
 descriptors:
   - {key: wild, value: "foo*", rate_limit: {unit: minute, requests_per_unit: 20, name: wild}}
   - {key: noWild, value: foo, rate_limit: {unit: minute, requests_per_unit: 20, name: noWild}}
@@ -210,7 +211,7 @@ descriptors:
 }
 
 TEST_CASE("envoyproxy's share_threshold configuration: patterns in the middle, several per descriptor") {
-  const Domain domain = parse(R"(domain: test-domain
+  const Domain domain = domainOf(R"(domain: test-domain
 descriptors:
   - {key: files, value: "files/*", share_threshold: true, rate_limit: {unit: minute, requests_per_unit: 100}}
   - key: nested
@@ -407,7 +408,7 @@ TEST_CASE("the tree finds the rule a brute-force search of random files finds") 
     const std::vector<WrittenNode> tree = files.level(0);
     const std::string yaml = files.yaml(tree);
     INFO(yaml);
-    const Domain domain = parse(yaml);
+    const Domain domain = domainOf(yaml);
     for (int round = 0; round < 300; ++round) {
       const auto entries = files.descriptor(tree);
       std::vector<DescriptorEntry> descriptor;

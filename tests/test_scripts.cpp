@@ -3,28 +3,21 @@
 
 #include <swl/scripts.hpp>
 
+#include "support/files.hpp"
 #include "support/redis_server.hpp"
 #include "support/replies.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <set>
-#include <sstream>
 #include <string>
 
+using swl::test::readFile;
 using swl::test::RedisServer;
 
 namespace {
-
-std::string readFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::ostringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 // What `command` prints on its standard output.
 std::string outputOf(const std::string& command) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 using namespace std::chrono_literals;
+using swl::test::endpoint;
 using swl::test::errorReplies;
 using swl::test::integerReply;
 using swl::test::logEntries;
@@ -29,8 +30,6 @@ namespace {
 
 const std::string kMaster(RedisSentinel::kMasterName);
 
-std::string endpoint(int port) { return "127.0.0.1:" + std::to_string(port); }
-
 swl::SentinelConnection sentinelClient(const RedisSentinel& deployment, const swl::SentinelOptions& options) {
   return swl::SentinelConnection(deployment.sentinels(), kMaster, options);
 }
@@ -40,10 +39,10 @@ swl::SentinelConnection sentinelClient(const RedisSentinel& deployment) {
 }
 
 // A thread that calls tryAcquire on one key until stopped, keeping every decision and when it came.
-class Traffic {
+class RecordingTraffic {
  public:
   template <class Limiter>
-  Traffic(Limiter& limiter, std::string key) {
+  RecordingTraffic(Limiter& limiter, std::string key) {
     thread_ = std::thread([this, &limiter, key = std::move(key)] {
       while (!stop_) {
         const swl::Decision decision = limiter.tryAcquire(key);
@@ -56,7 +55,7 @@ class Traffic {
       }
     });
   }
-  ~Traffic() { stop(); }
+  ~RecordingTraffic() { stop(); }
 
   struct Seen {
     std::chrono::steady_clock::time_point at;
@@ -249,13 +248,13 @@ TEST_CASE("a killed master: the failure policy answers until the sentinels promo
   swl::SlidingWindowLimiter<> limiter(redis, swl::Limit{1'000'000, 3600s}, fail_closed);
   const int old_master = deployment.firstMasterPort(), replica = deployment.firstReplicaPort();
 
-  Traffic traffic(limiter, "k");
+  RecordingTraffic traffic(limiter, "k");
   REQUIRE(traffic.waitUntil([](const auto& decisions) { return decisions.size() >= 100; }, 5000ms));
   const auto killed_at = std::chrono::steady_clock::now();
   deployment.node(old_master).kill();
-  const auto resumed = [](const std::vector<Traffic::Seen>& decisions) {
+  const auto resumed = [](const std::vector<RecordingTraffic::Seen>& decisions) {
     bool refused = false;
-    for (const Traffic::Seen& seen : decisions) {
+    for (const RecordingTraffic::Seen& seen : decisions) {
       refused = refused || seen.tier == swl::Tier::fail_closed;
       if (refused && seen.tier == swl::Tier::redis) return true;
     }
@@ -269,7 +268,7 @@ TEST_CASE("a killed master: the failure policy answers until the sentinels promo
   traffic.stop();
 
   long long before_kill = 0, refused = 0, after_failover = 0;
-  for (const Traffic::Seen& seen : traffic.decisions()) {
+  for (const RecordingTraffic::Seen& seen : traffic.decisions()) {
     if (seen.tier == swl::Tier::fail_closed) {
       CHECK_FALSE(seen.allowed);
       ++refused;
@@ -279,7 +278,7 @@ TEST_CASE("a killed master: the failure policy answers until the sentinels promo
       ++(refused == 0 ? before_kill : after_failover);
     }
   }
-  const std::vector<Traffic::Seen>& decisions = traffic.decisions();
+  const std::vector<RecordingTraffic::Seen>& decisions = traffic.decisions();
   for (std::size_t i = decisions.size() - 100; i < decisions.size(); ++i) {
     CHECK(decisions[i].tier == swl::Tier::redis);
   }

@@ -17,14 +17,6 @@ using swl::test::integerReply;
 using swl::test::logEntries;
 using swl::test::RedisServer;
 
-namespace {
-
-long long entries(swl::Connection& connection, const std::string& redis_key) {
-  return logEntries(connection, redis_key);
-}
-
-}  // namespace
-
 TEST_CASE("a sharded limiter shares its limit out over its shards and never admits more than the limit") {
   RedisServer server;
   auto connection = server.connect();
@@ -39,9 +31,9 @@ TEST_CASE("a sharded limiter shares its limit out over its shards and never admi
   }
   // 200 requests at random fill every shard: 4 + 3 + 3.
   CHECK(admitted == 10);
-  CHECK(entries(connection, limiter.redisKey("hot", 0)) == 4);
-  CHECK(entries(connection, limiter.redisKey("hot", 1)) == 3);
-  CHECK(entries(connection, limiter.redisKey("hot", 2)) == 3);
+  CHECK(logEntries(connection, limiter.redisKey("hot", 0)) == 4);
+  CHECK(logEntries(connection, limiter.redisKey("hot", 1)) == 3);
+  CHECK(logEntries(connection, limiter.redisKey("hot", 2)) == 3);
   CHECK(limiter.shards() == 3);
 }
 
@@ -71,7 +63,7 @@ TEST_CASE("a sharded limiter's batch decides each request on one shard, and peek
   CHECK_THROWS_AS(outcomes[kRequests].value(), swl::InvalidArgument);
   CHECK(limiter.peek("k").used == 6);
   CHECK(limiter.peek("k").remaining == 0);
-  for (std::size_t shard = 0; shard < 3; ++shard) CHECK(entries(connection, limiter.redisKey("k", shard)) == 2);
+  for (std::size_t shard = 0; shard < 3; ++shard) CHECK(logEntries(connection, limiter.redisKey("k", shard)) == 2);
   CHECK(limiter.reset("k"));
   CHECK(limiter.peek("k").used == 0);
   CHECK_FALSE(limiter.reset("k"));

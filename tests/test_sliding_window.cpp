@@ -21,14 +21,6 @@ using swl::test::ManualTime;
 using swl::test::RedisServer;
 using swl::test::textReply;
 
-namespace {
-
-long long entries(swl::Connection& connection, const std::string& redis_key) {
-  return logEntries(connection, redis_key);
-}
-
-}  // namespace
-
 TEST_CASE("exactly the limit is admitted, then every request is rejected") {
   RedisServer server;
   auto connection = server.connect();
@@ -48,7 +40,7 @@ TEST_CASE("exactly the limit is admitted, then every request is rejected") {
     CHECK(decision.retry_after > 0us);
     CHECK(decision.retry_after <= 60s);
   }
-  CHECK(entries(connection, "swl:user:42") == 5);
+  CHECK(logEntries(connection, "swl:user:42") == 5);
   CHECK(limiter.tryAcquire("user:43").allowed);  // another key has its own window
 }
 
@@ -123,7 +115,7 @@ TEST_CASE_METHOD(ManualTime, "a rejected request consumes nothing, so sustained 
     }
     CHECK(admitted == 3);
   }
-  CHECK(entries(connection, "swl:flooded") <= 3);
+  CHECK(logEntries(connection, "swl:flooded") <= 3);
 }
 
 TEST_CASE_METHOD(ManualTime, "counting rejected requests is an opt-in penalty that keeps a hammering client out") {
@@ -198,7 +190,7 @@ TEST_CASE("8 threads x 1,000 calls on one key with a limit of 100 admit exactly 
   CHECK(admitted == 100);
   CHECK(rejected == 7900);
   auto connection = server.connect();
-  CHECK(entries(connection, "swl:shared") == 100);
+  CHECK(logEntries(connection, "swl:shared") == 100);
 }
 
 TEST_CASE_METHOD(ManualTime, "a request of cost above one takes that many units, in one decision") {
@@ -213,12 +205,12 @@ TEST_CASE_METHOD(ManualTime, "a request of cost above one takes that many units,
   CHECK_FALSE(too_much.allowed);
   CHECK(too_much.remaining == 2);
   CHECK(too_much.retry_after == 800ms);      // two of the first request's units must leave, at start + 1 s
-  CHECK(entries(connection, "swl:k") == 2);  // one entry per request, whatever its cost
+  CHECK(logEntries(connection, "swl:k") == 2);  // one entry per request, whatever its cost
 
   swl::Decision fits = limiter.tryAcquire("k", 2);
   CHECK(fits.allowed);
   CHECK(fits.remaining == 0);
-  CHECK(entries(connection, "swl:k") == 3);
+  CHECK(logEntries(connection, "swl:k") == 3);
 
   clock.set(start + 1s);  // the first request's 4 units leave together
   CHECK(limiter.tryAcquire("k", 4).allowed);
@@ -227,7 +219,7 @@ TEST_CASE_METHOD(ManualTime, "a request of cost above one takes that many units,
   // A large cost is still one entry.
   swl::SlidingWindowLimiter<> big(connection, swl::Limit{5000, 1s}, options);
   CHECK(big.tryAcquire("big", 4321).remaining == 679);
-  CHECK(entries(connection, "swl:big") == 1);
+  CHECK(logEntries(connection, "swl:big") == 1);
 }
 
 TEST_CASE("every key carries the expiry its TTL policy asks for") {
@@ -347,13 +339,13 @@ TEST_CASE("a command that timed out is never sent again, so nothing is counted t
   // The first timed-out call reached the server's socket before the freeze ended and runs once it does;
   // the second timed out reconnecting (its greeting PING went unanswered), before its script went out.
   auto observer = server.connect();
-  for (int i = 0; i < 200 && entries(observer, "swl:k") < 2; ++i) std::this_thread::sleep_for(10ms);
-  CHECK(entries(observer, "swl:k") == 2);
+  for (int i = 0; i < 200 && logEntries(observer, "swl:k") < 2; ++i) std::this_thread::sleep_for(10ms);
+  CHECK(logEntries(observer, "swl:k") == 2);
   // Neither is sent again: the next call adds exactly one entry.
   swl::Decision after = limiter.tryAcquire("k");
   CHECK(after.tier == swl::Tier::redis);
   CHECK(after.remaining == 7);
-  CHECK(entries(connection, "swl:k") == 3);
+  CHECK(logEntries(connection, "swl:k") == 3);
 }
 
 TEST_CASE("bad input is refused with a named reason before anything reaches Redis") {
@@ -406,8 +398,8 @@ TEST_CASE("one connection serves several limiters, each with its own keys") {
   CHECK(per_hour.tryAcquire("u").remaining == 1);
   CHECK(per_second.redisKey("u") == "rps:u");
   CHECK(per_hour.redisKey("u") == "rph:{u}");
-  CHECK(entries(connection, "rps:u") == 2);
-  CHECK(entries(connection, "rph:{u}") == 2);
+  CHECK(logEntries(connection, "rps:u") == 2);
+  CHECK(logEntries(connection, "rph:{u}") == 2);
 }
 
 TEST_CASE("by default the window runs on Redis's clock, not the caller's") {
@@ -505,9 +497,9 @@ TEST_CASE_METHOD(ManualTime,
     admitted_by_compact += compact.tryAcquire("k").allowed ? 1 : 0;
     clock.advance(50us);
   }
-  CHECK(entries(connection, "ts:k") == 1);  // each ZADD moved the one member
+  CHECK(logEntries(connection, "ts:k") == 1);  // each ZADD moved the one member
   CHECK(admitted_by_timestamps == 10);      // so the window held one entry, and the limit of 3 never bit
-  CHECK(entries(connection, "cm:k") == 3);
+  CHECK(logEntries(connection, "cm:k") == 3);
   CHECK(admitted_by_compact == 3);
   swl::Reply member = connection.command({"ZRANGE", "ts:k", "-1", "-1"});
   REQUIRE(member->size() == 1);

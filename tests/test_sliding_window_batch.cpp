@@ -1,6 +1,7 @@
 // tryAcquireMany: many decisions in one pipelined round trip.
 #include <swl/swl.hpp>
 
+#include "support/decisions.hpp"
 #include "support/redis_server.hpp"
 #include "support/replies.hpp"
 
@@ -15,16 +16,8 @@ using swl::test::commandCalls;
 using swl::test::integerReply;
 using swl::test::logEntries;
 using swl::test::RedisServer;
+using swl::test::sameDecision;
 using swl::test::textReply;
-
-namespace {
-
-bool sameDecision(const swl::Decision& a, const swl::Decision& b) {
-  return a.allowed == b.allowed && a.limit == b.limit && a.remaining == b.remaining && a.retry_after == b.retry_after &&
-         a.reset_after == b.reset_after && a.tier == b.tier;
-}
-
-}  // namespace
 
 TEST_CASE("a batch decides exactly as the same single calls would, in input order") {
   RedisServer server;

@@ -4,6 +4,7 @@
 // clients do (/healthcheck, /json); and a directory of its own for the test's files.
 
 #include "child_process.hpp"
+#include "files.hpp"
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 
@@ -18,7 +19,6 @@
 #include <fstream>
 #include <functional>
 #include <memory>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -55,13 +55,6 @@ class TemporaryDirectory {
  private:
   std::filesystem::path path_;
 };
-
-inline std::string readFile(const std::filesystem::path& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 // Asks `done` every few milliseconds until it holds or `patience` has passed: whether it held. Tests wait
 // with this, never with a fixed sleep, so that a loaded machine only makes them slower.

@@ -25,6 +25,9 @@
 
 namespace swl::test {
 
+// "127.0.0.1:port", as Cluster and Sentinel name a loopback server.
+inline std::string endpoint(int port) { return "127.0.0.1:" + std::to_string(port); }
+
 // Generous timeouts and no circuit breaker: what test connections use unless a test is about those.
 inline swl::ConnectionOptions patient() {
   swl::ConnectionOptions options;
