@@ -86,8 +86,9 @@ if [ "$config" = servers ]; then
     bin=$(build_server "${server%-*}" "${server##*-}")
     echo "built $server in $((SECONDS - started)) s: $("$bin/redis-server" --version)"
     started=$SECONDS
-    # what does not talk to a server (the packages, the Lua part, contracts, fuzzers) ran in the other stages
-    PATH="$bin:$PATH" run_suite "$suite" "the suite against $server" -E '^(package|lua|contract|fuzz)[.]' || status=1
+    # what does not talk to a server (the packages, the Lua part, contracts, the floors, fuzzers) ran in the
+    # other stages
+    PATH="$bin:$PATH" run_suite "$suite" "the suite against $server" -E '^(package|lua|contract|floor|fuzz)[.]' || status=1
     echo "the suite against $server took $((SECONDS - started)) s"
   done
   exit $status

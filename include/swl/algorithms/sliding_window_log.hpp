@@ -12,14 +12,14 @@
 ///
 /// The script is the heart of swl: read it with docs/scripts.md beside it (or whole:
 /// examples/swl_scripts sliding_window). It runs after the prelude in algorithm.hpp, which reads the
-/// arguments, and the parts in detail/log/: the layout and the fast path, the sums, the steps.
+/// arguments, and the parts in algorithms/detail/log/: the layout and the fast path, the sums, the steps.
 
 #include <swl/decision.hpp>
-#include <swl/detail/log/check.hpp>
-#include <swl/detail/log/counted_by_units.hpp>
-#include <swl/detail/log/layout.hpp>
-#include <swl/detail/log/phases.hpp>
-#include <swl/detail/log/sums.hpp>
+#include <swl/algorithms/detail/log/check.hpp>
+#include <swl/algorithms/detail/log/counted_by_units.hpp>
+#include <swl/algorithms/detail/log/layout.hpp>
+#include <swl/algorithms/detail/log/phases.hpp>
+#include <swl/algorithms/detail/log/sums.hpp>
 #include <swl/detail/script/lua_text.hpp>
 
 #include <array>
@@ -131,7 +131,7 @@ return answer
   /// decision's. Answers {set kind ('entries' or 'units'), entries, units in the set, nodes of levels 1..4}
   /// or an error naming the first thing that disagrees.
   static constexpr std::string_view kCheckScriptName = "check_log";
-  /// The check script's Lua (kCheckScriptName says what it does), in detail/log/check.hpp.
+  /// The check script's Lua (kCheckScriptName says what it does), in algorithms/detail/log/check.hpp.
   static constexpr std::string_view kCheckScript = detail::window_log::kCheck;
 };
 

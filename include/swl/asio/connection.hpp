@@ -26,7 +26,7 @@
 
 #include <swl/asio/backend.hpp>
 #include <swl/connection_options.hpp>
-#include <swl/detail/asio/session.hpp>
+#include <swl/asio/detail/session.hpp>
 #include <swl/error.hpp>
 
 #include <cstddef>

@@ -43,7 +43,7 @@
 #include <swl/asio/connection.hpp>
 #include <swl/asio/error_code.hpp>
 #include <swl/decision.hpp>
-#include <swl/detail/asio/operation.hpp>
+#include <swl/asio/detail/operation.hpp>
 #include <swl/detail/limiter/reporting.hpp>
 #include <swl/detail/script/assembly.hpp>
 #include <swl/detail/script/calls.hpp>

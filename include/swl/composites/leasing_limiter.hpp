@@ -30,7 +30,7 @@
 /// for a key's next lease, the others wanting that key wait for its answer instead of asking too.
 /// Rejected requests cannot be counted (refusals decided here never reach Redis).
 
-#include <swl/detail/limiter/leasing_core.hpp>
+#include <swl/composites/detail/leasing_core.hpp>
 #include <swl/limiter.hpp>
 #include <swl/policies/keys.hpp>
 #include <swl/policies/members.hpp>

@@ -36,7 +36,7 @@
 #include <swl/decision.hpp>
 #include <swl/detail/holds_error.hpp>
 #include <swl/detail/integer_text.hpp>
-#include <swl/detail/limiter/multi_limiter_core.hpp>
+#include <swl/composites/detail/multi_limiter_core.hpp>
 #include <swl/detail/script/calls.hpp>
 #include <swl/detail/script/periods.hpp>
 #include <swl/detail/script/reply.hpp>

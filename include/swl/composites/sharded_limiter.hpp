@@ -18,7 +18,7 @@
 /// observer and the failure policy once. Thread safety: as safe as its RedisClient.
 
 #include <swl/algorithms/sliding_window_log.hpp>
-#include <swl/detail/limiter/sharded_core.hpp>
+#include <swl/composites/detail/sharded_core.hpp>
 #include <swl/limiter.hpp>
 #include <swl/policies/members.hpp>
 #include <swl/policies/ttl.hpp>

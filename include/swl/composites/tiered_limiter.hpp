@@ -26,7 +26,7 @@
 /// Thread-safe when its RedisClient is (a ConnectionPool, a ClusterConnection, a SentinelConnection).
 
 #include <swl/algorithms/sliding_window.hpp>
-#include <swl/detail/limiter/tiered_core.hpp>
+#include <swl/composites/detail/tiered_core.hpp>
 #include <swl/limiter.hpp>
 
 namespace swl {

@@ -3,7 +3,7 @@
 // of hiredis's own libevent adapter. The adapter re-registers the socket with the kernel on every turn
 // (each write is armed, then disarmed, and the read event with it): four epoll_ctl calls per round of
 // replies. Here the read event stays armed while hiredis wants reads, and what the loop's callbacks queue
-// is written once they have run (as detail/asio/watch.hpp does on Asio): a connected socket is nearly
+// is written once they have run (as asio/detail/watch.hpp does on Asio): a connected socket is nearly
 // always writable, so writability is waited for only when its buffer is full, or while it connects.
 
 #include <event2/event.h>

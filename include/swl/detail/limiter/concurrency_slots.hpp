@@ -8,7 +8,6 @@
 #include <swl/detail/script/lua_text.hpp>
 #include <swl/detail/script/reply.hpp>
 #include <swl/error.hpp>
-#include <swl/limiter.hpp>
 #include <swl/options.hpp>
 #include <swl/policies/keys.hpp>
 #include <swl/policies/members.hpp>

@@ -2,9 +2,10 @@
 // LocalLimiter's core: exact sliding windows in this process's memory, for one process or a local tier.
 
 #include <swl/decision.hpp>
+#include <swl/detail/limiter/face_helpers.hpp>
+#include <swl/detail/limiter/reporting.hpp>
 #include <swl/detail/lru_map.hpp>
 #include <swl/error.hpp>
-#include <swl/limiter.hpp>
 #include <swl/observer.hpp>
 #include <swl/options.hpp>
 

@@ -9,13 +9,13 @@
 // torn down for one late reply, unlike hiredis's own timeout, which fails every call on the context.
 //
 // A session ends when its connection is closed, or when the execution context it runs on shuts down
-// (detail/asio/context_sessions.hpp): then its calls end without their handlers, as Asio ends the rest of
+// (asio/detail/context_sessions.hpp): then its calls end without their handlers, as Asio ends the rest of
 // the context's work.
 
 #include <swl/asio/backend.hpp>
 #include <swl/connection_options.hpp>
-#include <swl/detail/asio/context_sessions.hpp>
-#include <swl/detail/asio/watch.hpp>
+#include <swl/asio/detail/context_sessions.hpp>
+#include <swl/asio/detail/watch.hpp>
 #include <swl/detail/io/async_calls.hpp>
 #include <swl/detail/io/async_protocol.hpp>
 #include <swl/detail/io/circuit_breaker.hpp>

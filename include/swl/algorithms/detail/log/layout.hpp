@@ -40,6 +40,10 @@ local LOW = UNITS_TRIM + 3             -- members read at or below a window's st
 local MARK_BYTE, BOOKKEEPING_BYTE, UNITS_BYTE, SETTLED_BYTE = 33, 35, 42, 43
 )lua"sv;
 
+// The fast path trims slid-out entries as closeWindow (phases.hpp) does, written again here on purpose:
+// it runs before any function is defined, and a trim shared as a Lua function would be made on every
+// call. Measured (bash bench/instructions.sh): a shared function cost a cost-1 call 1.2% of Redis's
+// instructions, one made on the trimming calls alone 0.5%.
 inline constexpr std::string_view kFastPath = R"lua(
 local start = text(now - window)
 local live = redis.call('ZCOUNT', key, '(' .. start, TIMES_END)

@@ -13,7 +13,6 @@
 #include <swl/detail/script/periods.hpp>
 #include <swl/detail/script/reply.hpp>
 #include <swl/error.hpp>
-#include <swl/limiter.hpp>
 #include <swl/options.hpp>
 #include <swl/periods.hpp>
 #include <swl/policies/keys.hpp>

@@ -12,7 +12,7 @@
 // the handler does is thread-safe: it sets an atomic flag and posts to the strand.
 
 #include <swl/asio/backend.hpp>
-#include <swl/detail/asio/session.hpp>
+#include <swl/asio/detail/session.hpp>
 #include <swl/error.hpp>
 
 #include <atomic>

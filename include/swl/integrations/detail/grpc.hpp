@@ -4,7 +4,6 @@
 #include <swl/decision.hpp>
 #include <swl/error.hpp>
 #include <swl/integrations/http_headers.hpp>
-#include <swl/limiter.hpp>
 
 #include <grpcpp/server_context.h>
 #include <grpcpp/support/byte_buffer.h>
