@@ -106,8 +106,8 @@ if [ "$config" = hiredis1 ]; then
     prefix=$(build_hiredis 1.0.2)
     PKG_CONFIG_PATH=$prefix/lib/pkgconfig cmake -S . -B build-hiredis1/build-1.0.2 -DCMAKE_BUILD_TYPE=None \
       -DSWL_BUILD_TESTS=ON -DSWL_BUILD_EXAMPLES=ON | grep 'swl: hiredis'
-    cmake --build build-hiredis1/build-1.0.2 -j"$(nproc)" --target test_tls basic
-    echo "hiredis 1.0.2: swl and its TLS test build"
+    cmake --build build-hiredis1/build-1.0.2 -j"$(nproc)" --target swl_tls_tests basic
+    echo "hiredis 1.0.2: swl and its TLS tests build"
   else
     echo "scripts/test.sh hiredis1: ../shared/deps/hiredis-1.0.2.tar.gz is not here; skipping the 1.0.2 build check"
   fi
