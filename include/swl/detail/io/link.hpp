@@ -89,16 +89,20 @@ class Link {
   }
 
   // One script call, its reply as the server gave it, error replies included, for a client that reads
-  // them (a cluster follows MOVED and ASK); only NOSCRIPT is handled here. `asking` sends ASKING in the
-  // same write, as the target of an ASK redirection wants.
+  // them (a cluster follows MOVED and ASK); only NOSCRIPT is answered here, as CallSteps says: SCRIPT
+  // LOAD, and the call once more. Most calls go out alone; one preceded by ASKING (`asking`, as the
+  // target of an ASK redirection wants) or TIME, or followed by WAIT, goes in a pipeline.
   Reply evaluate(const ScriptCall& call, bool asking = false) {
-    Reply reply = evaluateOnce(call, asking);
     CallSteps steps(call.script(), endpoint_, {});
-    if (steps.replied(*reply, endpoint_, CallSteps::Clock::now()).step == CallSteps::Step::load_then_resend) {
+    while (true) {
+      const bool time = askTimeFor(&call, &call + 1);
+      Reply reply = !asking && !time && options_.replica_acks == 0 ? commandOn(connected(), wordsOf(call))
+                                                                   : evaluatePipelined(call, asking, time);
+      if (steps.replied(*reply, endpoint_, CallSteps::Clock::now()).step != CallSteps::Step::load_then_resend) {
+        return reply;
+      }
       load(call.script());
-      reply = evaluateOnce(call, asking);
     }
-    return reply;
   }
 
   // Many calls pipelined, their replies unjudged (see evaluate); only a failed connection sets
@@ -146,14 +150,19 @@ class Link {
       }
     }
 
-    // The calls that met an empty script cache run once more, after one SCRIPT LOAD per script.
+    // The calls that met an empty script cache run once more (CallSteps), after one SCRIPT LOAD per script.
     std::vector<std::size_t> again;
     std::vector<const Script*> loaded;
+    const CallSteps::Clock::time_point now = CallSteps::Clock::now();
     for (std::size_t index = 0; index < calls.size(); ++index) {
       ScriptReply& result = results[index];
-      if (!result.reply || !result.reply->isError("NOSCRIPT")) continue;
-      result.reply = Reply();
       const Script& script = calls[index].script();
+      if (!result.reply ||
+          CallSteps(script, endpoint_, {}).replied(*result.reply, endpoint_, now).step !=
+              CallSteps::Step::load_then_resend) {
+        continue;
+      }
+      result.reply = Reply();
       try {
         if (std::find(loaded.begin(), loaded.end(), &script) == loaded.end()) load(script), loaded.push_back(&script);
         again.push_back(index);
@@ -343,11 +352,9 @@ class Link {
     return peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
   }
 
-  // One call, preceded by ASKING when `asking`, and followed by WAIT when replicas must acknowledge it;
-  // most calls need neither, and go out alone.
-  Reply evaluateOnce(const ScriptCall& call, bool asking) {
-    const bool time = askTimeFor(&call, &call + 1);
-    if (!asking && !time && options_.replica_acks == 0) return commandOn(connected(), wordsOf(call));
+  // One call in a pipeline: preceded by TIME when `time` (the clock's reading is stale) and by ASKING
+  // when `asking`, and followed by WAIT when replicas must acknowledge it.
+  Reply evaluatePipelined(const ScriptCall& call, bool asking, bool time) {
     static constexpr std::string_view kAsking[] = {"ASKING"};
     const std::size_t before = (time ? 1 : 0) + (asking ? 1 : 0);
     Reply reply, acknowledged;

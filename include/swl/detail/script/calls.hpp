@@ -90,11 +90,10 @@ class LimiterCalls {
   class Request {
    public:
     ScriptCall call() const {
-      const Script& script = scriptOf<Algorithm>(calls_->block_length_.has_value());
       if constexpr (hasArgument<Algorithm>) {
-        return preludeCall(script, redis_key_, prelude(calls_->count_rejected_), {argument_}, block());
+        return preludeCall(*calls_->script_, redis_key_, prelude(calls_->count_rejected_), {argument_}, block());
       } else {
-        return preludeCall(script, redis_key_, prelude(calls_->count_rejected_), {}, block());
+        return preludeCall(*calls_->script_, redis_key_, prelude(calls_->count_rejected_), {}, block());
       }
     }
     std::int64_t cost() const noexcept { return cost_; }
@@ -151,6 +150,7 @@ class LimiterCalls {
         ttl_(std::move(ttl)),
         count_rejected_(options_.rejected == RejectedRequests::counted ? "1" : "0"),
         block_length_(blockLength(options_.block_for, Algorithm::kName)),
+        script_(&scriptOf<Algorithm>(block_length_.has_value())),
         own_(arguments(limit)) {}
 
   // A request under `limit`, the limiter's own or one chosen for this call (a tenant's plan), checked as
@@ -243,6 +243,7 @@ class LimiterCalls {
   TtlPolicy ttl_;
   std::string_view count_rejected_;
   std::optional<IntegerText> block_length_;  // LimiterOptions::block_for as text; none when it is off
+  const Script* script_;                     // the decision's script, resolved once, with the limiter
   LimitArguments own_;
 };
 
