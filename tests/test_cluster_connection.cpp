@@ -18,11 +18,11 @@
 
 using namespace std::chrono_literals;
 using swl::test::commandCalls;
+using swl::test::endpoint;
 using swl::test::errorReplies;
 using swl::test::integerReply;
 using swl::test::logEntries;
 using swl::test::RedisCluster;
-using swl::test::endpoint;
 using swl::test::textReply;
 
 namespace {

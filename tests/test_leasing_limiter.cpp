@@ -287,7 +287,8 @@ TEST_CASE("A LeasingLimiter refuses options it cannot keep") {
   const swl::Limit limit{100, 1s};
   swl::LimiterOptions counted = time.options;
   counted.rejected = swl::RejectedRequests::counted;
-  CHECK_THROWS_WITH(LeasingLimiter(time.connection, limit, counted), Catch::Contains("rejected requests cannot be counted"));
+  CHECK_THROWS_WITH(LeasingLimiter(time.connection, limit, counted),
+                    Catch::Contains("rejected requests cannot be counted"));
   CHECK_THROWS_WITH(LeasingLimiter(time.connection, limit, time.options, leaseFor(2s)),
                     Catch::Contains("not in 0..the window"));
   CHECK_THROWS_WITH(LeasingLimiter(time.connection, limit, time.options, leaseFor(20ms, 1)),

@@ -30,8 +30,8 @@ using swl::ratelimit::ConfigError;
 using swl::ratelimit::DescriptorEntry;
 using swl::ratelimit::Domain;
 using swl::ratelimit::Rule;
-using swl::test::domainOf;
 using swl::ratelimit::Unit;
+using swl::test::domainOf;
 using namespace std::chrono_literals;
 
 namespace {
@@ -349,7 +349,7 @@ TEST_CASE("unlimited with a unit, or with what swl counts, is refused at that ke
   CHECK(ignored.warnings.size() == 2);
   // unlimited: false is a limit like any other.
   CHECK(domainOf("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unlimited: false, unit: hour, "
-              "requests_per_unit: 1}\n")
+                 "requests_per_unit: 1}\n")
             .rules.ruleCount() == 1);
 }
 
@@ -357,7 +357,8 @@ TEST_CASE("an algorithm or a calendar that cannot keep the limit is refused at i
   const std::string head = "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n";
   checkRefused(head + "      unit: year\n      requests_per_unit: 286\n      algorithm: gcra\n", 7,
                "too fine to count exactly");
-  CHECK(domainOf(head + "      unit: year\n      requests_per_unit: 285\n      algorithm: gcra\n").rules.ruleCount() == 1);
+  CHECK(domainOf(head + "      unit: year\n      requests_per_unit: 285\n      algorithm: gcra\n").rules.ruleCount() ==
+        1);
   checkRefused(head + "      unit: day\n      requests_per_unit: 5\n      calendar: true\n      algorithm: gcra\n", 8,
                "calendar periods are counted as fixed windows: algorithm gcra cannot keep them");
   checkRefused(head +

@@ -204,7 +204,7 @@ TEST_CASE_METHOD(ManualTime, "a request of cost above one takes that many units,
   swl::Decision too_much = limiter.tryAcquire("k", 4);
   CHECK_FALSE(too_much.allowed);
   CHECK(too_much.remaining == 2);
-  CHECK(too_much.retry_after == 800ms);      // two of the first request's units must leave, at start + 1 s
+  CHECK(too_much.retry_after == 800ms);         // two of the first request's units must leave, at start + 1 s
   CHECK(logEntries(connection, "swl:k") == 2);  // one entry per request, whatever its cost
 
   swl::Decision fits = limiter.tryAcquire("k", 2);
@@ -498,7 +498,7 @@ TEST_CASE_METHOD(ManualTime,
     clock.advance(50us);
   }
   CHECK(logEntries(connection, "ts:k") == 1);  // each ZADD moved the one member
-  CHECK(admitted_by_timestamps == 10);      // so the window held one entry, and the limit of 3 never bit
+  CHECK(admitted_by_timestamps == 10);         // so the window held one entry, and the limit of 3 never bit
   CHECK(logEntries(connection, "cm:k") == 3);
   CHECK(admitted_by_compact == 3);
   swl::Reply member = connection.command({"ZRANGE", "ts:k", "-1", "-1"});

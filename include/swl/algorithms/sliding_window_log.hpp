@@ -14,12 +14,12 @@
 /// examples/swl_scripts sliding_window). It runs after the prelude in algorithm.hpp, which reads the
 /// arguments, and the parts in algorithms/detail/log/: the layout and the fast path, the sums, the steps.
 
-#include <swl/decision.hpp>
 #include <swl/algorithms/detail/log/check.hpp>
 #include <swl/algorithms/detail/log/counted_by_units.hpp>
 #include <swl/algorithms/detail/log/layout.hpp>
 #include <swl/algorithms/detail/log/phases.hpp>
 #include <swl/algorithms/detail/log/sums.hpp>
+#include <swl/decision.hpp>
 #include <swl/detail/script/lua_text.hpp>
 
 #include <array>

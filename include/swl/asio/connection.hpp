@@ -25,8 +25,8 @@
 /// CMake target swl::asio (or swl::boost_asio).
 
 #include <swl/asio/backend.hpp>
-#include <swl/connection_options.hpp>
 #include <swl/asio/detail/session.hpp>
+#include <swl/connection_options.hpp>
 #include <swl/error.hpp>
 
 #include <cstddef>

@@ -41,9 +41,9 @@
 #include <swl/algorithms/sliding_window_log.hpp>
 #include <swl/asio/backend.hpp>
 #include <swl/asio/connection.hpp>
+#include <swl/asio/detail/operation.hpp>
 #include <swl/asio/error_code.hpp>
 #include <swl/decision.hpp>
-#include <swl/asio/detail/operation.hpp>
 #include <swl/detail/limiter/reporting.hpp>
 #include <swl/detail/script/assembly.hpp>
 #include <swl/detail/script/calls.hpp>

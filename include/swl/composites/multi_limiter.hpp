@@ -32,11 +32,11 @@
 #include <swl/algorithm.hpp>
 #include <swl/algorithms/gcra.hpp>
 #include <swl/algorithms/sliding_window.hpp>
+#include <swl/composites/detail/multi_limiter_core.hpp>
 #include <swl/composites/multi_rules.hpp>
 #include <swl/decision.hpp>
 #include <swl/detail/holds_error.hpp>
 #include <swl/detail/integer_text.hpp>
-#include <swl/composites/detail/multi_limiter_core.hpp>
 #include <swl/detail/script/calls.hpp>
 #include <swl/detail/script/periods.hpp>
 #include <swl/detail/script/reply.hpp>

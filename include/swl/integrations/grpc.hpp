@@ -45,8 +45,8 @@
 /// with the callback API, a gRPC thread, which it blocks that long.
 
 #include <swl/decision.hpp>
-#include <swl/integrations/detail/grpc.hpp>
 #include <swl/error.hpp>
+#include <swl/integrations/detail/grpc.hpp>
 #include <swl/integrations/http_headers.hpp>
 #include <swl/limiter.hpp>
 

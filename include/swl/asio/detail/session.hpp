@@ -13,9 +13,9 @@
 // the context's work.
 
 #include <swl/asio/backend.hpp>
-#include <swl/connection_options.hpp>
 #include <swl/asio/detail/context_sessions.hpp>
 #include <swl/asio/detail/watch.hpp>
+#include <swl/connection_options.hpp>
 #include <swl/detail/io/async_calls.hpp>
 #include <swl/detail/io/async_protocol.hpp>
 #include <swl/detail/io/circuit_breaker.hpp>

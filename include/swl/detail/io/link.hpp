@@ -157,9 +157,8 @@ class Link {
     for (std::size_t index = 0; index < calls.size(); ++index) {
       ScriptReply& result = results[index];
       const Script& script = calls[index].script();
-      if (!result.reply ||
-          CallSteps(script, endpoint_, {}).replied(*result.reply, endpoint_, now).step !=
-              CallSteps::Step::load_then_resend) {
+      if (!result.reply || CallSteps(script, endpoint_, {}).replied(*result.reply, endpoint_, now).step !=
+                               CallSteps::Step::load_then_resend) {
         continue;
       }
       result.reply = Reply();
