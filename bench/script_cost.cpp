@@ -53,18 +53,23 @@ void runCalls(swl::Connection& connection, const swl::Script& script, long calls
               const ArgsFor& args_for) {
   constexpr long kDepth = 64;
   std::vector<std::vector<std::string>> storage(kDepth);
-  std::vector<std::vector<std::string_view>> argv(kDepth);
+  std::vector<std::vector<const char*>> pointers(kDepth);  // the words as hiredis takes them
+  std::vector<std::vector<std::size_t>> lengths(kDepth);
   for (long done = 0; done < calls;) {
     const long depth = std::min(kDepth, calls - done);
     for (long i = 0; i < depth; ++i) {
       const long call = done + i;
       storage[i] = {"EVALSHA", std::string(script.sha()), "1", "cost:" + std::to_string(call % keys)};
       for (std::string& arg : args_for(call, limit)) storage[i].push_back(std::move(arg));
-      argv[i].assign(storage[i].begin(), storage[i].end());
+      pointers[i].clear(), lengths[i].clear();
+      for (const std::string& word : storage[i]) pointers[i].push_back(word.data()), lengths[i].push_back(word.size());
     }
     swl::detail::linkOf(connection)
         .pipeline(
-            depth, [&](std::size_t i) { return swl::detail::Link::Words(argv[i].data(), argv[i].size()); },
+            depth,
+            [&](std::size_t i) {
+              return swl::detail::Words{pointers[i].data(), lengths[i].data(), pointers[i].size()};
+            },
             [&](std::size_t, swl::Reply reply) {
               if (reply->isError()) throw swl::ReplyError(std::string(reply->text()));
             });

@@ -65,12 +65,14 @@ TEST_CASE("a script call holds EVALSHA, the SHA, the key count, the keys and the
   const swl::Script echo("echo", "return 1");
   const swl::ScriptCall call(echo, {"k1", "k2"}, {"a1"});
   REQUIRE(call.argc() == 6);
-  CHECK(call.argv()[0] == "EVALSHA");
-  CHECK(call.argv()[1] == echo.sha());
-  CHECK(call.argv()[2] == "2");
+  CHECK(call.word(0) == "EVALSHA");
+  CHECK(call.word(1) == echo.sha());
+  CHECK(call.word(2) == "2");
   CHECK(call.keyCount() == 2);
   CHECK(call.key(1) == "k2");
-  CHECK(call.argv()[5] == "a1");
+  CHECK(call.word(5) == "a1");
+  // hiredis's form is the same words
+  CHECK(std::string_view(call.pointers()[3], call.lengths()[3]) == "k1");
 }
 
 TEST_CASE("a script call with more arguments than it holds is refused before anything is sent") {
@@ -127,10 +129,10 @@ TEST_CASE("a pipeline whose reply handler throws drops the connection, so no lat
   auto connection = server.connect();
   const std::string_view first[] = {"ECHO", "first"};
   const std::string_view second[] = {"ECHO", "second"};
-  const std::string_view* commands[] = {first, second};
+  const swl::detail::HiredisArgv commands[] = {{first, 2}, {second, 2}};
   CHECK_THROWS_AS(swl::detail::linkOf(connection)
                       .pipeline(
-                          2, [&](std::size_t i) { return std::pair(commands[i], std::size_t{2}); },
+                          2, [&](std::size_t i) { return commands[i].words(); },
                           [](std::size_t, swl::Reply) { throw swl::ProtocolError("handler gave up"); }),
                   swl::ProtocolError);
   CHECK_FALSE(connection.isConnected());

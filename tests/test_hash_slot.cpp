@@ -51,13 +51,15 @@ TEST_CASE("hashSlot agrees with CLUSTER KEYSLOT for 10,000 random keys, tags and
   std::vector<std::string> keys(10000);
   for (std::string& key : keys) key = randomKey(random);
   std::vector<long long> slots(keys.size(), -1);
-  std::string_view keyslot[] = {"CLUSTER", "KEYSLOT", ""};  // hiredis copies each command as it is queued
+  // hiredis copies each command as it is queued, so one array serves them all
+  const char* keyslot[] = {"CLUSTER", "KEYSLOT", ""};
+  std::size_t lengths[] = {7, 7, 0};
   swl::detail::linkOf(connection)
       .pipeline(
           keys.size(),
           [&](std::size_t i) {
-            keyslot[2] = keys[i];
-            return std::pair<const std::string_view*, std::size_t>(keyslot, 3);
+            keyslot[2] = keys[i].data(), lengths[2] = keys[i].size();
+            return swl::detail::Words{keyslot, lengths, 3};
           },
           [&](std::size_t i, swl::Reply reply) {
             if (reply->isInteger()) slots[i] = reply->integer();

@@ -135,6 +135,12 @@ TEST_CASE("the master the sentinels name serves a limiter exactly, from one thre
   CHECK(logEntries(master, limiter.redisKey("batch")) == 3);  // 1 + 3 + 1 units in three entries
   CHECK(limiter.peek("batch").used == 5);
 
+  // A master that forgot the script (a restart, SCRIPT FLUSH): the call loads it and goes once more.
+  CHECK(textReply(master, {"SCRIPT", "FLUSH"}) == "OK");
+  CHECK_FALSE(limiter.tryAcquire("alone").allowed);
+  CHECK(limiter.tryAcquire("after flush").allowed);
+  CHECK(logEntries(master, limiter.redisKey("after flush")) == 1);
+
   // Sentinels that do not know the master are each named, and the failure policy answers.
   swl::SentinelConnection unknown(deployment.sentinels(), "othermaster", deployment.options());
   swl::LimiterOptions fail_open;

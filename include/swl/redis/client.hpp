@@ -47,8 +47,9 @@ class Script {
   std::string sha_;
 };
 
-/// "EVALSHA sha numkeys key... arg..." as views: the keys and arguments must outlive the call. Small and
-/// fixed-size, so building one costs no allocation on the hot path.
+/// "EVALSHA sha numkeys key... arg...", laid out as hiredis sends it: a pointer and a length per word,
+/// written once, where the call is made, and sent from there. The keys and arguments are viewed, not
+/// copied, so they must outlive the call. Fixed-size, so building one costs no allocation on the hot path.
 class ScriptCall {
  public:
   /// The most keys a call takes (a MultiLimiter's most rules).
@@ -66,29 +67,46 @@ class ScriptCall {
              std::size_t arg_count)
       : script_(&script), key_count_(key_count) {
     static constexpr std::string_view kKeyCounts[kMaxKeys + 1] = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
-    if (key_count > kMaxKeys || 3 + key_count + arg_count > kMaxArguments) {
-      throw InvalidArgument("swl::ScriptCall of " + script.name() + ": " + std::to_string(key_count) + " keys and " +
-                            std::to_string(arg_count) + " arguments are more than a call holds");
+    if (key_count > kMaxKeys) {
+      throw InvalidArgument("swl::ScriptCall of " + script.name() + ": " + std::to_string(key_count) +
+                            " keys are more than a call holds (" + std::to_string(kMaxKeys) + ")");
     }
-    argv_[argc_++] = "EVALSHA";
-    argv_[argc_++] = script.sha();
-    argv_[argc_++] = kKeyCounts[key_count];
-    for (std::size_t i = 0; i < key_count; ++i) argv_[argc_++] = keys[i];
-    for (std::size_t i = 0; i < arg_count; ++i) argv_[argc_++] = args[i];
+    for (const std::string_view word : {std::string_view("EVALSHA"), script.sha(), kKeyCounts[key_count]}) {
+      push(word);
+    }
+    for (std::size_t i = 0; i < key_count; ++i) push(keys[i]);
+    append(args, arg_count);
   }
+
+  /// Adds `count` arguments after those the call has, for a caller that lays its arguments out in parts;
+  /// more than a call holds is an InvalidArgument.
+  void append(const std::string_view* args, std::size_t count) {
+    if (count > kMaxArguments - argc_) {
+      throw InvalidArgument("swl::ScriptCall of " + script_->name() + ": " + std::to_string(key_count_) + " keys and " +
+                            std::to_string(argc_ - 3 - key_count_ + count) + " arguments are more than a call holds");
+    }
+    for (std::size_t i = 0; i < count; ++i) push(args[i]);
+  }
+  /// The same from a list.
+  void append(std::initializer_list<std::string_view> args) { append(args.begin(), args.size()); }
 
   /// The script it calls.
   const Script& script() const noexcept { return *script_; }
-  /// The whole command, word by word, as hiredis takes it.
-  const std::string_view* argv() const noexcept { return argv_.data(); }
-  /// How many words argv() holds.
+  /// How many words the command has.
   std::size_t argc() const noexcept { return argc_; }
+  /// Word `index` of the command (0 is "EVALSHA").
+  std::string_view word(std::size_t index) const noexcept { return {pointers_[index], lengths_[index]}; }
+  /// The words as hiredis takes them: where each starts, and its length.
+  ///@{
+  const char* const* pointers() const noexcept { return pointers_.data(); }
+  const std::size_t* lengths() const noexcept { return lengths_.data(); }
+  ///@}
   /// How many keys the call names.
   std::size_t keyCount() const noexcept { return key_count_; }
   /// A cluster routes the call by its first key.
-  std::string_view key(std::size_t index) const noexcept { return argv_[3 + index]; }
+  std::string_view key(std::size_t index) const noexcept { return word(3 + index); }
 
-  /// The word of argv() that holds the room for the call's deadline on Redis's clock ('-' and 16 zeros,
+  /// The word that holds the room for the call's deadline on Redis's clock ('-' and 16 zeros,
   /// docs/failures.md), or 0 when the call carries none. swl's connections write the deadline there as
   /// they send the call, so that a call they stopped waiting for records nothing when it runs later; a
   /// RedisClient of your own may leave the room as it is (no deadline).
@@ -97,8 +115,14 @@ class ScriptCall {
   void carryDeadlineIn(std::size_t argument) noexcept { deadline_word_ = 3 + key_count_ + argument - 1; }
 
  private:
+  void push(std::string_view word) noexcept {
+    pointers_[argc_] = word.data(), lengths_[argc_] = word.size();
+    ++argc_;
+  }
+
   const Script* script_;
-  std::array<std::string_view, kMaxArguments> argv_;
+  std::array<const char*, kMaxArguments> pointers_;
+  std::array<std::size_t, kMaxArguments> lengths_;
   std::size_t argc_ = 0;
   std::size_t key_count_;
   std::size_t deadline_word_ = 0;
@@ -221,6 +245,11 @@ class RedisClient {
 };
 
 namespace detail {
+
+// A call's words as the connections send them, with its room for a deadline.
+inline Words wordsOf(const ScriptCall& call) noexcept {
+  return {call.pointers(), call.lengths(), call.argc(), call.deadlineWord()};
+}
 
 // How every client reports an error reply to a script call. EXPIRED is a call that Redis ran past the
 // deadline it carried (ScriptCall::deadlineWord), recording nothing: a TimeoutError, as its client had

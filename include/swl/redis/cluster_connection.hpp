@@ -269,9 +269,8 @@ class ClusterConnection : public RedisClient {
 
   // `reply` came from `node`: a result, the script's error, or a reason to ask again elsewhere.
   Reply answerOrFollow(const ScriptCall& call, Node& node, Reply reply, Clock::time_point deadline) {
-    // The link below loads a script on NOSCRIPT; the reply machine does the rest (detail/io/call_steps.hpp).
+    // The reply machine says what each reply calls for (detail/io/call_steps.hpp).
     detail::CallSteps::Terms terms;
-    terms.loads_script = false;
     terms.follows_redirections = true;
     terms.max_redirects = options_.max_redirects;
     terms.give_up_at = deadline;
@@ -301,7 +300,8 @@ class ClusterConnection : public RedisClient {
         case detail::CallSteps::Step::pause_then_resend:
           if (!asking) asked = &ownerOf(slotOf(call), deadline);
           break;
-        case detail::CallSteps::Step::load_then_resend:  // the link loaded it already
+        case detail::CallSteps::Step::load_then_resend:
+          loadOn(*asked, call.script());
           break;
       }
       try {
@@ -317,6 +317,12 @@ class ClusterConnection : public RedisClient {
     detail::breakerOf(node.pool)->refuseWhileOpen(node.endpoint);
     ConnectionPool::BorrowedConnection lease = node.pool.borrow();
     return detail::linkOf(*lease).evaluate(call, asking);
+  }
+
+  static void loadOn(Node& node, const Script& script) {
+    detail::breakerOf(node.pool)->refuseWhileOpen(node.endpoint);
+    ConnectionPool::BorrowedConnection lease = node.pool.borrow();
+    detail::linkOf(*lease).load(script);
   }
 
   Node& nodeAt(const Address& address) {

@@ -33,6 +33,7 @@
 ///   sentinels are asked again, and the call goes again, within its command timeout.
 
 #include <swl/connection_options.hpp>
+#include <swl/detail/io/call_steps.hpp>
 #include <swl/detail/io/checked_options.hpp>
 #include <swl/detail/io/dial.hpp>
 #include <swl/detail/io/sentinel_state.hpp>
@@ -48,6 +49,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -103,11 +105,14 @@ class SentinelConnection : public RedisClient {
     ConnectionPool::BorrowedConnection lease = pool_.borrow();
     detail::Link& master = detail::linkOf(*lease);
     detail::RetryPacing pacing(deadline());
+    detail::CallSteps steps(call.script(), state_->description(), {});
     for (;;) {
       Reply reply = master.evaluate(call);
-      if (!demoted(*reply) || !askAgainAfter(master, pacing)) {
-        return detail::throwIfError(std::move(reply), master.endpoint(), call.script());
-      }
+      if (demoted(*reply) && askAgainAfter(master, pacing)) continue;
+      const detail::CallSteps::Next next = steps.replied(*reply, master.endpoint(), Clock::now());
+      if (next.step == detail::CallSteps::Step::done) return reply;
+      if (next.step != detail::CallSteps::Step::load_then_resend) std::rethrow_exception(next.error);
+      master.load(call.script());
     }
   }
 

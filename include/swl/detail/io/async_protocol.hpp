@@ -27,8 +27,9 @@ struct FormattedCall {
 };
 
 inline FormattedCall formatted(const ScriptCall& call) {
-  FormattedCall made{formattedCommand(call.argv(), call.argc()), &call.script(), 0};
-  if (call.deadlineWord() != 0) made.deadline_at = formattedOffset(call.argv(), call.argc(), call.deadlineWord()) + 1;
+  const Words words = wordsOf(call);
+  FormattedCall made{formattedCommand(words), &call.script(), 0};
+  if (words.deadline_word != 0) made.deadline_at = formattedOffset(words, words.deadline_word) + 1;
   return made;
 }
 

@@ -43,8 +43,8 @@ class CallSteps {
     std::exception_ptr error;                // give_up: what the caller is told
   };
 
-  // What one call may do: load its script once on NOSCRIPT (unless the connection below does, as the
-  // blocking link does for a Cluster's calls); follow a Cluster's redirections (at most
+  // What one call may do: load its script once on NOSCRIPT (not again for a call that is already the
+  // second sending, as an event loop's calls keep no steps between sendings); follow a Cluster's redirections (at most
   // `max_redirects`); and pause for a node that asks it to come back, each pause ending before
   // `give_up_at`.
   struct Terms {

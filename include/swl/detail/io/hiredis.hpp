@@ -78,11 +78,24 @@ inline bool isTimeout(const redisContext& context) noexcept {
   throw ConnectionError(message);
 }
 
-// hiredis wants arguments as parallel arrays of pointers and lengths; commands of up to 16 arguments
-// (every script call swl makes) convert without touching the heap.
+// One command as hiredis takes it, a pointer and a length per word (a ScriptCall's own, or HiredisArgv's),
+// and which word is a script call's room for its deadline (0: none), which a connection writes as the
+// command goes out.
+struct Words {
+  const char* const* pointers;
+  const std::size_t* lengths;
+  std::size_t count;
+  std::size_t deadline_word = 0;
+};
+
+// hiredis declares its word arrays `const char**`; it only reads them.
+inline const char** hiredisPointers(const char* const* pointers) noexcept { return const_cast<const char**>(pointers); }
+
+// Words given as views, converted for hiredis: commands of up to 16 words (the handshake's, an operator's)
+// convert without touching the heap.
 class HiredisArgv {
  public:
-  HiredisArgv(const std::string_view* argv, std::size_t argc) : count_(static_cast<int>(argc)) {
+  HiredisArgv(const std::string_view* argv, std::size_t argc) : count_(argc) {
     if (argc > kOnStack) {
       pointers_on_heap_.resize(argc), lengths_on_heap_.resize(argc);
       pointers_ = pointers_on_heap_.data(), lengths_ = lengths_on_heap_.data();
@@ -92,17 +105,11 @@ class HiredisArgv {
   HiredisArgv(const HiredisArgv&) = delete;  // points into itself
   HiredisArgv& operator=(const HiredisArgv&) = delete;
 
-  int count() const noexcept { return count_; }
-  const char** pointers() noexcept { return pointers_; }
-  // Word `index` becomes `word` (which must outlive these words' use).
-  void replace(std::size_t index, std::string_view word) noexcept {
-    pointers_[index] = word.data(), lengths_[index] = word.size();
-  }
-  const std::size_t* lengths() const noexcept { return lengths_; }
+  Words words() const noexcept { return {pointers_, lengths_, count_}; }
 
  private:
   static constexpr std::size_t kOnStack = 16;
-  int count_;
+  std::size_t count_;
   std::array<const char*, kOnStack> pointers_on_stack_;
   std::array<std::size_t, kOnStack> lengths_on_stack_;
   std::vector<const char*> pointers_on_heap_;
@@ -113,24 +120,24 @@ class HiredisArgv {
 
 // Where word `word` of a command starts in its RESP text (formattedCommand's): what an event loop's
 // connection writes over in place (a call's deadline).
-inline std::size_t formattedOffset(const std::string_view* argv, std::size_t argc, std::size_t word) {
+inline std::size_t formattedOffset(const Words& command, std::size_t word) {
   const auto digits = [](std::size_t count) {
     std::size_t length = 1;
     for (; count >= 10; count /= 10) ++length;
     return length;
   };
-  std::size_t offset = 1 + digits(argc) + 2;  // "*<argc>\r\n"
-  for (std::size_t i = 0; i < word; ++i) offset += 1 + digits(argv[i].size()) + 2 + argv[i].size() + 2;
-  return offset + 1 + digits(argv[word].size()) + 2;
+  std::size_t offset = 1 + digits(command.count) + 2;  // "*<argc>\r\n"
+  for (std::size_t i = 0; i < word; ++i) offset += 1 + digits(command.lengths[i]) + 2 + command.lengths[i] + 2;
+  return offset + 1 + digits(command.lengths[word]) + 2;
 }
 
 // A whole command in RESP (an array of bulk strings), byte for byte what redisFormatCommandArgv writes:
 // what the async connections queue and may resend. Written here because hiredis prints each length with
 // sprintf, a tenth of an event-loop client's time at 16 calls in flight.
-inline std::string formattedCommand(const std::string_view* argv, std::size_t argc) {
+inline std::string formattedCommand(const Words& command) {
   constexpr std::size_t kHeaderBound = 24;  // a kind, up to 20 digits, "\r\n"
   std::size_t bound = kHeaderBound;
-  for (std::size_t i = 0; i < argc; ++i) bound += kHeaderBound + argv[i].size() + 2;
+  for (std::size_t i = 0; i < command.count; ++i) bound += kHeaderBound + command.lengths[i] + 2;
   std::string text(bound, '\0');
   char* out = text.data();
   const auto line = [&out](char kind, std::size_t count) {
@@ -138,14 +145,19 @@ inline std::string formattedCommand(const std::string_view* argv, std::size_t ar
     out = std::to_chars(out, out + kHeaderBound, count).ptr;
     *out++ = '\r', *out++ = '\n';
   };
-  line('*', argc);
-  for (std::size_t i = 0; i < argc; ++i) {
-    line('$', argv[i].size());
-    out = std::copy(argv[i].begin(), argv[i].end(), out);
+  line('*', command.count);
+  for (std::size_t i = 0; i < command.count; ++i) {
+    line('$', command.lengths[i]);
+    out = std::copy(command.pointers[i], command.pointers[i] + command.lengths[i], out);
     *out++ = '\r', *out++ = '\n';
   }
   text.resize(static_cast<std::size_t>(out - text.data()));
   return text;
+}
+
+// The same from views (the handshake's commands, SCRIPT LOAD).
+inline std::string formattedCommand(const std::string_view* argv, std::size_t argc) {
+  return formattedCommand(HiredisArgv(argv, argc).words());
 }
 
 }  // namespace swl::detail

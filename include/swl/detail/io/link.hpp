@@ -31,6 +31,16 @@
 
 namespace swl::detail {
 
+// The commands of one word a link sends beside its calls, as hiredis takes them.
+struct OneWordCommand {
+  const char* word[1];
+  std::size_t length[1];
+  Words words() const noexcept { return {word, length, 1}; }
+};
+inline constexpr OneWordCommand kTimeCommand{{"TIME"}, {4}};
+inline constexpr OneWordCommand kAskingCommand{{"ASKING"}, {6}};
+inline constexpr OneWordCommand kPingCommand{{"PING"}, {4}};
+
 class Link {
  public:
   // Returns a connected context (dial(), or a user's factory through ready()); called on every (re)connect.
@@ -49,7 +59,9 @@ class Link {
 
   // Sends one command and returns its reply, error replies included (they are answers, not failures).
   // Arguments are binary-safe. Throws ConnectionError (TimeoutError, AuthError) when there is no answer.
-  Reply command(const std::string_view* argv, std::size_t argc) { return commandOn(connected(), argv, argc); }
+  Reply command(const std::string_view* argv, std::size_t argc) {
+    return commandOn(connected(), HiredisArgv(argv, argc).words());
+  }
 
   Reply command(std::initializer_list<std::string_view> argv) { return command(argv.begin(), argv.size()); }
 
@@ -59,24 +71,10 @@ class Link {
     redisContext& context = connected();
     const bool shorter = options_.command_timeout.count() == 0 || within < options_.command_timeout;
     if (shorter) redisSetTimeout(&context, toTimeval(std::max(within, std::chrono::milliseconds(1))));
-    Reply reply = commandOn(context, argv.begin(), argv.size());
+    Reply reply = commandOn(context, HiredisArgv(argv.begin(), argv.size()).words());
     if (shorter && context_) redisSetTimeout(context_.get(), toTimeval(options_.command_timeout));
     return reply;
   }
-
-  // One command's words, and which of them is a script call's room for its deadline (0: none), which
-  // the link writes as the command goes out (see RedisClock).
-  struct Words {
-    Words(const std::string_view* words, std::size_t count, std::size_t deadline = 0) noexcept
-        : argv(words), argc(count), deadline_word(deadline) {}
-    // A command without a deadline, as {argv, argc}.
-    Words(std::pair<const std::string_view*, std::size_t> command) noexcept : Words(command.first, command.second) {}
-
-    const std::string_view* argv;
-    std::size_t argc;
-    std::size_t deadline_word = 0;
-  };
-  static Words wordsOf(const ScriptCall& call) noexcept { return {call.argv(), call.argc(), call.deadlineWord()}; }
 
   // Sends `count` commands in one write, then reads their replies in order, handing each to
   // `on_reply(index, Reply)`. `argv_of(index)` gives a command's Words.
@@ -88,21 +86,17 @@ class Link {
     receive(count, on_reply);
   }
 
-  // One script call, its reply as the server gave it, error replies included, for a client that reads
-  // them (a cluster follows MOVED and ASK); only NOSCRIPT is answered here, as CallSteps says: SCRIPT
-  // LOAD, and the call once more. Most calls go out alone; one preceded by ASKING (`asking`, as the
-  // target of an ASK redirection wants) or TIME, or followed by WAIT, goes in a pipeline.
+  // One script call's round trip, its reply unjudged: an error reply (NOSCRIPT, MOVED, ...) is for the
+  // caller's CallSteps to answer. Most calls go out alone; one preceded by TIME (its deadline needs a
+  // fresh reading of Redis's clock) or ASKING (`asking`, as the target of an ASK redirection wants), or
+  // followed by WAIT, goes in a pipeline. The lone call is sent from here, so that a decision reaches
+  // hiredis five frames down (bench/call_path.sh).
   Reply evaluate(const ScriptCall& call, bool asking = false) {
-    CallSteps steps(call.script(), endpoint_, {});
-    while (true) {
-      const bool time = askTimeFor(&call, &call + 1);
-      Reply reply = !asking && !time && options_.replica_acks == 0 ? commandOn(connected(), wordsOf(call))
-                                                                   : evaluatePipelined(call, asking, time);
-      if (steps.replied(*reply, endpoint_, CallSteps::Clock::now()).step != CallSteps::Step::load_then_resend) {
-        return reply;
-      }
-      load(call.script());
-    }
+    const bool time = askTimeFor(&call, &call + 1);
+    if (asking || time || waits() != 0) return evaluatePipelined(call, asking, time);
+    redisContext& context = connected();
+    const Outgoing outgoing(wordsOf(call), clock_, options_.command_timeout);
+    return received(redisCommandArgv(&context, outgoing.count(), outgoing.pointers(), outgoing.lengths()));
   }
 
   // Many calls pipelined, their replies unjudged (see evaluate); only a failed connection sets
@@ -126,8 +120,8 @@ class Link {
     const bool time = askTimeFor(calls.begin(), calls.end());
     const std::size_t first = time ? 1 : 0;
     queue(first + calls.size() + waits(), [&](std::size_t i) {
-      if (i < first) return timeWords();
-      return i - first < calls.size() ? wordsOf(calls[i - first]) : waitArgv();
+      if (i < first) return kTimeCommand.words();
+      return i - first < calls.size() ? wordsOf(calls[i - first]) : waitWords();
     });
     flush();
     time_asked_ = time;  // only once it is on its way: a failed send leaves nothing to read
@@ -173,7 +167,7 @@ class Link {
     try {
       pipeline(
           again.size() + waits(),
-          [&](std::size_t i) { return i < again.size() ? wordsOf(calls[again[i]]) : waitArgv(); },
+          [&](std::size_t i) { return i < again.size() ? wordsOf(calls[again[i]]) : waitWords(); },
           [&](std::size_t i, Reply reply) {
             (i < again.size() ? results[again[i]].reply : acknowledged) = std::move(reply);
           });
@@ -186,7 +180,7 @@ class Link {
     return results;
   }
 
-  // Makes the server know `script` (SCRIPT LOAD); evaluate() does it by itself on NOSCRIPT.
+  // Makes the server know `script` (SCRIPT LOAD), as CallSteps asks on NOSCRIPT.
   void load(const Script& script) {
     const Reply reply = command({"SCRIPT", "LOAD", script.text()});
     if (reply->isError()) {
@@ -242,10 +236,6 @@ class Link {
     }
   }
 
-  Reply commandOn(redisContext& context, const std::string_view* argv, std::size_t argc) {
-    return commandOn(context, Words{argv, argc});
-  }
-
   // hiredis cannot use a context again once it reported an error: it is dropped, so the next command
   // reconnects, and a timeout opens the circuit.
   [[noreturn]] void broke(std::string_view doing) {
@@ -261,22 +251,21 @@ class Link {
 
   ContextPtr handshake(ContextPtr context) {
     auto run = [&](std::initializer_list<std::string_view> argv) {
-      redisReply* reply = roundTrip(*context, argv.begin(), argv.size());
+      const HiredisArgv words(argv.begin(), argv.size());
+      const Words command = words.words();
+      void* reply = redisCommandArgv(context.get(), static_cast<int>(command.count), hiredisPointers(command.pointers),
+                                     command.lengths);
       if (reply == nullptr) throwContextError(*context, endpoint_, "during the handshake");
-      return Reply(reply);
+      return Reply(static_cast<redisReply*>(reply));
     };
     if (options_.password.empty()) {
       // A server that wants a password answers a client without one NOAUTH, or, for a command as long as
       // a script call, closes the connection on it with a protocol error. A PING asks first, so that is
       // an AuthError that says so, at connect, instead. TIME goes in the same write, for Redis's clock
       // (a Sentinel, which has no TIME, answers an error, which leaves the clock unknown).
-      static constexpr std::string_view kPing[] = {"PING"};
       Reply ping, time;
       pipelineOn(
-          *context, 2,
-          [](std::size_t i) {
-            return i == 0 ? Words{kPing, 1} : timeWords();
-          },
+          *context, 2, [](std::size_t i) { return i == 0 ? kPingCommand.words() : kTimeCommand.words(); },
           [&](std::size_t i, Reply reply) { (i == 0 ? ping : time) = std::move(reply); });
       if (ping->isError("NOAUTH")) {
         throw redisError<AuthError>(endpoint_, " requires a password, and ConnectionOptions::password is empty (",
@@ -309,9 +298,9 @@ class Link {
   template <class WordsOf, class OnReply>
   void pipelineOn(redisContext& context, std::size_t count, WordsOf&& words_of, OnReply&& on_reply) {
     for (std::size_t i = 0; i < count; ++i) {
-      const Words command = words_of(i);
-      HiredisArgv words(command.argv, command.argc);
-      if (redisAppendCommandArgv(&context, words.count(), words.pointers(), words.lengths()) != REDIS_OK) {
+      const Words words = words_of(i);
+      if (redisAppendCommandArgv(&context, static_cast<int>(words.count), hiredisPointers(words.pointers),
+                                 words.lengths) != REDIS_OK) {
         throwContextError(context, endpoint_, "during the handshake");
       }
     }
@@ -336,11 +325,6 @@ class Link {
     return std::any_of(first, last, [](const ScriptCall& call) { return call.deadlineWord() != 0; });
   }
 
-  static Words timeWords() noexcept {
-    static constexpr std::string_view kTime[] = {"TIME"};
-    return {kTime, 1};
-  }
-
   // A server that restarted, or closed an idle client, has already sent EOF: a peek sees it, so the
   // command goes out on a fresh connection instead of failing on a dead one. It costs one syscall. Over
   // TLS the close-notify record comes before the EOF, so bytes waiting there are OpenSSL's to judge.
@@ -354,14 +338,13 @@ class Link {
   // One call in a pipeline: preceded by TIME when `time` (the clock's reading is stale) and by ASKING
   // when `asking`, and followed by WAIT when replicas must acknowledge it.
   Reply evaluatePipelined(const ScriptCall& call, bool asking, bool time) {
-    static constexpr std::string_view kAsking[] = {"ASKING"};
     const std::size_t before = (time ? 1 : 0) + (asking ? 1 : 0);
     Reply reply, acknowledged;
     pipeline(
         before + 1 + waits(),
         [&](std::size_t i) {
-          if (i < before) return time && i == 0 ? timeWords() : Words{kAsking, 1};
-          return i == before ? wordsOf(call) : waitArgv();
+          if (i < before) return time && i == 0 ? kTimeCommand.words() : kAskingCommand.words();
+          return i == before ? wordsOf(call) : waitWords();
         },
         [&](std::size_t i, Reply answer) {
           if (time && i == 0) readTime(*answer);
@@ -375,9 +358,11 @@ class Link {
   // WAIT after a call, when ConnectionOptions::replica_acks asks for it: how many of those commands go.
   std::size_t waits() const noexcept { return options_.replica_acks > 0 ? 1 : 0; }
 
-  Words waitArgv() {
-    wait_argv_ = {"WAIT", replica_acks_, replica_ack_timeout_};
-    return {wait_argv_.data(), wait_argv_.size()};
+  // WAIT's words, pointing into this link's texts (made again for each use: a moved link's strings moved).
+  Words waitWords() {
+    wait_pointers_ = {"WAIT", replica_acks_.data(), replica_ack_timeout_.data()};
+    wait_lengths_ = {4, replica_acks_.size(), replica_ack_timeout_.size()};
+    return {wait_pointers_.data(), wait_lengths_.data(), wait_pointers_.size()};
   }
 
   static std::chrono::milliseconds replicaAckTimeout(const ConnectionOptions& options) {
@@ -403,47 +388,52 @@ class Link {
     }
   }
 
-  // One command on `context`, arguments binary-safe; null when hiredis reports an error on the context.
-  static redisReply* roundTrip(redisContext& context, const std::string_view* argv, std::size_t argc) {
-    HiredisArgv words(argv, argc);
-    return static_cast<redisReply*>(redisCommandArgv(&context, words.count(), words.pointers(), words.lengths()));
-  }
-
   // `command`'s words as hiredis takes them, its deadline written into its room (see RedisClock): due a
-  // command timeout from now, as this connection will wait for the reply.
+  // command timeout from now, as this connection will wait for the reply. A command with a deadline
+  // is a ScriptCall's, so its words fit in a ScriptCall's room.
   class Outgoing {
    public:
-    Outgoing(const Words& command, const RedisClock& clock, std::chrono::milliseconds timeout)
-        : words_(command.argv, command.argc) {
+    Outgoing(const Words& command, const RedisClock& clock, std::chrono::milliseconds timeout) : command_(command) {
       if (command.deadline_word == 0 || timeout.count() == 0 || !clock.known()) return;
       std::copy(kNoDeadline.begin(), kNoDeadline.end(), deadline_.begin());
       clock.writeDeadline(deadline_.data() + 1, RedisClock::Local::now() + timeout);
-      words_.replace(command.deadline_word, {deadline_.data(), deadline_.size()});
+      std::copy_n(command.pointers, command.count, pointers_.begin());
+      std::copy_n(command.lengths, command.count, lengths_.begin());
+      pointers_[command.deadline_word] = deadline_.data(), lengths_[command.deadline_word] = deadline_.size();
+      command_.pointers = pointers_.data(), command_.lengths = lengths_.data();
     }
-    HiredisArgv& words() noexcept { return words_; }
+    Outgoing(const Outgoing&) = delete;  // may point into itself
+    Outgoing& operator=(const Outgoing&) = delete;
+
+    int count() const noexcept { return static_cast<int>(command_.count); }
+    const char** pointers() const noexcept { return hiredisPointers(command_.pointers); }
+    const std::size_t* lengths() const noexcept { return command_.lengths; }
 
    private:
+    Words command_;
     std::array<char, kNoDeadline.size()> deadline_;
-    HiredisArgv words_;
+    std::array<const char*, ScriptCall::kMaxArguments> pointers_;
+    std::array<std::size_t, ScriptCall::kMaxArguments> lengths_;
   };
 
   Reply commandOn(redisContext& context, const Words& command) {
-    Outgoing outgoing(command, clock_, options_.command_timeout);
-    HiredisArgv& words = outgoing.words();
-    auto* reply =
-        static_cast<redisReply*>(redisCommandArgv(&context, words.count(), words.pointers(), words.lengths()));
+    const Outgoing outgoing(command, clock_, options_.command_timeout);
+    return received(redisCommandArgv(&context, outgoing.count(), outgoing.pointers(), outgoing.lengths()));
+  }
+
+  // What redisCommandArgv returned: the reply, or (null) the context's error, which breaks it.
+  Reply received(void* reply) {
     if (reply == nullptr) broke("waiting for a reply");
     breaker_->recordSuccess();
-    return Reply(reply);
+    return Reply(static_cast<redisReply*>(reply));
   }
 
   template <class ArgvOf>
   void queue(std::size_t count, ArgvOf&& argv_of) {
     redisContext& context = connected();
     for (std::size_t i = 0; i < count; ++i) {
-      Outgoing outgoing(argv_of(i), clock_, options_.command_timeout);
-      HiredisArgv& words = outgoing.words();
-      if (redisAppendCommandArgv(&context, words.count(), words.pointers(), words.lengths()) != REDIS_OK) {
+      const Outgoing outgoing(argv_of(i), clock_, options_.command_timeout);
+      if (redisAppendCommandArgv(&context, outgoing.count(), outgoing.pointers(), outgoing.lengths()) != REDIS_OK) {
         broke("queueing a pipelined command");  // nothing was written yet: the half-built batch goes with it
       }
     }
@@ -481,18 +471,13 @@ class Link {
   std::shared_ptr<CircuitBreaker> breaker_;
   std::string replica_acks_;
   std::string replica_ack_timeout_;
-  std::array<std::string_view, 3> wait_argv_;
+  std::array<const char*, 3> wait_pointers_;
+  std::array<std::size_t, 3> wait_lengths_;
   std::function<std::uint64_t()> epoch_;
   std::uint64_t connected_epoch_ = 0;
   RedisClock clock_;
   bool time_asked_ = false;  // sendMany() sent TIME ahead of its calls: collectMany() reads its reply first
 };
-
-// A script call's reply, or the ReplyError its error reply stands for, thrown.
-inline Reply throwIfError(Reply reply, std::string_view endpoint, const Script& script) {
-  if (reply->isError()) std::rethrow_exception(scriptError(endpoint, script, *reply));
-  return reply;
-}
 
 // A batch's replies, each error reply turned into its Outcome's error (a batch throws for none).
 inline std::vector<ScriptReply> errorRepliesAsErrors(std::vector<ScriptReply> results, std::string_view endpoint,

@@ -257,23 +257,17 @@ struct BlockArguments {
 };
 
 // The call of `script` on `key` with the prelude's arguments and then `own` (and, for a blocking
-// limiter's script, the block's key and length): the one place an algorithm's call is laid out. Every
-// text it views must outlive the call.
+// limiter's script, the block's key and length): the one place an algorithm's call is laid out, written
+// straight into the call as hiredis sends it. Every text it views must outlive the call.
 inline ScriptCall preludeCall(const Script& script, const std::string_view& key, const PreludeArguments& prelude,
                               std::initializer_list<std::string_view> own = {},
                               const std::optional<BlockArguments>& block = std::nullopt) {
-  std::array<std::string_view, 16> args{prelude.window, prelude.limit, prelude.cost,          prelude.now,
-                                        prelude.member, prelude.ttl,   prelude.count_rejected};
-  constexpr std::size_t kPrelude = 7;
-  if (own.size() > args.size() - kPrelude - 1) {
-    throw InvalidArgument("swl: a call of " + script.name() + " with " + std::to_string(own.size()) +
-                          " arguments of its own, more than a script takes");
-  }
-  std::size_t count = kPrelude;
-  for (const std::string_view argument : own) args[count++] = argument;
-  if (block) args[count++] = block->length;
-  const std::array<std::string_view, 2> keys{key, block ? block->key : std::string_view()};
-  ScriptCall call(script, keys.data(), block ? 2 : 1, args.data(), count);
+  const std::string_view keys[] = {key, block ? block->key : std::string_view()};
+  ScriptCall call(script, keys, block ? 2 : 1, nullptr, 0);
+  call.append(
+      {prelude.window, prelude.limit, prelude.cost, prelude.now, prelude.member, prelude.ttl, prelude.count_rejected});
+  call.append(own);
+  if (block) call.append({block->length});
   constexpr std::size_t kNowArgument = 4;
   if (prelude.now == kNoDeadline) call.carryDeadlineIn(kNowArgument);
   return call;

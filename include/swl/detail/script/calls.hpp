@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -89,11 +90,12 @@ class LimiterCalls {
   // where it is while a call made from it is in use.
   class Request {
    public:
+    // The decision's call: the prelude's arguments, then the algorithm's own, if it takes one.
     ScriptCall call() const {
       if constexpr (hasArgument<Algorithm>) {
-        return preludeCall(*calls_->script_, redis_key_, prelude(calls_->count_rejected_), {argument_}, block());
+        return callOf(*calls_->script_, calls_->count_rejected_, {argument_});
       } else {
-        return preludeCall(*calls_->script_, redis_key_, prelude(calls_->count_rejected_), {}, block());
+        return callOf(*calls_->script_, calls_->count_rejected_, {});
       }
     }
     std::int64_t cost() const noexcept { return cost_; }
@@ -108,14 +110,16 @@ class LimiterCalls {
    private:
     friend class LimiterCalls;
 
-    // The block's key and length when the limiter blocks (LimiterOptions::block_for).
-    std::optional<BlockArguments> block() const {
-      if (!calls_->block_length_) return std::nullopt;
-      return BlockArguments{block_key_, *calls_->block_length_};
-    }
-
-    PreludeArguments prelude(std::string_view count_rejected) const {
-      return {limit_.window, limit_.max_requests, cost_text_, now_.argument(), member_, limit_.ttl, count_rejected};
+    // A call of `script` for this request: the prelude's arguments, then `own`, then the block's key and
+    // length when the limiter blocks (LimiterOptions::block_for).
+    ScriptCall callOf(const Script& script, std::string_view count_rejected,
+                      std::initializer_list<std::string_view> own) const {
+      std::optional<BlockArguments> block;
+      if (calls_->block_length_) block = BlockArguments{block_key_, *calls_->block_length_};
+      return preludeCall(
+          script, redis_key_,
+          {limit_.window, limit_.max_requests, cost_text_, now_.argument(), member_, limit_.ttl, count_rejected}, own,
+          block);
     }
 
     Request(const LimiterCalls& calls, const LimitArguments& limit, std::string redis_key, std::string member,
@@ -127,8 +131,9 @@ class LimiterCalls {
           member_(std::move(member)),
           cost_(cost),
           cost_text_(cost),
-          now_(calls.options_.clock, limit.limit.window, cost > 0 && calls.expiring()),
-          argument_(calls.argumentAt(now_)) {}
+          now_(calls.options_.clock, limit.limit.window, cost > 0 && calls.expiring()) {
+      if constexpr (hasArgument<Algorithm>) argument_ = std::string_view(calls.algorithm_.argument(now_.clientNow()));
+    }
 
     const LimiterCalls* calls_;
     LimitArguments limit_;
@@ -191,10 +196,9 @@ class LimiterCalls {
     IntegerText units, duration, room_divisor, previous_units, previous_used;
   };
   ScriptCall leaseCall(const Request& request, const LeaseTexts& texts, const Receipt& previous) const {
-    return preludeCall(
-        scriptOf<Algorithm, ScriptRole::lease>(block_length_.has_value()), request.redis_key_, request.prelude("0"),
-        {texts.units, texts.duration, texts.room_divisor, previous.member, texts.previous_units, texts.previous_used},
-        request.block());
+    return request.callOf(
+        scriptOf<Algorithm, ScriptRole::lease>(block_length_.has_value()), "0",
+        {texts.units, texts.duration, texts.room_divisor, previous.member, texts.previous_units, texts.previous_used});
   }
 
   // A cost-0 request: the scripts read such a request's window and record nothing.
@@ -225,15 +229,6 @@ class LimiterCalls {
     algorithm_.check(checkedLimit(limit));
     const std::chrono::milliseconds ttl = checkedTtl(ttl_, limit.window, Algorithm::kName);
     return {limit, IntegerText(limit.window.count()), IntegerText(limit.max_requests), IntegerText(ttl.count())};
-  }
-
-  // The algorithm's own argument for a call at `now`, as text; none for an algorithm that takes none.
-  std::string argumentAt(const ScriptNow& now) const {
-    if constexpr (hasArgument<Algorithm>) {
-      return std::string(std::string_view(algorithm_.argument(now.clientNow())));
-    } else {
-      return {};
-    }
   }
 
   Algorithm algorithm_;
