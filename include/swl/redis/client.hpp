@@ -115,10 +115,7 @@ class ScriptCall {
   void carryDeadlineIn(std::size_t argument) noexcept { deadline_word_ = 3 + key_count_ + argument - 1; }
 
  private:
-  void push(std::string_view word) noexcept {
-    pointers_[argc_] = word.data(), lengths_[argc_] = word.size();
-    ++argc_;
-  }
+  void push(std::string_view word) noexcept { pointers_[argc_] = word.data(), lengths_[argc_++] = word.size(); }
 
   const Script* script_;
   std::array<const char*, kMaxArguments> pointers_;

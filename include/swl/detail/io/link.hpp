@@ -92,7 +92,7 @@ class Link {
   // followed by WAIT, goes in a pipeline. The lone call is sent from here, so that a decision reaches
   // hiredis five frames down (bench/call_path.sh).
   Reply evaluate(const ScriptCall& call, bool asking = false) {
-    const bool time = askTimeFor(&call, &call + 1);
+    const bool time = call.deadlineWord() != 0 && clockStale();
     if (asking || time || waits() != 0) return evaluatePipelined(call, asking, time);
     redisContext& context = connected();
     const Outgoing outgoing(wordsOf(call), clock_, options_.command_timeout);
@@ -117,7 +117,8 @@ class Link {
   // may use the link in between. sendMany() throws ConnectionError when the calls could not all be
   // written; none is waiting for an answer then.
   void sendMany(const std::vector<ScriptCall>& calls) {
-    const bool time = askTimeFor(calls.begin(), calls.end());
+    const bool time = clockStale() && std::any_of(calls.begin(), calls.end(),
+                                                  [](const ScriptCall& call) { return call.deadlineWord() != 0; });
     const std::size_t first = time ? 1 : 0;
     queue(first + calls.size() + waits(), [&](std::size_t i) {
       if (i < first) return kTimeCommand.words();
@@ -317,13 +318,9 @@ class Link {
   // unknown: the calls then carry no deadline).
   void readTime(ReplyView reply) { clock_.observe(reply, RedisClock::Local::now()); }
 
-  // Whether TIME goes out ahead of the calls in [first, last): one of them carries a deadline, and the
-  // clock's reading is stale.
-  template <class Calls>
-  bool askTimeFor(Calls first, Calls last) const {
-    if (options_.command_timeout.count() == 0 || !clock_.stale(RedisClock::Local::now())) return false;
-    return std::any_of(first, last, [](const ScriptCall& call) { return call.deadlineWord() != 0; });
-  }
+  // Whether TIME goes out ahead of a call that carries a deadline: the connection waits for replies (a
+  // deadline is written only then), and its reading of Redis's clock is stale.
+  bool clockStale() const { return options_.command_timeout.count() != 0 && clock_.stale(RedisClock::Local::now()); }
 
   // A server that restarted, or closed an idle client, has already sent EOF: a peek sees it, so the
   // command goes out on a fresh connection instead of failing on a dead one. It costs one syscall. Over
