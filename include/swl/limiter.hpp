@@ -175,7 +175,7 @@ class LimiterFace : public Core {
     const detail::Reporting reporting = this->reporting();
     const detail::ReportedCall call(reporting, key, cost, limit);
     try {
-      if (const std::optional<Decision> listed = detail::listedAnswer(reporting.access, key, limit)) {
+      if (const std::optional<Decision> listed = detail::accessListAnswer(reporting.access, key, limit)) {
         Core::validate(key, cost, limit);
         return call.report(*listed);
       }

@@ -250,7 +250,7 @@ class AsioLimiter {
       if (timeout <= Clock::duration::zero()) {
         throw InvalidArgument(std::string(Algorithm::kName) + "::async_try_acquire: the timeout must be positive");
       }
-      prepared.listed = detail::listedAnswer(options.access.get(), key, limit);
+      prepared.listed = detail::accessListAnswer(options.access.get(), key, limit);
       if (prepared.listed) {
         calls.validate(key, cost, limit);
       } else {

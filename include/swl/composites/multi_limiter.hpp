@@ -180,7 +180,7 @@ class MultiLimiter {
       std::copy(keys.begin(), keys.end(), prepared.keys_.begin());
       std::copy(costs.begin(), costs.end(), prepared.costs_.begin());
       prepared.limits_ = limits;
-      prepared.listed_ = answerFromLists(keys, limits);
+      prepared.listed_ = accessListAnswers(keys, limits);
       if (!prepared.listed_) prepared.text_.emplace(callText(keys, costs, limits, recording));
     } catch (const Error&) {
       prepared.failure_ = std::current_exception();
@@ -213,7 +213,7 @@ class MultiLimiter {
         prepared.observation_.report(keys[0], costs[0], nullptr, cause);
         throw;
       }
-      MultiDecision result = answerEveryRuleForFailure(costs.data(), cause, prepared.limits_);
+      MultiDecision result = failurePolicyAnswers(costs.data(), cause, prepared.limits_);
       detail::enforce(options_.enforcement, result.decision);
       prepared.observation_.report(keys[result.binding], costs[result.binding], &result.decision, cause,
                                    result.binding_name);
@@ -391,8 +391,8 @@ class MultiLimiter {
   // The access list's answer for the whole call, if it gives one: a rule's key denied refuses the call,
   // and otherwise a rule's key allowed admits it untouched (no rule counts it). Every rule answers alike,
   // and the key that decided binds. The call's input is valid (validate()).
-  std::optional<MultiDecision> answerFromLists(const std::vector<std::string_view>& keys,
-                                               const std::vector<Limit>& limits) const {
+  std::optional<MultiDecision> accessListAnswers(const std::vector<std::string_view>& keys,
+                                                 const std::vector<Limit>& limits) const {
     const AccessList* access = options_.access.get();
     if (access == nullptr) return std::nullopt;
     std::optional<std::size_t> first_allowed, first_denied;
@@ -406,7 +406,7 @@ class MultiLimiter {
     const Listing listing = first_denied ? Listing::denied : Listing::allowed;
     MultiDecision result;
     for (std::size_t i = 0; i < rules_.size(); ++i)
-      result.rules.push_back(detail::answerOfList(listing, limitOf(i, limits)));
+      result.rules.push_back(detail::accessListAnswer(listing, limitOf(i, limits)));
     result.binding = *deciding;
     result.binding_name = names_[*deciding];
     result.decision = result.rules[*deciding];
@@ -414,12 +414,12 @@ class MultiLimiter {
   }
 
   // Redis could not decide: every rule answers with the failure policy, for its own cost.
-  MultiDecision answerEveryRuleForFailure(const std::int64_t* costs, const std::exception_ptr& error,
-                                          const std::vector<Limit>& limits) const {
+  MultiDecision failurePolicyAnswers(const std::int64_t* costs, const std::exception_ptr& error,
+                                     const std::vector<Limit>& limits) const {
     MultiDecision result;
     for (std::size_t i = 0; i < rules_.size(); ++i) {
       result.rules.push_back(
-          detail::answerForFailure(options_.on_failure, limitOf(i, limits), costs[i], error).decision);
+          detail::failurePolicyAnswer(options_.on_failure, limitOf(i, limits), costs[i], error).decision);
     }
     return pickBindingRule(std::move(result));
   }

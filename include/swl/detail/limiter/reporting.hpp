@@ -27,6 +27,10 @@
 namespace swl {
 namespace detail {
 
+// The answers Redis does not give are named for who gives them: failurePolicyAnswer (Redis could not
+// decide), accessListAnswer (the operator's lists decided first); MultiLimiter's give one per rule
+// (failurePolicyAnswers, accessListAnswers). Decision::tier tells a caller which one answered.
+
 // No count to go by: ask the caller back after a second, or sooner for a shorter window.
 inline Decision blindRefusal(const Limit& limit) {
   Decision decision;
@@ -40,7 +44,8 @@ inline Decision blindRefusal(const Limit& limit) {
 // The failure policy: what a request of `cost` gets when no tier could decide it because of `error`.
 // Invalid input (and a call the client refused to send, such as keys in two cluster slots) is the
 // caller's mistake and stays an error whatever the policy: failing open on it would hide it.
-inline Outcome answerForFailure(FailurePolicy policy, const Limit& limit, std::int64_t cost, std::exception_ptr error) {
+inline Outcome failurePolicyAnswer(FailurePolicy policy, const Limit& limit, std::int64_t cost,
+                                   std::exception_ptr error) {
   if (policy == FailurePolicy::throw_error || holdsError<InvalidArgument>(error))
     return {blindRefusal(limit), std::move(error)};
   if (policy == FailurePolicy::deny) return {blindRefusal(limit), nullptr};
@@ -116,7 +121,7 @@ inline void enforce(Enforcement enforcement, Outcome& outcome) noexcept {
 inline Outcome reported(Outcome outcome, FailurePolicy on_failure, Enforcement enforcement,
                         const Observation& observation, std::string_view key, std::int64_t cost, const Limit& limit) {
   const std::exception_ptr error = outcome.error;
-  if (error) outcome = answerForFailure(on_failure, limit, cost, error);
+  if (error) outcome = failurePolicyAnswer(on_failure, limit, cost, error);
   enforce(enforcement, outcome);
   observation.report(key, cost, outcome, error);
   return outcome;
@@ -140,7 +145,7 @@ inline Reporting reportingOf(const LimiterOptions& options) {
 // What the access list (access_list.hpp) answers for `key` under `limit`, if it answers: an allowed key
 // is admitted with the whole limit left, a denied one refused until the operator lifts it (the caller is
 // asked back after a window).
-inline Decision answerOfList(Listing listing, const Limit& limit) {
+inline Decision accessListAnswer(Listing listing, const Limit& limit) {
   Decision decision;
   decision.limit = limit.max_requests;
   if (listing == Listing::allowed) {
@@ -155,11 +160,12 @@ inline Decision answerOfList(Listing listing, const Limit& limit) {
   return decision;
 }
 
-inline std::optional<Decision> listedAnswer(const AccessList* access, std::string_view key, const Limit& limit) {
+// The same for `key`, if the list names it.
+inline std::optional<Decision> accessListAnswer(const AccessList* access, std::string_view key, const Limit& limit) {
   if (access == nullptr) return std::nullopt;
   const Listing listing = access->listingOf(key);
   if (listing == Listing::unlisted) return std::nullopt;
-  return answerOfList(listing, limit);
+  return accessListAnswer(listing, limit);
 }
 
 // A batch as the access list splits it: the requests it answers, and the rest, which the limiter decides
@@ -174,7 +180,7 @@ class ListedBatch {
     answers_.resize(requests.size());
     for (std::size_t i = 0; i < requests.size(); ++i) {
       const Limit& own = requests[i].limitOr(limit);
-      const std::optional<Decision> listed = listedAnswer(access, requests[i].key, own);
+      const std::optional<Decision> listed = accessListAnswer(access, requests[i].key, own);
       if (!listed) continue;
       any_ = true;
       try {
@@ -247,7 +253,7 @@ class ReportedCall {
   // The limiter failed with `error`: the failure policy's answer, or, under throw_error (and for invalid
   // input, whatever the policy), the error thrown again.
   Decision reportFailure(const std::exception_ptr& error) const {
-    Outcome outcome = answerForFailure(reporting_.on_failure, limit_, cost_, error);
+    Outcome outcome = failurePolicyAnswer(reporting_.on_failure, limit_, cost_, error);
     enforce(reporting_.enforcement, outcome);
     observation_.report(key_, cost_, outcome, error);
     return outcome.value();
@@ -275,7 +281,7 @@ class ReportedBatch {
       const AcquireRequest& request = requests_[i];
       if (outcomes[i].error) {
         causes[i] = outcomes[i].error;
-        outcomes[i] = answerForFailure(reporting_.on_failure, request.limitOr(limit_), request.cost, causes[i]);
+        outcomes[i] = failurePolicyAnswer(reporting_.on_failure, request.limitOr(limit_), request.cost, causes[i]);
       }
       enforce(reporting_.enforcement, outcomes[i]);
       observation_.report(request.key, request.cost, outcomes[i], causes[i]);
