@@ -2,7 +2,7 @@
 # - the shared include/swl/detail/ is the floor every package stands on: its headers include only the floor
 #   itself, the value headers (errors, decision, options, observer, access list, policies, periods, the
 #   algorithm contract) and the connection types. A package's own internals live in its folder's detail/
-#   (algorithms/detail/log/, composites/detail/, asio/detail/, integrations/detail/);
+#   (algorithms/detail/sliding_window_log/, composites/detail/, asio/detail/, integrations/detail/);
 # - nothing climbs: no header includes one that includes it back, however far down.
 #
 #   cmake -DINCLUDE_DIR=<repository>/include -P check_floor.cmake

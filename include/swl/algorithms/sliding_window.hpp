@@ -8,9 +8,9 @@
 ///
 /// Everything around the log's script (SlidingWindowLog, algorithms/sliding_window_log.hpp) is
 /// RedisLimiter's, but what only a log can do: reserve() and settle() for costs known only afterwards,
-/// and the leases LeasingLimiter is built on (algorithms/detail/log/limiter_core.hpp).
+/// and the leases LeasingLimiter is built on (algorithms/detail/sliding_window_log/limiter_core.hpp).
 
-#include <swl/algorithms/detail/log/limiter_core.hpp>
+#include <swl/algorithms/detail/sliding_window_log/limiter_core.hpp>
 #include <swl/limiter.hpp>
 #include <swl/policies/keys.hpp>
 #include <swl/policies/members.hpp>

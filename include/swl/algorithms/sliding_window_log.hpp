@@ -12,13 +12,13 @@
 ///
 /// The script is the heart of swl: read it with docs/scripts.md beside it (or whole:
 /// examples/swl_scripts sliding_window). It runs after the prelude in algorithm.hpp, which reads the
-/// arguments, and the parts in algorithms/detail/log/: the layout and the fast path, the sums, the steps.
+/// arguments, and the parts in algorithms/detail/sliding_window_log/: the layout and the fast path, the sums, the steps.
 
-#include <swl/algorithms/detail/log/check.hpp>
-#include <swl/algorithms/detail/log/counted_by_units.hpp>
-#include <swl/algorithms/detail/log/layout.hpp>
-#include <swl/algorithms/detail/log/phases.hpp>
-#include <swl/algorithms/detail/log/sums.hpp>
+#include <swl/algorithms/detail/sliding_window_log/check.hpp>
+#include <swl/algorithms/detail/sliding_window_log/counted_by_units.hpp>
+#include <swl/algorithms/detail/sliding_window_log/layout.hpp>
+#include <swl/algorithms/detail/sliding_window_log/phases.hpp>
+#include <swl/algorithms/detail/sliding_window_log/sums.hpp>
 #include <swl/decision.hpp>
 #include <swl/detail/script/lua_text.hpp>
 
@@ -40,7 +40,7 @@ struct SlidingWindowLog {
   static void check(const Limit&) {}
 
   /// The log's layout and its numbers, read by every script of the log and by MultiLimiter's.
-  static constexpr std::string_view kLayout = detail::window_log::kLayout;
+  static constexpr std::string_view kLayout = detail::sliding_window_log::kLayout;
 
   /// The busiest paths, run before kParts and kFunctions define anything (a Lua function costs Redis on
   /// every call that defines it): on Redis's clock, one unit that a set counted by entries under this
@@ -50,12 +50,12 @@ struct SlidingWindowLog {
   /// entries under this window has its mark (1, or 0 for a member policy that repeats itself); a new set
   /// holds nothing else at or below 0. Any other set (counted by units, or marked for another window)
   /// takes both back and goes on to kScript.
-  static constexpr std::string_view kFastPath = detail::window_log::kFastPath;
+  static constexpr std::string_view kFastPath = detail::sliding_window_log::kFastPath;
 
   /// The log's parts without I/O, run before kFunctions: the sums a set counted by units keeps, and the
   /// searches over them. Their reads and writes come in as methods of an `io` object, so they are tested
   /// alone in plain Lua 5.1, after kLayout, whose numbers they read (tests/lua/test_log_sums.lua).
-  static constexpr std::string_view kParts = detail::window_log::kSums;
+  static constexpr std::string_view kParts = detail::sliding_window_log::kSums;
 
   /// The log's steps, shared by its scripts below and MultiLimiter's, which keeps one log per rule. A
   /// decision on one key is two phases: openWindow reads the window (for every rule of a MultiLimiter
@@ -63,8 +63,8 @@ struct SlidingWindowLog {
   /// only a set counted by units needs is built only for such a set (countedByUnits): a Lua function
   /// costs Redis on every call that defines it. Numbers go to redis.call as numbers where they can: Redis
   /// formats them with 17 significant digits, exact below 2^53 (unlike Lua's own 14 when concatenating).
-  static constexpr std::array<std::string_view, 2> kFunctions{detail::window_log::kCountedByUnits,
-                                                              detail::window_log::kPhases};
+  static constexpr std::array<std::string_view, 2> kFunctions{detail::sliding_window_log::kCountedByUnits,
+                                                              detail::sliding_window_log::kPhases};
 
   /// Every other decision: count, record when admitted (or when refusals count), answer. After kFastPath,
   /// which has read `start` and `live`.
@@ -131,8 +131,8 @@ return answer
   /// decision's. Answers {set kind ('entries' or 'units'), entries, units in the set, nodes of levels 1..4}
   /// or an error naming the first thing that disagrees.
   static constexpr std::string_view kCheckScriptName = "check_log";
-  /// The check script's Lua (kCheckScriptName says what it does), in algorithms/detail/log/check.hpp.
-  static constexpr std::string_view kCheckScript = detail::window_log::kCheck;
+  /// The check script's Lua (kCheckScriptName says what it does), in algorithms/detail/sliding_window_log/check.hpp.
+  static constexpr std::string_view kCheckScript = detail::sliding_window_log::kCheck;
 };
 
 /// What SlidingWindowLimiter::checkLog found in one key's log, every sum recomputed from its entries.

@@ -5,7 +5,7 @@
 
 #include <string_view>
 
-namespace swl::detail::window_log {
+namespace swl::detail::sliding_window_log {
 
 // After the prelude and the log's functions. Its work grows with the set, as it must: never a decision's.
 inline constexpr std::string_view kCheck = R"lua(
@@ -86,4 +86,4 @@ end
 return {'units', #names, #names + extra, counts[1], counts[2], counts[3], counts[4]}
 )lua"sv;
 
-}  // namespace swl::detail::window_log
+}  // namespace swl::detail::sliding_window_log

@@ -6,7 +6,7 @@
 
 #include <string_view>
 
-namespace swl::detail::window_log {
+namespace swl::detail::sliding_window_log {
 
 // How a set counted by units is read and written, and the helpers every step shares. Only a set counted
 // by units builds countedByUnits (a Lua function costs Redis on every call that defines it).
@@ -336,4 +336,4 @@ local function countedByUnits()
 end
 )lua"sv;
 
-}  // namespace swl::detail::window_log
+}  // namespace swl::detail::sliding_window_log

@@ -6,7 +6,7 @@
 
 #include <string_view>
 
-namespace swl::detail::window_log {
+namespace swl::detail::sliding_window_log {
 
 // SlidingWindowLog::kLayout (algorithms/sliding_window_log.hpp) says what each part is for.
 inline constexpr std::string_view kLayout = R"lua(
@@ -82,4 +82,4 @@ if redis_time then
 end
 )lua"sv;
 
-}  // namespace swl::detail::window_log
+}  // namespace swl::detail::sliding_window_log

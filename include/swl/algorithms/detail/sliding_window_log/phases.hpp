@@ -6,7 +6,7 @@
 
 #include <string_view>
 
-namespace swl::detail::window_log {
+namespace swl::detail::sliding_window_log {
 
 // openWindow, closeWindow and answerOf.
 inline constexpr std::string_view kPhases = R"lua(
@@ -140,4 +140,4 @@ local function answerOf(w, allowed, cost, limit)
 end
 )lua"sv;
 
-}  // namespace swl::detail::window_log
+}  // namespace swl::detail::sliding_window_log

@@ -6,7 +6,7 @@
 
 #include <string_view>
 
-namespace swl::detail::window_log {
+namespace swl::detail::sliding_window_log {
 
 inline constexpr std::string_view kSums = R"lua(
 -- The log's sums: what keeps every count and every search over a set counted by units bounded. A part
@@ -203,4 +203,4 @@ local function logSearches(sums)
 end
 )lua"sv;
 
-}  // namespace swl::detail::window_log
+}  // namespace swl::detail::sliding_window_log
