@@ -152,7 +152,7 @@ class ClusterConnection : public RedisClient {
           refreshAfterFailure(*batch.node, deadline);
         if (!result.reply || !result.reply->isError()) continue;
         try {
-          result.reply = answerOrFollow(calls[index], *batch.node, std::move(result.reply), deadline);
+          result.reply = follow(calls[index], *batch.node, deadline, std::move(result.reply));
         } catch (const Error&) {
           result.error = std::current_exception();
         }
@@ -255,28 +255,17 @@ class ClusterConnection : public RedisClient {
     throw ConnectionError(description_ + ": no master serves hash slot " + std::to_string(slot));
   }
 
-  Reply follow(const ScriptCall& call, Node& first, Clock::time_point deadline) {
-    Reply reply;
-    try {
-      reply = evaluateOn(first, call, false);
-    } catch (const ConnectionError& error) {
-      // A master may have died: its replica may be serving the slot by the next call.
-      if (!detail::holdsError<CircuitOpenError>(std::current_exception())) refreshAfterFailure(first, deadline);
-      throw;
-    }
-    return answerOrFollow(call, first, std::move(reply), deadline);
-  }
-
-  // `reply` came from `node`: a result, the script's error, or a reason to ask again elsewhere.
-  Reply answerOrFollow(const ScriptCall& call, Node& node, Reply reply, Clock::time_point deadline) {
-    // The reply machine says what each reply calls for (detail/io/call_steps.hpp).
+  // One call on the cluster, sent to `first` (unless `reply` is its answer already, a batch's) and then
+  // wherever the reply machine says (detail/io/call_steps.hpp), until it answers or gives up.
+  Reply follow(const ScriptCall& call, Node& first, Clock::time_point deadline, Reply reply = Reply()) {
     detail::CallSteps::Terms terms;
     terms.follows_redirections = true;
     terms.max_redirects = options_.max_redirects;
     terms.give_up_at = deadline;
     detail::CallSteps steps(call.script(), description_, terms);
-    Node* asked = &node;
+    Node* asked = &first;
     bool asking = false;
+    if (!reply) reply = sendTo(*asked, call, asking, deadline);
     for (;;) {
       const detail::CallSteps::Next next = steps.replied(*reply, asked->endpoint, Clock::now(), &asked->address);
       // The pause first: a slot map read after it is the fresher for it.
@@ -304,12 +293,18 @@ class ClusterConnection : public RedisClient {
           loadOn(*asked, call.script());
           break;
       }
-      try {
-        reply = evaluateOn(*asked, call, asking);
-      } catch (const ConnectionError&) {
-        if (!detail::holdsError<CircuitOpenError>(std::current_exception())) refreshAfterFailure(*asked, deadline);
-        throw;
-      }
+      reply = sendTo(*asked, call, asking, deadline);
+    }
+  }
+
+  // The call's round trip to `node`. A connection that fails may mean a master died: its replica may be
+  // serving the slot by the next call, so the slot map is read again soon.
+  Reply sendTo(Node& node, const ScriptCall& call, bool asking, Clock::time_point deadline) {
+    try {
+      return evaluateOn(node, call, asking);
+    } catch (const ConnectionError&) {
+      if (!detail::holdsError<CircuitOpenError>(std::current_exception())) refreshAfterFailure(node, deadline);
+      throw;
     }
   }
 

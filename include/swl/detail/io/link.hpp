@@ -145,39 +145,7 @@ class Link {
       }
     }
 
-    // The calls that met an empty script cache run once more (CallSteps), after one SCRIPT LOAD per script.
-    std::vector<std::size_t> again;
-    std::vector<const Script*> loaded;
-    const CallSteps::Clock::time_point now = CallSteps::Clock::now();
-    for (std::size_t index = 0; index < calls.size(); ++index) {
-      ScriptReply& result = results[index];
-      const Script& script = calls[index].script();
-      if (!result.reply || CallSteps(script, endpoint_, {}).replied(*result.reply, endpoint_, now).step !=
-                               CallSteps::Step::load_then_resend) {
-        continue;
-      }
-      result.reply = Reply();
-      try {
-        if (std::find(loaded.begin(), loaded.end(), &script) == loaded.end()) load(script), loaded.push_back(&script);
-        again.push_back(index);
-      } catch (const Error&) {
-        result.error = std::current_exception();
-      }
-    }
-    if (again.empty()) return results;
-    try {
-      pipeline(
-          again.size() + waits(),
-          [&](std::size_t i) { return i < again.size() ? wordsOf(calls[again[i]]) : waitWords(); },
-          [&](std::size_t i, Reply reply) {
-            (i < again.size() ? results[again[i]].reply : acknowledged) = std::move(reply);
-          });
-      if (waits() != 0) unacknowledgedFail(results, acknowledged);
-    } catch (const Error&) {
-      for (std::size_t index : again) {
-        if (!results[index].reply) results[index].error = std::current_exception();
-      }
-    }
+    resendWhereScriptMissing(calls, results);
     return results;
   }
 
@@ -350,6 +318,44 @@ class Link {
         });
     if (waits() != 0 && !reply->isError()) requireAcknowledged(*acknowledged);
     return reply;
+  }
+
+  // The calls of a batch that met an empty script cache (NOSCRIPT) run once more, as CallSteps says, after
+  // one SCRIPT LOAD per script; their replies, or errors, replace the NOSCRIPT ones in `results`.
+  void resendWhereScriptMissing(const std::vector<ScriptCall>& calls, std::vector<ScriptReply>& results) {
+    std::vector<std::size_t> again;
+    std::vector<const Script*> loaded;
+    const CallSteps::Clock::time_point now = CallSteps::Clock::now();
+    for (std::size_t index = 0; index < calls.size(); ++index) {
+      ScriptReply& result = results[index];
+      const Script& script = calls[index].script();
+      if (!result.reply || CallSteps(script, endpoint_, {}).replied(*result.reply, endpoint_, now).step !=
+                               CallSteps::Step::load_then_resend) {
+        continue;
+      }
+      result.reply = Reply();
+      try {
+        if (std::find(loaded.begin(), loaded.end(), &script) == loaded.end()) load(script), loaded.push_back(&script);
+        again.push_back(index);
+      } catch (const Error&) {
+        result.error = std::current_exception();
+      }
+    }
+    if (again.empty()) return;
+    Reply acknowledged;
+    try {
+      pipeline(
+          again.size() + waits(),
+          [&](std::size_t i) { return i < again.size() ? wordsOf(calls[again[i]]) : waitWords(); },
+          [&](std::size_t i, Reply reply) {
+            (i < again.size() ? results[again[i]].reply : acknowledged) = std::move(reply);
+          });
+      if (waits() != 0) unacknowledgedFail(results, acknowledged);
+    } catch (const Error&) {
+      for (std::size_t index : again) {
+        if (!results[index].reply) results[index].error = std::current_exception();
+      }
+    }
   }
 
   // WAIT after a call, when ConnectionOptions::replica_acks asks for it: how many of those commands go.
