@@ -301,8 +301,9 @@ class AsyncCalls {
       return pending.done(ReplyView(), std::make_exception_ptr(
                                            redisError<ReplyError>(endpoint_, ": a command failed: ", reply.text())));
     }
-    // What the reply means is the reply machine's to say (detail/io/call_steps.hpp); a call sent again
-    // after NOSCRIPT loads nothing more.
+    if (!reply.isError()) return pending.done(reply, nullptr);  // the answer, as nearly every call ends
+    // What an error reply calls for is the reply machine's to say (detail/io/call_steps.hpp); a call sent
+    // again after NOSCRIPT loads nothing more.
     CallSteps::Terms terms;
     terms.loads_script = !pending.repeated;
     const CallSteps::Next next =

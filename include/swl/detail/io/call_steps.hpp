@@ -13,6 +13,10 @@
 //   give_up            with `error`: the error reply read as the error it stands for (EXPIRED, a call
 //                      Redis ran past its deadline, is a TimeoutError), or why the call went no further
 //
+// A reply that is not an error is always `done`, so the single-call paths (Connection, the event loops'
+// calls) read that themselves and build the steps only for an error reply: an answer costs no clock read.
+// The Cluster and Sentinel build them before the first reply, as their loops begin there.
+//
 // A call whose fate is unknown (no reply came: a timeout, a broken connection) is never sent again: it may
 // have run. The shape of boost.redis's detail/exec_fsm.hpp: a state machine over what was sent and what
 // came back, tested alone over scripted replies (tests/test_call_steps.cpp).
