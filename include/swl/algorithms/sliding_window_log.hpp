@@ -12,7 +12,8 @@
 ///
 /// The script is the heart of swl: read it with docs/scripts.md beside it (or whole:
 /// examples/swl_scripts sliding_window). It runs after the prelude in algorithm.hpp, which reads the
-/// arguments, and the parts in algorithms/detail/sliding_window_log/: the layout and the fast path, the sums, the steps.
+/// arguments, and the parts in algorithms/detail/sliding_window_log/: the layout and the fast path, the
+/// sums, the steps.
 
 #include <swl/algorithms/detail/sliding_window_log/check.hpp>
 #include <swl/algorithms/detail/sliding_window_log/counted_by_units.hpp>
