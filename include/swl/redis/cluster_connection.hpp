@@ -34,6 +34,7 @@
 
 #include <swl/connection_options.hpp>
 #include <swl/detail/holds_error.hpp>
+#include <swl/detail/io/batch.hpp>
 #include <swl/detail/io/call_steps.hpp>
 #include <swl/detail/io/checked_options.hpp>
 #include <swl/detail/io/topology.hpp>
@@ -126,21 +127,22 @@ class ClusterConnection : public RedisClient {
       }
     }
     std::vector<std::optional<ConnectionPool::BorrowedConnection>> leases(batches.size());
+    std::vector<std::optional<detail::Batch>> sent(batches.size());
     for (std::size_t b = 0; b < batches.size(); ++b) {
       const NodeBatch& batch = batches[b];
       try {
         detail::breakerOf(batch.node->pool)->refuseWhileOpen(batch.node->endpoint);
         leases[b].emplace(batch.node->pool.borrow());
-        detail::linkOf(**leases[b]).sendMany(batch.calls);
+        sent[b].emplace(detail::linkOf(**leases[b]), batch.calls).send();
       } catch (const ConnectionError&) {  // no answer will come; a part written out may have run
-        leases[b].reset();
+        sent[b].reset(), leases[b].reset();
         for (std::size_t index : batch.indices) results[index].error = std::current_exception();
       }
     }
     for (std::size_t b = 0; b < batches.size(); ++b) {
-      if (!leases[b]) continue;
+      if (!sent[b]) continue;
       const NodeBatch& batch = batches[b];
-      std::vector<ScriptReply> replies = detail::linkOf(**leases[b]).collectMany(batch.calls);
+      std::vector<ScriptReply> replies = sent[b]->collect();
       leases[b].reset();
       for (std::size_t i = 0; i < replies.size(); ++i) results[batch.indices[i]] = std::move(replies[i]);
     }

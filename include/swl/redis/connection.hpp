@@ -18,6 +18,7 @@
 /// Sentinel build on; Connection is its face for users.
 
 #include <swl/connection_options.hpp>
+#include <swl/detail/io/batch.hpp>
 #include <swl/detail/io/call_steps.hpp>
 #include <swl/detail/io/checked_options.hpp>
 #include <swl/detail/io/link.hpp>
@@ -113,7 +114,7 @@ class Connection : public RedisClient {
   }
 
   std::vector<ScriptReply> runMany(const std::vector<ScriptCall>& calls) override {
-    return detail::errorRepliesAsErrors(link_.evaluateMany(calls), link_.endpoint(), calls);
+    return detail::errorRepliesAsErrors(detail::Batch::run(link_, calls), link_.endpoint(), calls);
   }
 
   /// Round trip to check that Redis answers (connecting first if needed).

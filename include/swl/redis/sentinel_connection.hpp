@@ -33,6 +33,7 @@
 ///   sentinels are asked again, and the call goes again, within its command timeout.
 
 #include <swl/connection_options.hpp>
+#include <swl/detail/io/batch.hpp>
 #include <swl/detail/io/call_steps.hpp>
 #include <swl/detail/io/checked_options.hpp>
 #include <swl/detail/io/dial.hpp>
@@ -121,7 +122,7 @@ class SentinelConnection : public RedisClient {
     ConnectionPool::BorrowedConnection lease = pool_.borrow();
     detail::Link& master = detail::linkOf(*lease);
     detail::RetryPacing pacing(deadline());
-    std::vector<ScriptReply> results = master.evaluateMany(calls);
+    std::vector<ScriptReply> results = detail::Batch::run(master, calls);
     // A demotion may land mid-batch: the calls answered before it ran on the master and stay answered.
     for (;;) {
       std::vector<std::size_t> refused;
@@ -130,7 +131,7 @@ class SentinelConnection : public RedisClient {
         if (results[i].reply && demoted(*results[i].reply)) refused.push_back(i), again.push_back(calls[i]);
       }
       if (again.empty() || !askAgainAfter(master, pacing)) break;
-      std::vector<ScriptReply> retried = master.evaluateMany(again);
+      std::vector<ScriptReply> retried = detail::Batch::run(master, again);
       for (std::size_t i = 0; i < refused.size(); ++i) results[refused[i]] = std::move(retried[i]);
     }
     return detail::errorRepliesAsErrors(std::move(results), master.endpoint(), calls);

@@ -1,7 +1,8 @@
 #pragma once
 // detail::Link: one hiredis context to one Redis, owned, reconnected on demand, with the I/O that
-// Connection (its face for users), the pool, the cluster and Sentinel build on: pipelines, replies left
-// unjudged, ASKING, WAIT for replicas, the circuit breaker per server.
+// Connection (its face for users), the pool, the cluster and Sentinel build on: one call's round trip (with
+// TIME, ASKING or WAIT around it when it needs them), replies left unjudged, pipelines, the circuit breaker
+// per server. A batch of calls is detail/io/batch.hpp, built on the same link.
 
 #include <swl/connection_options.hpp>
 #include <swl/detail/io/call_steps.hpp>
@@ -99,56 +100,6 @@ class Link {
     return received(redisCommandArgv(&context, outgoing.count(), outgoing.pointers(), outgoing.lengths()));
   }
 
-  // Many calls pipelined, their replies unjudged (see evaluate); only a failed connection sets
-  // ScriptReply::error.
-  std::vector<ScriptReply> evaluateMany(const std::vector<ScriptCall>& calls) {
-    try {
-      sendMany(calls);
-    } catch (const Error&) {
-      std::vector<ScriptReply> results(calls.size());
-      for (ScriptReply& result : results) result.error = std::current_exception();
-      return results;
-    }
-    return collectMany(calls);
-  }
-
-  // evaluateMany() in two halves, so that a client of several servers (a cluster) can have them all
-  // work at once: sendMany() writes the calls out, collectMany() reads their answers. Nothing else
-  // may use the link in between. sendMany() throws ConnectionError when the calls could not all be
-  // written; none is waiting for an answer then.
-  void sendMany(const std::vector<ScriptCall>& calls) {
-    const bool time = clockStale() && std::any_of(calls.begin(), calls.end(),
-                                                  [](const ScriptCall& call) { return call.deadlineWord() != 0; });
-    const std::size_t first = time ? 1 : 0;
-    queue(first + calls.size() + waits(), [&](std::size_t i) {
-      if (i < first) return kTimeCommand.words();
-      return i - first < calls.size() ? wordsOf(calls[i - first]) : waitWords();
-    });
-    flush();
-    time_asked_ = time;  // only once it is on its way: a failed send leaves nothing to read
-  }
-
-  std::vector<ScriptReply> collectMany(const std::vector<ScriptCall>& calls) {
-    std::vector<ScriptReply> results(calls.size());
-    Reply acknowledged;
-    try {
-      const std::size_t first = std::exchange(time_asked_, false) ? 1 : 0;
-      receive(first + calls.size() + waits(), [&](std::size_t i, Reply reply) {
-        if (i < first) return readTime(*reply);
-        i -= first;
-        (i < calls.size() ? results[i].reply : acknowledged) = std::move(reply);
-      });
-      if (waits() != 0) unacknowledgedFail(results, acknowledged);
-    } catch (const Error&) {
-      for (ScriptReply& result : results) {
-        if (!result.reply) result.error = std::current_exception();
-      }
-    }
-
-    resendWhereScriptMissing(calls, results);
-    return results;
-  }
-
   // Makes the server know `script` (SCRIPT LOAD), as CallSteps asks on NOSCRIPT.
   void load(const Script& script) {
     const Reply reply = command({"SCRIPT", "LOAD", script.text()});
@@ -186,6 +137,73 @@ class Link {
   // "host:port", "unix:/path" or the adopter's description; used in every error message.
   const std::string& endpoint() const noexcept { return endpoint_; }
 
+  // The parts a batch of calls is made of (detail/io/batch.hpp), each a step of pipeline() or of the
+  // WAIT and TIME around the calls.
+
+  // Writes `count` commands, `argv_of(index)` each, into the context's buffer: nothing is sent yet.
+  template <class ArgvOf>
+  void queue(std::size_t count, ArgvOf&& argv_of) {
+    redisContext& context = connected();
+    for (std::size_t i = 0; i < count; ++i) {
+      const Outgoing outgoing(argv_of(i), clock_, options_.command_timeout);
+      if (redisAppendCommandArgv(&context, outgoing.count(), outgoing.pointers(), outgoing.lengths()) != REDIS_OK) {
+        broke("queueing a pipelined command");  // nothing was written yet: the half-built batch goes with it
+      }
+    }
+  }
+
+  // Writes what queue() gathered without waiting for answers.
+  void flush() {
+    int done = 0;
+    while (done == 0) {
+      if (redisBufferWrite(context_.get(), &done) != REDIS_OK) broke("sending pipelined commands");
+    }
+  }
+
+  // Reads `count` replies in order, handing each to `on_reply(index, Reply)`.
+  template <class OnReply>
+  void receive(std::size_t count, OnReply&& on_reply) {
+    for (std::size_t i = 0; i < count; ++i) {
+      void* reply = nullptr;
+      if (!context_ || redisGetReply(context_.get(), &reply) != REDIS_OK || reply == nullptr) {
+        broke("waiting for pipelined replies");
+      }
+      breaker_->recordSuccess();
+      try {
+        on_reply(i, Reply(static_cast<redisReply*>(reply)));
+      } catch (...) {
+        context_.reset();  // the replies still unread would otherwise answer the next commands
+        throw;
+      }
+    }
+  }
+
+  // Redis's clock, from TIME's reply just read (an error reply, from an ACL without TIME, leaves it
+  // unknown: the calls then carry no deadline).
+  void readTime(ReplyView reply) { clock_.observe(reply, RedisClock::Local::now()); }
+
+  // Whether TIME goes out ahead of a call that carries a deadline: the connection waits for replies (a
+  // deadline is written only then), and its reading of Redis's clock is stale.
+  bool clockStale() const { return options_.command_timeout.count() != 0 && clock_.stale(RedisClock::Local::now()); }
+
+  // WAIT after a call, when ConnectionOptions::replica_acks asks for it: how many of those commands go.
+  std::size_t waits() const noexcept { return options_.replica_acks > 0 ? 1 : 0; }
+
+  // WAIT's words, pointing into this link's texts (made again for each use: a moved link's strings moved).
+  Words waitWords() {
+    wait_pointers_ = {"WAIT", replica_acks_.data(), replica_ack_timeout_.data()};
+    wait_lengths_ = {4, replica_acks_.size(), replica_ack_timeout_.size()};
+    return {wait_pointers_.data(), wait_lengths_.data(), wait_pointers_.size()};
+  }
+
+  // The answer to WAIT: the writes before it are on enough replicas, or the call fails: it ran, and a
+  // failover now could lose it, so no one may take its answer for a durable one.
+  void requireAcknowledged(ReplyView acknowledged) const {
+    const CallSteps::Next next =
+        CallSteps::acknowledged(acknowledged, options_.replica_acks, endpoint_, replica_ack_timeout_);
+    if (next.step == CallSteps::Step::give_up) std::rethrow_exception(next.error);
+  }
+
  private:
   // The live context, connecting first when there is none; throws CircuitOpenError while the server's
   // circuit is open.
@@ -194,7 +212,6 @@ class Link {
     if (context_ && !closedByServer(*context_) && (!epoch_ || epoch_() == connected_epoch_)) return *context_;
     context_.reset();
     clock_.forget();
-    time_asked_ = false;
     try {
       connected_epoch_ = epoch_ ? epoch_() : 0;
       context_ = handshake(open_());
@@ -282,14 +299,6 @@ class Link {
     }
   }
 
-  // Redis's clock, from TIME's reply just read (an error reply, from an ACL without TIME, leaves it
-  // unknown: the calls then carry no deadline).
-  void readTime(ReplyView reply) { clock_.observe(reply, RedisClock::Local::now()); }
-
-  // Whether TIME goes out ahead of a call that carries a deadline: the connection waits for replies (a
-  // deadline is written only then), and its reading of Redis's clock is stale.
-  bool clockStale() const { return options_.command_timeout.count() != 0 && clock_.stale(RedisClock::Local::now()); }
-
   // A server that restarted, or closed an idle client, has already sent EOF: a peek sees it, so the
   // command goes out on a fresh connection instead of failing on a dead one. It costs one syscall. Over
   // TLS the close-notify record comes before the EOF, so bytes waiting there are OpenSSL's to judge.
@@ -320,75 +329,9 @@ class Link {
     return reply;
   }
 
-  // The calls of a batch that met an empty script cache (NOSCRIPT) run once more, as CallSteps says, after
-  // one SCRIPT LOAD per script; their replies, or errors, replace the NOSCRIPT ones in `results`.
-  void resendWhereScriptMissing(const std::vector<ScriptCall>& calls, std::vector<ScriptReply>& results) {
-    std::vector<std::size_t> again;
-    std::vector<const Script*> loaded;
-    const CallSteps::Clock::time_point now = CallSteps::Clock::now();
-    for (std::size_t index = 0; index < calls.size(); ++index) {
-      ScriptReply& result = results[index];
-      const Script& script = calls[index].script();
-      if (!result.reply || CallSteps(script, endpoint_, {}).replied(*result.reply, endpoint_, now).step !=
-                               CallSteps::Step::load_then_resend) {
-        continue;
-      }
-      result.reply = Reply();
-      try {
-        if (std::find(loaded.begin(), loaded.end(), &script) == loaded.end()) load(script), loaded.push_back(&script);
-        again.push_back(index);
-      } catch (const Error&) {
-        result.error = std::current_exception();
-      }
-    }
-    if (again.empty()) return;
-    Reply acknowledged;
-    try {
-      pipeline(
-          again.size() + waits(),
-          [&](std::size_t i) { return i < again.size() ? wordsOf(calls[again[i]]) : waitWords(); },
-          [&](std::size_t i, Reply reply) {
-            (i < again.size() ? results[again[i]].reply : acknowledged) = std::move(reply);
-          });
-      if (waits() != 0) unacknowledgedFail(results, acknowledged);
-    } catch (const Error&) {
-      for (std::size_t index : again) {
-        if (!results[index].reply) results[index].error = std::current_exception();
-      }
-    }
-  }
-
-  // WAIT after a call, when ConnectionOptions::replica_acks asks for it: how many of those commands go.
-  std::size_t waits() const noexcept { return options_.replica_acks > 0 ? 1 : 0; }
-
-  // WAIT's words, pointing into this link's texts (made again for each use: a moved link's strings moved).
-  Words waitWords() {
-    wait_pointers_ = {"WAIT", replica_acks_.data(), replica_ack_timeout_.data()};
-    wait_lengths_ = {4, replica_acks_.size(), replica_ack_timeout_.size()};
-    return {wait_pointers_.data(), wait_lengths_.data(), wait_pointers_.size()};
-  }
-
   static std::chrono::milliseconds replicaAckTimeout(const ConnectionOptions& options) {
     if (options.command_timeout.count() == 0) return std::chrono::milliseconds(1000);
     return std::max(std::chrono::milliseconds(1), options.command_timeout / 2);
-  }
-
-  // The answer to WAIT: the writes before it are on enough replicas, or the call fails: it ran, and a
-  // failover now could lose it, so no one may take its answer for a durable one.
-  void requireAcknowledged(ReplyView acknowledged) const {
-    const CallSteps::Next next =
-        CallSteps::acknowledged(acknowledged, options_.replica_acks, endpoint_, replica_ack_timeout_);
-    if (next.step == CallSteps::Step::give_up) std::rethrow_exception(next.error);
-  }
-
-  void unacknowledgedFail(std::vector<ScriptReply>& results, const Reply& acknowledged) const {
-    try {
-      requireAcknowledged(*acknowledged);
-    } catch (const TimeoutError&) {
-      for (ScriptReply& result : results) {
-        if (result.reply && !result.reply->isError()) result.reply = Reply(), result.error = std::current_exception();
-      }
-    }
   }
 
   // `command`'s words as hiredis takes them, its deadline written into its room (see RedisClock): due a
@@ -431,42 +374,6 @@ class Link {
     return Reply(static_cast<redisReply*>(reply));
   }
 
-  template <class ArgvOf>
-  void queue(std::size_t count, ArgvOf&& argv_of) {
-    redisContext& context = connected();
-    for (std::size_t i = 0; i < count; ++i) {
-      const Outgoing outgoing(argv_of(i), clock_, options_.command_timeout);
-      if (redisAppendCommandArgv(&context, outgoing.count(), outgoing.pointers(), outgoing.lengths()) != REDIS_OK) {
-        broke("queueing a pipelined command");  // nothing was written yet: the half-built batch goes with it
-      }
-    }
-  }
-
-  // Writes what queue() gathered without waiting for answers.
-  void flush() {
-    int done = 0;
-    while (done == 0) {
-      if (redisBufferWrite(context_.get(), &done) != REDIS_OK) broke("sending pipelined commands");
-    }
-  }
-
-  template <class OnReply>
-  void receive(std::size_t count, OnReply&& on_reply) {
-    for (std::size_t i = 0; i < count; ++i) {
-      void* reply = nullptr;
-      if (!context_ || redisGetReply(context_.get(), &reply) != REDIS_OK || reply == nullptr) {
-        broke("waiting for pipelined replies");
-      }
-      breaker_->recordSuccess();
-      try {
-        on_reply(i, Reply(static_cast<redisReply*>(reply)));
-      } catch (...) {
-        context_.reset();  // the replies still unread would otherwise answer the next commands
-        throw;
-      }
-    }
-  }
-
   Open open_;
   std::string endpoint_;
   ConnectionOptions options_;
@@ -479,20 +386,6 @@ class Link {
   std::function<std::uint64_t()> epoch_;
   std::uint64_t connected_epoch_ = 0;
   RedisClock clock_;
-  bool time_asked_ = false;  // sendMany() sent TIME ahead of its calls: collectMany() reads its reply first
 };
-
-// A batch's replies, each error reply turned into its Outcome's error (a batch throws for none).
-inline std::vector<ScriptReply> errorRepliesAsErrors(std::vector<ScriptReply> results, std::string_view endpoint,
-                                                     const std::vector<ScriptCall>& calls) {
-  for (std::size_t i = 0; i < calls.size(); ++i) {
-    ScriptReply& result = results[i];
-    if (result.reply && result.reply->isError()) {
-      result.error = scriptError(endpoint, calls[i].script(), *result.reply);
-      result.reply = Reply();
-    }
-  }
-  return results;
-}
 
 }  // namespace swl::detail
