@@ -80,6 +80,13 @@ TEST_CASE("a script call with more arguments than it holds is refused before any
   const std::vector<std::string_view> many(swl::ScriptCall::kMaxArguments, "x");
   CHECK_THROWS_AS(swl::ScriptCall(echo, many.data(), 1, many.data(), many.size()), swl::InvalidArgument);
   CHECK_THROWS_WITH(swl::ScriptCall(echo, many.data(), 10, many.data(), 0), Catch::Contains("10 keys"));
+  // A call laid out in parts refuses the part that does not fit, and keeps what it had.
+  swl::ScriptCall in_parts(echo, {"k"}, {"a"});
+  CHECK_THROWS_WITH(in_parts.append(many.data(), many.size()), Catch::Contains("1 keys and 65 arguments"));
+  CHECK(in_parts.argc() == 5);
+  in_parts.append({"b", "c"});
+  CHECK(in_parts.argc() == 7);
+  CHECK(in_parts.word(6) == "c");
 }
 
 TEST_CASE("a pipelined batch answers every call in order and reloads a flushed script once") {

@@ -19,13 +19,11 @@
 
 #include <swl/connection_options.hpp>
 #include <swl/detail/io/batch.hpp>
-#include <swl/detail/io/call_steps.hpp>
 #include <swl/detail/io/checked_options.hpp>
 #include <swl/detail/io/link.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 
-#include <exception>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -101,16 +99,7 @@ class Connection : public RedisClient {
   using RedisClient::run;
   /// One call: its reply, sent again once after SCRIPT LOAD on NOSCRIPT; an error reply is thrown.
   Reply run(const ScriptCall& call) override {
-    Reply reply = link_.evaluate(call);
-    if (!reply->isError()) return reply;  // the answer, as nearly every call ends
-    detail::CallSteps steps(call.script(), link_.endpoint(), {});
-    for (;;) {
-      const detail::CallSteps::Next next = steps.replied(*reply, link_.endpoint(), detail::CallSteps::Clock::now());
-      if (next.step == detail::CallSteps::Step::done) return reply;
-      if (next.step != detail::CallSteps::Step::load_then_resend) std::rethrow_exception(next.error);
-      link_.load(call.script());
-      reply = link_.evaluate(call);
-    }
+    return detail::runToAnswer(link_, call, link_.evaluate(call), link_.endpoint(), [](ReplyView) { return false; });
   }
 
   std::vector<ScriptReply> runMany(const std::vector<ScriptCall>& calls) override {

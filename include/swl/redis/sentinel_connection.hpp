@@ -34,7 +34,6 @@
 
 #include <swl/connection_options.hpp>
 #include <swl/detail/io/batch.hpp>
-#include <swl/detail/io/call_steps.hpp>
 #include <swl/detail/io/checked_options.hpp>
 #include <swl/detail/io/dial.hpp>
 #include <swl/detail/io/sentinel_state.hpp>
@@ -50,7 +49,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -106,15 +104,8 @@ class SentinelConnection : public RedisClient {
     ConnectionPool::BorrowedConnection lease = pool_.borrow();
     detail::Link& master = detail::linkOf(*lease);
     detail::RetryPacing pacing(deadline());
-    detail::CallSteps steps(call.script(), state_->description(), {});
-    for (;;) {
-      Reply reply = master.evaluate(call);
-      if (demoted(*reply) && askAgainAfter(master, pacing)) continue;
-      const detail::CallSteps::Next next = steps.replied(*reply, master.endpoint(), Clock::now());
-      if (next.step == detail::CallSteps::Step::done) return reply;
-      if (next.step != detail::CallSteps::Step::load_then_resend) std::rethrow_exception(next.error);
-      master.load(call.script());
-    }
+    return detail::runToAnswer(master, call, master.evaluate(call), state_->description(),
+                               [&](ReplyView reply) { return demoted(reply) && askAgainAfter(master, pacing); });
   }
 
   std::vector<ScriptReply> runMany(const std::vector<ScriptCall>& calls) override {

@@ -13,9 +13,10 @@
 //   give_up            with `error`: the error reply read as the error it stands for (EXPIRED, a call
 //                      Redis ran past its deadline, is a TimeoutError), or why the call went no further
 //
-// A reply that is not an error is always `done`, so the single-call paths (Connection, the event loops'
-// calls) read that themselves and build the steps only for an error reply: an answer costs no clock read.
-// The Cluster and Sentinel build them before the first reply, as their loops begin there.
+// A reply that is not an error is always `done`, so the single-call paths (runToAnswer in link.hpp, for
+// Connection and Sentinel, and the event loops' calls) read that themselves and build the steps only for
+// an error reply: an answer costs no clock read. The Cluster builds them before its first reply, as its
+// loop begins there.
 //
 // A call whose fate is unknown (no reply came: a timeout, a broken connection) is never sent again: it may
 // have run. The shape of boost.redis's detail/exec_fsm.hpp: a state machine over what was sent and what
@@ -48,9 +49,9 @@ class CallSteps {
   };
 
   // What one call may do: load its script once on NOSCRIPT (not again for a call that is already the
-  // second sending, as an event loop's calls keep no steps between sendings); follow a Cluster's redirections (at most
-  // `max_redirects`); and pause for a node that asks it to come back, each pause ending before
-  // `give_up_at`.
+  // second sending, as an event loop's calls keep no steps between sendings); follow a Cluster's
+  // redirections (at most `max_redirects`); and pause for a node that asks it to come back, each pause
+  // ending before `give_up_at`.
   struct Terms {
     bool loads_script = true;
     bool follows_redirections = false;

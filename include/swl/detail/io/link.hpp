@@ -22,6 +22,7 @@
 #include <array>
 #include <cerrno>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -387,5 +388,28 @@ class Link {
   std::uint64_t connected_epoch_ = 0;
   RedisClock clock_;
 };
+
+// One call run to its answer on `link`, from its first `reply`: an answer ends it there (no steps, no
+// clock read), and an error reply goes to the reply machine, which has the script loaded and the call
+// sent once more on NOSCRIPT, or gives up with the error, thrown. `sends_again(reply)` may first ask for
+// the call again, having done what that needs (Sentinel, after READONLY); Connection asks for nothing.
+// `described` names the client in the machine's messages.
+template <class SendsAgain>
+Reply runToAnswer(Link& link, const ScriptCall& call, Reply reply, std::string_view described,
+                  SendsAgain&& sends_again) {
+  if (!reply->isError()) return reply;  // the answer, as nearly every call ends
+  CallSteps steps(call.script(), described, {});
+  for (;;) {
+    if (sends_again(*reply)) {
+      reply = link.evaluate(call);
+      continue;
+    }
+    const CallSteps::Next next = steps.replied(*reply, link.endpoint(), CallSteps::Clock::now());
+    if (next.step == CallSteps::Step::done) return reply;
+    if (next.step != CallSteps::Step::load_then_resend) std::rethrow_exception(next.error);
+    link.load(call.script());
+    reply = link.evaluate(call);
+  }
+}
 
 }  // namespace swl::detail

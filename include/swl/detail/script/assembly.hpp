@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstddef>
 #include <initializer_list>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -263,9 +264,9 @@ inline ScriptCall preludeCall(const Script& script, const std::string_view& key,
                               std::initializer_list<std::string_view> own = {},
                               const std::optional<BlockArguments>& block = std::nullopt) {
   const std::string_view keys[] = {key, block ? block->key : std::string_view()};
-  ScriptCall call(script, keys, block ? 2 : 1, nullptr, 0);
-  call.append(
-      {prelude.window, prelude.limit, prelude.cost, prelude.now, prelude.member, prelude.ttl, prelude.count_rejected});
+  const std::string_view in_order[] = {prelude.window, prelude.limit, prelude.cost,          prelude.now,
+                                       prelude.member, prelude.ttl,   prelude.count_rejected};
+  ScriptCall call(script, keys, block ? 2 : 1, in_order, std::size(in_order));
   call.append(own);
   if (block) call.append({block->length});
   constexpr std::size_t kNowArgument = 4;
