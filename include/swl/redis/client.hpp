@@ -243,11 +243,6 @@ class RedisClient {
 
 namespace detail {
 
-// A call's words as the connections send them, with its room for a deadline.
-inline Words wordsOf(const ScriptCall& call) noexcept {
-  return {call.pointers(), call.lengths(), call.argc(), call.deadlineWord()};
-}
-
 // How every client reports an error reply to a script call. EXPIRED is a call that Redis ran past the
 // deadline it carried (ScriptCall::deadlineWord), recording nothing: a TimeoutError, as its client had
 // stopped waiting.

@@ -5,6 +5,7 @@
 
 #include <swl/connection_options.hpp>
 #include <swl/detail/io/hiredis.hpp>
+#include <swl/detail/io/outgoing.hpp>
 #include <swl/detail/messages.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>

@@ -9,6 +9,7 @@
 
 #include <swl/detail/io/call_steps.hpp>
 #include <swl/detail/io/link.hpp>
+#include <swl/detail/io/outgoing.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 

@@ -10,6 +10,7 @@
 #include <swl/detail/io/circuit_breaker.hpp>
 #include <swl/detail/io/dial.hpp>
 #include <swl/detail/io/hiredis.hpp>
+#include <swl/detail/io/outgoing.hpp>
 #include <swl/detail/io/redis_clock.hpp>
 #include <swl/detail/script/deadline.hpp>
 #include <swl/error.hpp>
@@ -209,8 +210,9 @@ class Link {
   // The live context, connecting first when there is none; throws CircuitOpenError while the server's
   // circuit is open.
   redisContext& connected() {
-    breaker_->admit(endpoint_);
-    if (context_ && !closedByServer(*context_) && (!epoch_ || epoch_() == connected_epoch_)) return *context_;
+    const bool usable = context_ && !closedByServer(*context_) && (!epoch_ || epoch_() == connected_epoch_);
+    breaker_->admit(endpoint_);  // an open circuit refuses the call even on a usable connection
+    if (usable) return *context_;
     context_.reset();
     clock_.forget();
     try {
@@ -334,34 +336,6 @@ class Link {
     if (options.command_timeout.count() == 0) return std::chrono::milliseconds(1000);
     return std::max(std::chrono::milliseconds(1), options.command_timeout / 2);
   }
-
-  // `command`'s words as hiredis takes them, its deadline written into its room (see RedisClock): due a
-  // command timeout from now, as this connection will wait for the reply. A command with a deadline
-  // is a ScriptCall's, so its words fit in a ScriptCall's room.
-  class Outgoing {
-   public:
-    Outgoing(const Words& command, const RedisClock& clock, std::chrono::milliseconds timeout) : command_(command) {
-      if (command.deadline_word == 0 || timeout.count() == 0 || !clock.known()) return;
-      std::copy(kNoDeadline.begin(), kNoDeadline.end(), deadline_.begin());
-      clock.writeDeadline(deadline_.data() + 1, RedisClock::Local::now() + timeout);
-      std::copy_n(command.pointers, command.count, pointers_.begin());
-      std::copy_n(command.lengths, command.count, lengths_.begin());
-      pointers_[command.deadline_word] = deadline_.data(), lengths_[command.deadline_word] = deadline_.size();
-      command_.pointers = pointers_.data(), command_.lengths = lengths_.data();
-    }
-    Outgoing(const Outgoing&) = delete;  // may point into itself
-    Outgoing& operator=(const Outgoing&) = delete;
-
-    int count() const noexcept { return static_cast<int>(command_.count); }
-    const char** pointers() const noexcept { return hiredisPointers(command_.pointers); }
-    const std::size_t* lengths() const noexcept { return command_.lengths; }
-
-   private:
-    Words command_;
-    std::array<char, kNoDeadline.size()> deadline_;
-    std::array<const char*, ScriptCall::kMaxArguments> pointers_;
-    std::array<std::size_t, ScriptCall::kMaxArguments> lengths_;
-  };
 
   Reply commandOn(redisContext& context, const Words& command) {
     const Outgoing outgoing(command, clock_, options_.command_timeout);

@@ -1,0 +1,86 @@
+// A call as it goes out (detail/io/outgoing.hpp) alone, with no server: its deadline written into its
+// room on Redis's clock once that clock is known, and the call itself untouched.
+
+#include <swl/detail/io/outgoing.hpp>
+#include <swl/swl.hpp>
+
+#include "support/resp.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+using namespace std::chrono_literals;
+using swl::detail::Outgoing;
+using swl::detail::RedisClock;
+
+namespace {
+
+const swl::Script kClockScript("sliding_window", "return 1");
+
+// A decision's call whose ARGV[4] is the room for its deadline.
+swl::ScriptCall callWithRoom() {
+  swl::ScriptCall call(kClockScript, {"rl:user"}, {"1000000", "10", "1", swl::detail::kNoDeadline, "m1", "2000", "0"});
+  call.carryDeadlineIn(4);
+  return call;
+}
+
+std::string_view wordOf(const Outgoing& outgoing, std::size_t index) {
+  return {outgoing.pointers()[index], outgoing.lengths()[index]};
+}
+
+// Redis's clock at 1,700,000,000 s, read (the reply came) at `received`.
+RedisClock clockReadAt(RedisClock::Local::time_point received) {
+  RedisClock clock;
+  clock.observe(*swl::test::replyFrom("*2\r\n$10\r\n1700000000\r\n$6\r\n000000\r\n"), received);
+  return clock;
+}
+
+}  // namespace
+
+TEST_CASE("a call goes out as it is, uncopied, until Redis's clock is known, or when it waits without a timeout") {
+  const swl::ScriptCall call = callWithRoom();
+  const RedisClock unknown;
+  const Outgoing before(swl::detail::wordsOf(call), unknown, 100ms);
+  CHECK(before.pointers() == call.pointers());
+  CHECK(before.count() == static_cast<int>(call.argc()));
+
+  const RedisClock known = clockReadAt(RedisClock::Local::now());
+  const Outgoing untimed(swl::detail::wordsOf(call), known, 0ms);
+  CHECK(untimed.pointers() == call.pointers());
+  CHECK(wordOf(untimed, call.deadlineWord()) == swl::detail::kNoDeadline);
+}
+
+TEST_CASE("a call goes out with its deadline written into its room on Redis's clock, the call itself untouched") {
+  const swl::ScriptCall call = callWithRoom();
+  const RedisClock::Local::time_point received = RedisClock::Local::now();
+  const RedisClock clock = clockReadAt(received);
+  const Outgoing outgoing(swl::detail::wordsOf(call), clock, 100ms);
+  const RedisClock::Local::time_point sent = RedisClock::Local::now();
+
+  REQUIRE(outgoing.count() == static_cast<int>(call.argc()));
+  const std::string_view deadline = wordOf(outgoing, call.deadlineWord());
+  REQUIRE(deadline.size() == swl::detail::kNoDeadline.size());
+  CHECK(deadline[0] == '-');
+  // Redis's now when the reply came, plus the timeout, plus what passed locally since then.
+  const std::int64_t written = std::stoll(std::string(deadline.substr(1)));
+  const std::int64_t redis_at_reply = 1'700'000'000'000'000;
+  const auto passed = std::chrono::duration_cast<std::chrono::microseconds>(sent - received).count();
+  CHECK(written >= redis_at_reply + 100'000);
+  CHECK(written <= redis_at_reply + 100'000 + passed);
+  for (std::size_t i = 0; i < call.argc(); ++i) {
+    if (i != call.deadlineWord()) CHECK(wordOf(outgoing, i) == call.word(i));
+  }
+  CHECK(call.word(call.deadlineWord()) == swl::detail::kNoDeadline);  // written over a copy, not the call
+}
+
+TEST_CASE("a command without a room for a deadline goes out as it is, whatever the clock") {
+  const swl::ScriptCall call(kClockScript, {"rl:user"}, {"1000000", "10", "1", "", "m1", "2000", "0"});
+  REQUIRE(call.deadlineWord() == 0);
+  const Outgoing outgoing(swl::detail::wordsOf(call), clockReadAt(RedisClock::Local::now()), 100ms);
+  CHECK(outgoing.pointers() == call.pointers());
+  CHECK(wordOf(outgoing, 7) == "");
+}
