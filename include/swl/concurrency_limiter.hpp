@@ -30,7 +30,9 @@
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
 #include <swl/detail/limiter/concurrency_slots.hpp>
-#include <swl/detail/script/calls.hpp>
+#include <swl/detail/request_checks.hpp>
+#include <swl/detail/script/assembly.hpp>
+#include <swl/detail/script/now.hpp>
 #include <swl/detail/script/reply.hpp>
 #include <swl/error.hpp>
 #include <swl/limiter.hpp>

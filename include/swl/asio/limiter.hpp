@@ -150,7 +150,7 @@ class AsioLimiter {
     std::shared_ptr<Request> request;
     std::exception_ptr invalid;
     try {
-      request = std::make_shared<Request>(calls_->preparePeek(key, calls_->limit()));
+      request = std::make_shared<Request>(*calls_, key, 0, calls_->limit(), Calls::Use::peek);
     } catch (const InvalidArgument&) {
       invalid = std::current_exception();
     }
@@ -254,7 +254,7 @@ class AsioLimiter {
       if (prepared.listed) {
         calls.validate(key, cost, limit);
       } else {
-        prepared.call = detail::formatted(calls.prepare(key, cost, limit).call());
+        prepared.call = detail::formatted(Request(calls, key, cost, limit).call());
       }
     } catch (const InvalidArgument&) {
       prepared.invalid = std::current_exception();
@@ -343,11 +343,11 @@ class AsioLimiter {
         [&calls](std::string_view key, std::int64_t cost, const Limit& limit) { calls->validate(key, cost, limit); });
     const std::vector<AcquireRequest>& rest = batch->listed->any() ? batch->listed->rest() : batch->requests;
     batch->outcomes.resize(rest.size());
-    batch->prepared.resize(rest.size());
+    batch->prepared = std::vector<std::optional<Request>>(rest.size());  // a request is never moved
     for (std::size_t i = 0; i < rest.size(); ++i) {
       const Limit& asked = rest[i].limitOr(own);
       try {
-        batch->prepared[i].emplace(calls->prepare(rest[i].key, rest[i].cost, asked));
+        batch->prepared[i].emplace(*calls, rest[i].key, rest[i].cost, asked);
         ++batch->waiting;
       } catch (const InvalidArgument&) {
         batch->outcomes[i] = {detail::blindRefusal(asked), std::current_exception()};

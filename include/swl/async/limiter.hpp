@@ -76,7 +76,7 @@ class AsyncLimiter {
     const detail::Observation observation(calls_->options().observer, Tier::redis);
     std::optional<typename Calls::Request> request;
     try {
-      request.emplace(calls_->prepare(key, cost, limit));
+      request.emplace(*calls_, key, cost, limit);
     } catch (const InvalidArgument&) {
       observation.report(key, cost, nullptr, std::current_exception());
       throw;

@@ -37,7 +37,8 @@
 #include <swl/decision.hpp>
 #include <swl/detail/holds_error.hpp>
 #include <swl/detail/integer_text.hpp>
-#include <swl/detail/script/calls.hpp>
+#include <swl/detail/request_checks.hpp>
+#include <swl/detail/script/now.hpp>
 #include <swl/detail/script/periods.hpp>
 #include <swl/detail/script/reply.hpp>
 #include <swl/error.hpp>

@@ -7,6 +7,7 @@
 #include <swl/error.hpp>
 #include <swl/options.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -51,6 +52,19 @@ inline void checkRequest(std::string_view limiter, std::string_view call, std::s
     throw refuse("cost " + std::to_string(cost) + " exceeds the limit of " + std::to_string(limit) +
                  " per window, so it could never be admitted" + of_key());
   }
+}
+
+// A member policy's member as the log can record it. The log's own members begin with, or hold, bytes
+// below ',' ('!', '#', '*', '+', ')') and '=' (which marked units in sets of 0.2): a member holding one
+// could be read as one of them.
+inline std::string checkedMember(std::string_view limiter, std::string member) {
+  const auto marks = [](char byte) { return static_cast<unsigned char>(byte) < ',' || byte == '='; };
+  if (std::any_of(member.begin(), member.end(), marks)) {
+    throw InvalidArgument(std::string(limiter) + ": the member policy made the member " + detail::quoted(member) +
+                          ", which holds a byte below ',' (a space, a control byte or one of !\"#$%&'()*+) or '=': "
+                          "the log marks its own members with those");
+  }
+  return member;
 }
 
 }  // namespace swl::detail

@@ -8,8 +8,8 @@
 #include <swl/algorithms/sliding_window.hpp>
 #include <swl/decision.hpp>
 #include <swl/detail/integer_text.hpp>
-#include <swl/detail/script/calls.hpp>
 #include <swl/detail/script/lua_text.hpp>
+#include <swl/detail/script/now.hpp>
 #include <swl/detail/script/periods.hpp>
 #include <swl/detail/script/reply.hpp>
 #include <swl/error.hpp>

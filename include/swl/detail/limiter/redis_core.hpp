@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <string>
 #include <string_view>
@@ -53,12 +54,12 @@ class RedisLimiterCore {
   // state is the same whatever limit a call brings; docs/limits.md ("Limits per tenant") says what each
   // algorithm makes of a limit that changes.
   Decision decide(std::string_view key, std::int64_t cost, const Limit& limit) {
-    const auto request = calls_.prepare(key, cost, limit);
+    const typename Calls::Request request(calls_, key, cost, limit);
     return request.decode(*redis_->run(request.call()));
   }
 
   Usage peek(std::string_view key, const Limit& limit) {
-    const auto request = calls_.preparePeek(key, limit);
+    const typename Calls::Request request(calls_, key, 0, limit, Calls::Use::peek);
     return Calls::usage(*redis_->run(request.call()), request);
   }
 
@@ -77,13 +78,13 @@ class RedisLimiterCore {
   // reply that failed answer their own request alone, with a blind refusal and the error.
   std::vector<Outcome> decideMany(const std::vector<AcquireRequest>& requests) {
     std::vector<Outcome> outcomes(requests.size());
-    std::vector<typename Calls::Request> prepared;  // each stays where it is while its call is in use
-    std::vector<std::size_t> sent;                  // prepared[i] answers requests[sent[i]]
-    prepared.reserve(requests.size()), sent.reserve(requests.size());
+    std::deque<typename Calls::Request> prepared;  // a deque: each request stays where it is made
+    std::vector<std::size_t> sent;                 // prepared[i] answers requests[sent[i]]
+    sent.reserve(requests.size());
     for (std::size_t i = 0; i < requests.size(); ++i) {
       const Limit& asked = requests[i].limitOr(limit());
       try {
-        prepared.push_back(calls_.prepare(requests[i].key, requests[i].cost, asked));
+        prepared.emplace_back(calls_, requests[i].key, requests[i].cost, asked);
         sent.push_back(i);
       } catch (const InvalidArgument&) {
         outcomes[i] = {blindRefusal(asked), std::current_exception()};

@@ -58,7 +58,7 @@ class SlidingWindowLimiterCore : public RedisLimiterCore<SlidingWindowLog, KeyPo
     const ReportedCall call(this->reporting(), key, estimate, limit);
     Reservation reservation;
     try {
-      const auto request = calls_.prepare(key, estimate, limit);
+      const typename Calls::Request request(calls_, key, estimate, limit);
       const Decision decision = request.decode(*redis_->run(request.call()));
       // A refusal is recorded too when rejections count: then it has an entry to settle as well.
       if (decision.allowed || this->options().rejected == RejectedRequests::counted) {
@@ -88,7 +88,7 @@ class SlidingWindowLimiterCore : public RedisLimiterCore<SlidingWindowLog, KeyPo
     return lease(key, cost, this->limit(), terms);
   }
   LeaseGrant lease(std::string_view key, std::int64_t cost, const Limit& limit, const LeaseTerms& terms) {
-    const auto request = calls_.prepare(key, cost, limit);
+    const typename Calls::Request request(calls_, key, cost, limit);
     checkTerms(terms, cost, limit, key);
     const typename Calls::LeaseTexts texts{IntegerText(terms.units), IntegerText(terms.duration.count()),
                                            IntegerText(terms.room_divisor), IntegerText(terms.previous.units),
