@@ -5,7 +5,8 @@ before redisCommandArgv.
 
 Rules, the same in every run: only swl's functions (the standard library and hiredis are not traced);
 a function counts once however often it is entered; a function written on one line (an accessor, a
-conversion: `T x() const { return x_; }`) and a lambda inside a counted function do not count. A climb
+conversion: `T x() const { return x_; }`, or a constructor `T() = default;`) and a lambda inside a
+counted function do not count. A climb
 is a call from a header into one that includes it (a lower floor calling a higher one); a file's visits
 are the runs of consecutive counted functions in it, in call order."""
 import os, re, subprocess, sys
@@ -28,8 +29,8 @@ def source_line(location):
 def counted(name, location):
     if 'lambda' in name or not location.startswith(include):
         return False
-    text = source_line(location)
-    return not ('{' in text and text.rstrip().endswith('}'))
+    text = source_line(location).split('//')[0].rstrip()  # its code, without a comment after it
+    return not (('{' in text and text.endswith('}')) or text.endswith('= default;'))
 
 includes = {}
 def included_by(header):  # every header `header` includes, transitively
