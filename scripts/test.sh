@@ -17,10 +17,11 @@ source scripts/lib.sh
 config=${1:-default}
 # Runs the suite built in $1 with ctest, with the ctest arguments after $2; when it fails, and
 # SWL_FAILED_TESTS names a file (.ci/run sets it), appends $2 and the names of the failed tests to it.
+# SWL_TEST_JOBS tests run at once (2 unless set).
 run_suite() {
   local build=$1 label=$2
   shift 2
-  (cd "$build" && ctest --output-on-failure -j2 "$@") && return 0
+  (cd "$build" && ctest --output-on-failure -j"${SWL_TEST_JOBS:-2}" "$@") && return 0
   if [ -n "${SWL_FAILED_TESTS:-}" ]; then
     mkdir -p "$(dirname "$SWL_FAILED_TESTS")"
     { echo "failed in $label:"; sed 's/^/  /' "$build/Testing/Temporary/LastTestsFailed.log"; } >>"$SWL_FAILED_TESTS"
@@ -142,4 +143,8 @@ build=build-$config
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER="$compiler" "${settings[@]}" \
   -DSWL_BUILD_TESTS=ON -DSWL_BUILD_EXAMPLES=ON
 cmake --build "$build" -j"$(nproc)"
+# Most of the default suite's tests wait on the redis-servers they start, so a third test at once keeps
+# both of CI's cores busy: 155-164 s where two at once take 240-250 s, all 544 tests passing each time.
+# The sanitized and unoptimized builds use the cores themselves, and keep to two.
+[ "$config" = default ] && export SWL_TEST_JOBS=${SWL_TEST_JOBS:-3}
 run_suite "$build" "the $config suite"
