@@ -69,7 +69,10 @@ class LimiterCalls {
         throw InvalidArgument(std::string(Algorithm::kName) + "::peek: the key is empty");
       }
       redis_key_ = calls.keys_.key(key);
-      if (calls.block_length_) block_ = BlockArguments{block_key_ = blockKeyOf(redis_key_), *calls.block_length_};
+      if (calls.block_length_) {
+        block_key_ = blockKeyOf(redis_key_);
+        block_ = BlockArguments{block_key_, *calls.block_length_};
+      }
       if constexpr (hasArgument<Algorithm>) {
         argument_ = calls.algorithm_.argument(now_.clientNow());
         call_.emplace(preludeCall(*calls.script_, redis_key_, prelude_, {argument_}, block_));
