@@ -69,7 +69,7 @@ TEST_CASE("1,000 async requests in flight on one connection admit exactly the li
   RedisServer server;
   Loop loop(event_base_new());
   Answers answers(1000);
-  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port());
+  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port(), swl::test::patient());
   swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{100, 60s});
 
   for (std::size_t i = 0; i < 1000; ++i) limiter.tryAcquire("shared", answers.of(i));
@@ -93,7 +93,7 @@ TEST_CASE("an async limiter blocks a key that passed its limit (LimiterOptions::
   RedisServer server;
   Loop loop(event_base_new());
   Answers answers(4);
-  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port());
+  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port(), swl::test::patient());
   swl::LimiterOptions options;
   options.block_for = 60s;
   swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{2, 60s}, options);
@@ -164,7 +164,7 @@ TEST_CASE("async calls after a SCRIPT FLUSH load the script once and repeat only
   RedisServer server;
   Loop loop(event_base_new());
   Answers first_round(50), second_round(50);
-  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port());
+  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port(), swl::test::patient());
   swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{1000, 60s});
   auto observer = server.connect();
 
@@ -375,7 +375,7 @@ TEST_CASE("destroying an async connection answers its calls in flight, even afte
 TEST_CASE("async acquire waits on the loop for a permit, admits exactly, and gives up before an unmeetable deadline") {
   RedisServer server;
   Loop loop(event_base_new());
-  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port());
+  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port(), swl::test::patient());
   swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{3, 200ms});
 
   // Nine permits wanted at once: three per window, so the last ones come two windows later.
@@ -406,7 +406,7 @@ TEST_CASE("the async limiter reports every decision and error to its observer, o
   std::size_t seen_before_callback = 0;
   swl::LimiterOptions options;
   options.observer = [&](const swl::DecisionEvent& event) { seen.emplace_back(event.verdict, event.tier); };
-  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port());
+  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port(), swl::test::patient());
   swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{1, 60s}, options);
 
   Answers answers(2);
@@ -461,7 +461,7 @@ TEST_CASE("closing an async connection answers its calls in flight and leaves no
 TEST_CASE("an async limiter takes a limit per call, and keeps shadow mode") {
   RedisServer server;
   Loop loop(event_base_new());
-  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port());
+  auto redis = swl::AsyncConnection::tcp(loop.get(), "127.0.0.1", server.port(), swl::test::patient());
   swl::LimiterOptions options;
   options.enforcement = swl::Enforcement::shadow;
   swl::AsyncSlidingWindowLimiter<> limiter(redis, swl::Limit{10, 60s}, options);
