@@ -1,0 +1,342 @@
+#pragma once
+// One limited key's sorted set, as the module reads and writes it: Redis's low-level sorted-set API, with
+// every write replicated as its effect (the ZADD, ZREM, PEXPIREAT or UNLINK it did), so that replicas
+// and the AOF hold exactly this set. Included by swl_native.cpp alone (redismodule.h defines its API's
+// pointers in the one file that includes it).
+//
+// Reads stay bounded as the Lua's are: a read walks at most kWalk members from either end of a range;
+// past that (a count over many entries that slid out, an entry deep inside a large set) it asks Redis's
+// own command through RedisModule_Call, which finds a rank in O(log n), as the Lua's redis.call does.
+
+#include "layout.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+extern "C" {
+#include <redismodule.h>
+}
+
+namespace swl::native {
+
+// An error the command answers with, its text as Redis sends it ("ERR ...", "OOM ...", "WRONGTYPE ...").
+struct CommandError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A member and its score.
+struct Scored {
+  std::string member;
+  double score = 0;
+};
+
+// A range of scores, each end open or closed (ZCOUNT's "(x" and "x").
+struct ScoreRange {
+  double min = REDISMODULE_NEGATIVE_INFINITE;
+  double max = REDISMODULE_POSITIVE_INFINITE;
+  bool min_open = false;
+  bool max_open = false;
+};
+
+// What every write passes first: Redis over maxmemory refuses a script's first write that can grow
+// memory (a ZADD) before anything changed, and lets every later write through (the Lua's note in
+// counted_by_units.hpp). The module keeps the same rule with its own writes.
+class MemoryGuard {
+ public:
+  void beforeWrite(bool grows) {
+    if (grows && !written_ && RedisModule_GetUsedMemoryRatio && RedisModule_GetUsedMemoryRatio() > 1) {
+      throw CommandError("OOM command not allowed when used memory > 'maxmemory'.");
+    }
+    written_ = true;
+  }
+
+ private:
+  bool written_ = false;
+};
+
+class SortedSet {
+ public:
+  // At most this many members walked from either end of a range before asking Redis's command.
+  static constexpr std::int64_t kWalk = 32;
+
+  SortedSet(RedisModuleCtx* ctx, RedisModuleString* name)
+      : ctx_(ctx),
+        name_(name),
+        key_(static_cast<RedisModuleKey*>(RedisModule_OpenKey(ctx, name, REDISMODULE_READ | REDISMODULE_WRITE))) {
+    const int type = RedisModule_KeyType(key_.get());
+    if (type != REDISMODULE_KEYTYPE_EMPTY && type != REDISMODULE_KEYTYPE_ZSET) {
+      throw CommandError(REDISMODULE_ERRORMSG_WRONGTYPE);
+    }
+  }
+
+  // The key, for messages.
+  std::string name() const {
+    std::size_t length = 0;
+    const char* bytes = RedisModule_StringPtrLen(name_, &length);
+    return {bytes, length};
+  }
+
+  // Reads ---------------------------------------------------------------------------------------------
+
+  std::int64_t size() const {
+    return RedisModule_KeyType(key_.get()) == REDISMODULE_KEYTYPE_ZSET
+               ? static_cast<std::int64_t>(RedisModule_ValueLength(key_.get()))
+               : 0;
+  }
+
+  // ZCOUNT over `range`.
+  std::int64_t count(const ScoreRange& range) const {
+    const std::int64_t walked = countUpTo(range, kWalk);
+    if (walked <= kWalk) return walked;
+    return callInteger("ZCOUNT", range);
+  }
+
+  // The entries after `start` (ZCOUNT key (start (2^53): the set's size less the few members below and
+  // above, walked.
+  std::int64_t countAfter(std::int64_t start) const {
+    const std::int64_t below =
+        countUpTo({REDISMODULE_NEGATIVE_INFINITE, static_cast<double>(start), false, false}, kWalk);
+    const std::int64_t above =
+        countUpTo({static_cast<double>(kTimesEnd), REDISMODULE_POSITIVE_INFINITE, false, false}, kWalk);
+    if (below <= kWalk && above <= kWalk) return size() - below - above;
+    return count({static_cast<double>(start), static_cast<double>(kTimesEnd), true, true});
+  }
+
+  // Whether `range` holds more than `cap` members, or else how many (min(count, cap + 1)).
+  std::int64_t countUpTo(const ScoreRange& range, std::int64_t cap) const {
+    RedisModuleKey* key = key_.get();
+    if (size() == 0 || RedisModule_ZsetFirstInScoreRange(key, range.min, range.max, range.min_open, range.max_open) !=
+                           REDISMODULE_OK) {
+      return 0;
+    }
+    std::int64_t counted = 0;
+    while (!RedisModule_ZsetRangeEndReached(key) && counted <= cap) {
+      ++counted;
+      RedisModule_ZsetRangeNext(key);
+    }
+    RedisModule_ZsetRangeStop(key);
+    return counted;
+  }
+
+  // The members in `range`, lowest first, at most `limit` (ZRANGEBYSCORE ... LIMIT 0 limit).
+  std::vector<Scored> lowest(const ScoreRange& range, std::int64_t limit) const { return walk(range, limit, true); }
+  // The members in `range`, highest first, at most `limit` (ZREVRANGEBYSCORE ... LIMIT 0 limit).
+  std::vector<Scored> highest(const ScoreRange& range, std::int64_t limit) const { return walk(range, limit, false); }
+
+  // ZSCORE.
+  std::optional<double> score(std::string_view member) const {
+    double found = 0;
+    const Text name(ctx_, member);
+    if (size() == 0 || RedisModule_ZsetScore(key_.get(), name.get(), &found) != REDISMODULE_OK) return std::nullopt;
+    return found;
+  }
+
+  // ZRANGE from to WITHSCORES, by rank (below 0: from the highest).
+  std::vector<Scored> byRank(std::int64_t from, std::int64_t to) const {
+    const std::int64_t members = size();
+    if (from < 0) from += members;
+    if (to < 0) to += members;
+    if (from < 0) from = 0;
+    if (to >= members) to = members - 1;
+    if (from > to) return {};
+    const ScoreRange all;
+    if (to < kWalk) {
+      std::vector<Scored> found = lowest(all, to + 1);
+      found.erase(found.begin(), found.begin() + from);
+      return found;
+    }
+    if (members - 1 - from < kWalk) {  // near the highest: walked down to `from`, then turned round
+      std::vector<Scored> found = highest(all, members - from);
+      std::reverse(found.begin(), found.end());
+      found.resize(static_cast<std::size_t>(to - from + 1));
+      return found;
+    }
+    return callRange(from, to);
+  }
+
+  // Writes, each replicated as what it did ----------------------------------------------------------
+
+  // ZADD [NX|LT] score member [score member ...]: how many members it added. `flags` is
+  // REDISMODULE_ZADD_NX, REDISMODULE_ZADD_LT or 0.
+  std::int64_t add(const std::vector<std::pair<std::int64_t, std::string>>& members, int flags) {
+    if (members.empty()) return 0;
+    guard_.beforeWrite(true);
+    std::vector<Text> words;
+    words.reserve(members.size() * 2 + 1);
+    if (flags == REDISMODULE_ZADD_NX) words.emplace_back(ctx_, "NX");
+    if (flags == REDISMODULE_ZADD_LT) words.emplace_back(ctx_, "LT");
+    std::int64_t count = 0;
+    for (const auto& [score, member] : members) {
+      words.emplace_back(ctx_, integerText(score));
+      words.emplace_back(ctx_, member);
+      int outcome = flags;
+      RedisModule_ZsetAdd(key_.get(), static_cast<double>(score), words.back().get(), &outcome);
+      if (outcome & REDISMODULE_ZADD_ADDED) ++count;
+    }
+    replicate("ZADD", words);
+    return count;
+  }
+
+  // A ZADD the script makes and takes back at once (the fast path's, on a set it does not fit): refused
+  // the same way under maxmemory, and a write all the same, after which none is refused.
+  void writeTakenBack() { guard_.beforeWrite(true); }
+
+  // ZREM: removes `members` (those it holds).
+  void remove(const std::vector<std::string>& members) {
+    if (members.empty()) return;
+    guard_.beforeWrite(false);
+    std::vector<Text> words;
+    words.reserve(members.size());
+    for (const std::string& member : members) {
+      words.emplace_back(ctx_, member);
+      int deleted = 0;
+      RedisModule_ZsetRem(key_.get(), words.back().get(), &deleted);
+    }
+    replicate("ZREM", words);
+  }
+
+  // ZREMRANGEBYRANK key first last, for ranks counted from the lowest member (first >= 0), few of them.
+  void removeByRank(std::int64_t first, std::int64_t last) {
+    if (last < first) return;
+    std::vector<std::string> doomed;
+    for (Scored& found : byRank(first, last)) doomed.push_back(std::move(found.member));
+    remove(doomed);
+  }
+
+  // ZREMRANGEBYSCORE over `range`, which holds few members (the callers count them first).
+  void removeByScore(const ScoreRange& range) {
+    std::vector<std::string> doomed;
+    for (Scored& found : lowest(range, -1)) doomed.push_back(std::move(found.member));
+    remove(doomed);
+  }
+
+  // PEXPIRE ttl, replicated as the PEXPIREAT it sets (as Redis replicates a script's PEXPIRE).
+  void expireIn(std::int64_t milliseconds) {
+    guard_.beforeWrite(false);
+    const std::int64_t at = RedisModule_Milliseconds() + milliseconds;
+    if (RedisModule_SetAbsExpire) {
+      RedisModule_SetAbsExpire(key_.get(), at);
+    } else {
+      RedisModule_SetExpire(key_.get(), milliseconds);  // Redis 7.0: the same moment, read again
+    }
+    std::vector<Text> words;
+    words.emplace_back(ctx_, integerText(at));
+    replicate("PEXPIREAT", words);
+  }
+
+  // UNLINK: the whole set goes, freed in Redis's background thread when it is large.
+  void unlink() {
+    guard_.beforeWrite(false);
+    RedisModule_UnlinkKey(key_.get());
+    replicate("UNLINK", {});
+  }
+
+ private:
+  // A RedisModuleString this call made, freed when it goes.
+  class Text {
+   public:
+    Text(RedisModuleCtx* ctx, std::string_view text)
+        : ctx_(ctx), string_(RedisModule_CreateString(ctx, text.data(), text.size())) {}
+    Text(Text&& other) noexcept : ctx_(other.ctx_), string_(std::exchange(other.string_, nullptr)) {}
+    Text(const Text&) = delete;
+    Text& operator=(const Text&) = delete;
+    Text& operator=(Text&&) = delete;
+    ~Text() {
+      if (string_) RedisModule_FreeString(ctx_, string_);
+    }
+    RedisModuleString* get() const { return string_; }
+
+   private:
+    RedisModuleCtx* ctx_;
+    RedisModuleString* string_;
+  };
+  struct KeyCloser {
+    void operator()(RedisModuleKey* key) const { RedisModule_CloseKey(key); }
+  };
+  struct ReplyFreer {
+    void operator()(RedisModuleCallReply* reply) const { RedisModule_FreeCallReply(reply); }
+  };
+  using Reply = std::unique_ptr<RedisModuleCallReply, ReplyFreer>;
+
+  static std::string rangeEnd(double end, bool open) {
+    if (std::isinf(end)) return end < 0 ? "-inf" : "+inf";
+    return (open ? "(" : "") + integerText(static_cast<std::int64_t>(end));
+  }
+
+  std::vector<Scored> walk(const ScoreRange& range, std::int64_t limit, bool upward) const {
+    std::vector<Scored> found;
+    RedisModuleKey* key = key_.get();
+    if (size() == 0 || limit == 0) return found;
+    const int positioned =
+        upward ? RedisModule_ZsetFirstInScoreRange(key, range.min, range.max, range.min_open, range.max_open)
+               : RedisModule_ZsetLastInScoreRange(key, range.min, range.max, range.min_open, range.max_open);
+    if (positioned != REDISMODULE_OK) return found;
+    while (!RedisModule_ZsetRangeEndReached(key) && (limit < 0 || static_cast<std::int64_t>(found.size()) < limit)) {
+      double score = 0;
+      RedisModuleString* element = RedisModule_ZsetRangeCurrentElement(key, &score);
+      std::size_t length = 0;
+      const char* bytes = RedisModule_StringPtrLen(element, &length);
+      found.push_back({std::string(bytes, length), score});
+      RedisModule_FreeString(ctx_, element);
+      if (upward) {
+        RedisModule_ZsetRangeNext(key);
+      } else {
+        RedisModule_ZsetRangePrev(key);
+      }
+    }
+    RedisModule_ZsetRangeStop(key);
+    return found;
+  }
+
+  std::int64_t callInteger(const char* command, const ScoreRange& range) const {
+    const std::string min = rangeEnd(range.min, range.min_open);
+    const std::string max = rangeEnd(range.max, range.max_open);
+    const Reply reply(RedisModule_Call(ctx_, command, "sbb", name_, min.data(), min.size(), max.data(), max.size()));
+    if (!reply || RedisModule_CallReplyType(reply.get()) != REDISMODULE_REPLY_INTEGER) {
+      throw CommandError(std::string("ERR swl: ") + command + " failed inside the module");
+    }
+    return RedisModule_CallReplyInteger(reply.get());
+  }
+
+  std::vector<Scored> callRange(std::int64_t from, std::int64_t to) const {
+    const Reply reply(RedisModule_Call(ctx_, "ZRANGE", "sllc", name_, static_cast<long long>(from),
+                                       static_cast<long long>(to), "WITHSCORES"));
+    if (!reply || RedisModule_CallReplyType(reply.get()) != REDISMODULE_REPLY_ARRAY) {
+      throw CommandError("ERR swl: ZRANGE failed inside the module");
+    }
+    std::vector<Scored> found;
+    const std::size_t length = RedisModule_CallReplyLength(reply.get());
+    for (std::size_t i = 0; i + 1 < length; i += 2) {
+      std::size_t member_length = 0;
+      std::size_t score_length = 0;
+      const char* member =
+          RedisModule_CallReplyStringPtr(RedisModule_CallReplyArrayElement(reply.get(), i), &member_length);
+      const char* score =
+          RedisModule_CallReplyStringPtr(RedisModule_CallReplyArrayElement(reply.get(), i + 1), &score_length);
+      found.push_back({std::string(member, member_length), std::stod(std::string(score, score_length))});
+    }
+    return found;
+  }
+
+  void replicate(const char* command, const std::vector<Text>& words) {
+    std::vector<RedisModuleString*> argv{name_};
+    argv.reserve(words.size() + 1);
+    for (const Text& word : words) argv.push_back(word.get());
+    RedisModule_Replicate(ctx_, command, "v", argv.data(), argv.size());
+  }
+
+  RedisModuleCtx* ctx_;
+  RedisModuleString* name_;
+  std::unique_ptr<RedisModuleKey, KeyCloser> key_;
+  MemoryGuard guard_;
+};
+
+}  // namespace swl::native
