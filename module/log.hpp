@@ -63,7 +63,7 @@ class LogDecision {
     std::optional<std::string> member;
     if (record && (allowed || r.count_rejected)) member = memberOrTimestamp();
     closeWindow(w, member, r.cost, r.now, ttl, false);
-    return answerOf(w, allowed, r.cost, r.limit);
+    return answerOf(w, allowed, r.cost, r.limit, member.has_value());
   }
 
  private:
@@ -152,21 +152,19 @@ class LogDecision {
     return static_cast<std::int64_t>(found[0].score);
   }
 
-  // The fast path (SlidingWindowLog::kFastPath), on Redis's clock. Its ZADD of the entry and the mark
-  // is taken back at once when the set turns out not to be counted by entries under this window: here
-  // that is known before writing, so nothing is written, as nothing was left.
+  // The fast path (SlidingWindowLog::kFastPath), on Redis's clock. Its ZADD of the entry and the mark is
+  // taken back at once when the set turns out not to be counted by entries under this window.
   std::optional<Answer> fastPath(std::int64_t start, std::int64_t live, bool record) {
     const Request& r = request_;
     const std::string mark = "!" + std::string(r.window_text);
     if (r.cost == 1 && record && live < r.limit) {
       const std::string member = memberOrTimestamp();
-      const bool member_new = !set_.score(member);
-      const bool mark_new = !set_.score(mark);
-      if (member_new && mark_new && set_.countUpTo({REDISMODULE_NEGATIVE_INFINITE, 0, false, false}, 0) > 0) {
-        set_.writeTakenBack();
+      std::vector<bool> is_new;
+      const std::int64_t added = set_.add({{r.now, member}, {0, mark}}, REDISMODULE_ZADD_NX, &is_new);
+      if (is_new[0] && is_new[1] && set_.countUpTo({REDISMODULE_NEGATIVE_INFINITE, 0, false, false}, 1) > 1) {
+        set_.remove({mark, member});
         return std::nullopt;
       }
-      const std::int64_t added = set_.add({{r.now, member}, {0, mark}}, REDISMODULE_ZADD_NX);
       set_.expireIn(r.ttl ? *r.ttl : ceilDiv(r.window, 1000));
       if (r.now % kTrimEvery == 0) trimSlid(start);
       return Answer{1, r.limit - live - (added > 0 ? 1 : 0), 0, r.window};
@@ -176,7 +174,7 @@ class LogDecision {
       if (live > 0) answer.reset_after = scoreAtRank(-1) + r.window - r.now;
       if (r.cost > 0) {
         answer.allowed = 0;
-        answer.retry_after = oldestToLeave(live, r.cost, r.limit, start) + r.window - r.now;
+        answer.retry_after = oldestToLeave(live, r.cost, r.limit, start, true) + r.window - r.now;
       }
       return answer;
     }
@@ -185,10 +183,13 @@ class LogDecision {
 
   // Counted by entries: the time of the (limit - cost + 1)-th newest entry, the one whose leaving lets
   // the same cost in (the Lua's ZRANGE rank rank, rank = cost - limit - 1). Counted from the window's
-  // start when that is nearer: it is the (held + cost - limit)-th entry after `start`.
-  std::int64_t oldestToLeave(std::int64_t held, std::int64_t cost, std::int64_t limit, std::int64_t start) const {
+  // start when that is nearer and the same entry: when the `held` entries are the ones after `start`
+  // (nothing was recorded, which on a clock stepped back may lie before it), it is the
+  // (held + cost - limit)-th of them.
+  std::int64_t oldestToLeave(std::int64_t held, std::int64_t cost, std::int64_t limit, std::int64_t start,
+                             bool held_lie_after_start) const {
     const std::int64_t from_start = held + cost - limit;
-    if (from_start >= 1 && from_start <= SortedSet::kWalk && limit - cost >= SortedSet::kWalk) {
+    if (held_lie_after_start && from_start >= 1 && from_start <= SortedSet::kWalk && from_start <= limit - cost + 1) {
       const std::vector<Scored> first = set_.lowest(after(start), from_start);
       if (static_cast<std::int64_t>(first.size()) == from_start) return static_cast<std::int64_t>(first.back().score);
     }
@@ -464,14 +465,14 @@ class LogDecision {
     return static_cast<std::int64_t>(score.value_or(0)) + w.window - request_.now;
   }
 
-  // The answer (answerOf).
-  Answer answerOf(Window& w, bool allowed, std::int64_t cost, std::int64_t limit) {
+  // The answer (answerOf); `recorded` says whether phase two recorded an entry.
+  Answer answerOf(Window& w, bool allowed, std::int64_t cost, std::int64_t limit, bool recorded) {
     Answer answer{allowed ? 1 : 0, limit - w.held, 0, 0};
     if (!allowed) {
       if (w.book) {
         answer.retry_after = freedAfter(w, w.held + cost - limit);
       } else {
-        answer.retry_after = oldestToLeave(w.held, cost, limit, w.start) + w.window - request_.now;
+        answer.retry_after = oldestToLeave(w.held, cost, limit, w.start, !recorded) + w.window - request_.now;
       }
     }
     if (w.held > 0) {

@@ -100,12 +100,15 @@ class SortedSet {
   }
 
   // The entries after `start` (ZCOUNT key (start (2^53): the set's size less the few members below and
-  // above, walked.
+  // above, walked. Only a set counted by units, whose bookkeeping sorts first (below 0), holds sums above.
   std::int64_t countAfter(std::int64_t start) const {
     const std::int64_t below =
         countUpTo({REDISMODULE_NEGATIVE_INFINITE, static_cast<double>(start), false, false}, kWalk);
+    const bool counted_by_units = countUpTo({REDISMODULE_NEGATIVE_INFINITE, 0, false, true}, 0) > 0;
     const std::int64_t above =
-        countUpTo({static_cast<double>(kTimesEnd), REDISMODULE_POSITIVE_INFINITE, false, false}, kWalk);
+        counted_by_units
+            ? countUpTo({static_cast<double>(kTimesEnd), REDISMODULE_POSITIVE_INFINITE, false, false}, kWalk)
+            : 0;
     if (below <= kWalk && above <= kWalk) return size() - below - above;
     return count({static_cast<double>(start), static_cast<double>(kTimesEnd), true, true});
   }
@@ -165,8 +168,9 @@ class SortedSet {
   // Writes, each replicated as what it did ----------------------------------------------------------
 
   // ZADD [NX|LT] score member [score member ...]: how many members it added. `flags` is
-  // REDISMODULE_ZADD_NX, REDISMODULE_ZADD_LT or 0.
-  std::int64_t add(const std::vector<std::pair<std::int64_t, std::string>>& members, int flags) {
+  // REDISMODULE_ZADD_NX, REDISMODULE_ZADD_LT or 0; `added`, when given, is told which ones were new.
+  std::int64_t add(const std::vector<std::pair<std::int64_t, std::string>>& members, int flags,
+                   std::vector<bool>* added = nullptr) {
     if (members.empty()) return 0;
     guard_.beforeWrite(true);
     std::vector<Text> words;
@@ -175,19 +179,17 @@ class SortedSet {
     if (flags == REDISMODULE_ZADD_LT) words.emplace_back(ctx_, "LT");
     std::int64_t count = 0;
     for (const auto& [score, member] : members) {
-      words.emplace_back(ctx_, integerText(score));
+      words.emplace_back(ctx_, score);
       words.emplace_back(ctx_, member);
       int outcome = flags;
       RedisModule_ZsetAdd(key_.get(), static_cast<double>(score), words.back().get(), &outcome);
-      if (outcome & REDISMODULE_ZADD_ADDED) ++count;
+      const bool is_new = (outcome & REDISMODULE_ZADD_ADDED) != 0;
+      count += is_new ? 1 : 0;
+      if (added) added->push_back(is_new);
     }
     replicate("ZADD", words);
     return count;
   }
-
-  // A ZADD the script makes and takes back at once (the fast path's, on a set it does not fit): refused
-  // the same way under maxmemory, and a write all the same, after which none is refused.
-  void writeTakenBack() { guard_.beforeWrite(true); }
 
   // ZREM: removes `members` (those it holds).
   void remove(const std::vector<std::string>& members) {
@@ -228,7 +230,7 @@ class SortedSet {
       RedisModule_SetExpire(key_.get(), milliseconds);  // Redis 7.0: the same moment, read again
     }
     std::vector<Text> words;
-    words.emplace_back(ctx_, integerText(at));
+    words.emplace_back(ctx_, at);
     replicate("PEXPIREAT", words);
   }
 
@@ -245,6 +247,8 @@ class SortedSet {
    public:
     Text(RedisModuleCtx* ctx, std::string_view text)
         : ctx_(ctx), string_(RedisModule_CreateString(ctx, text.data(), text.size())) {}
+    Text(RedisModuleCtx* ctx, std::int64_t number)
+        : ctx_(ctx), string_(RedisModule_CreateStringFromLongLong(ctx, static_cast<long long>(number))) {}
     Text(Text&& other) noexcept : ctx_(other.ctx_), string_(std::exchange(other.string_, nullptr)) {}
     Text(const Text&) = delete;
     Text& operator=(const Text&) = delete;
@@ -275,6 +279,7 @@ class SortedSet {
     std::vector<Scored> found;
     RedisModuleKey* key = key_.get();
     if (size() == 0 || limit == 0) return found;
+    found.reserve(static_cast<std::size_t>(limit > 0 && limit < kWalk ? limit : kWalk));
     const int positioned =
         upward ? RedisModule_ZsetFirstInScoreRange(key, range.min, range.max, range.min_open, range.max_open)
                : RedisModule_ZsetLastInScoreRange(key, range.min, range.max, range.min_open, range.max_open);
