@@ -13,6 +13,9 @@
 // swl Redis's own clock. Calls go out pipelined, 64 at a time, so the server's time per call is what
 // is measured, not the network. "admitted": 10,000 keys, limit 1,000,000; "rejected": 100 keys of
 // limit 10, filled first, so every measured call is refused.
+//
+// Then, where the module is built (SWL_MODULE_SOURCE; or SWL_NATIVE_MODULE names one), SWL.DECIDE beside the
+// script on a server that loaded it: see nativeAgainstScript below.
 
 #include <swl/swl.hpp>
 
@@ -20,11 +23,15 @@
 #include "support/replies.hpp"
 #include "unit_per_entry_log.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -49,8 +56,11 @@ std::int64_t nowMs() {
 // The arguments of call `i` on `key` for a limit of `limit` per minute.
 using ArgsFor = std::function<std::vector<std::string>(long i, std::int64_t limit)>;
 
-void runCalls(swl::Connection& connection, const swl::Script& script, long calls, int keys, std::int64_t limit,
-              const ArgsFor& args_for) {
+// The words before a call's key: a script's EVALSHA, or the module's command.
+std::vector<std::string> scriptHead(const swl::Script& script) { return {"EVALSHA", std::string(script.sha()), "1"}; }
+
+void runCalls(swl::Connection& connection, const std::vector<std::string>& head, long calls, int keys,
+              std::int64_t limit, const ArgsFor& args_for) {
   constexpr long kDepth = 64;
   std::vector<std::vector<std::string>> storage(kDepth);
   std::vector<std::vector<const char*>> pointers(kDepth);  // the words as hiredis takes them
@@ -59,7 +69,8 @@ void runCalls(swl::Connection& connection, const swl::Script& script, long calls
     const long depth = std::min(kDepth, calls - done);
     for (long i = 0; i < depth; ++i) {
       const long call = done + i;
-      storage[i] = {"EVALSHA", std::string(script.sha()), "1", "cost:" + std::to_string(call % keys)};
+      storage[i] = head;
+      storage[i].push_back("cost:" + std::to_string(call % keys));
       for (std::string& arg : args_for(call, limit)) storage[i].push_back(std::move(arg));
       pointers[i].clear(), lengths[i].clear();
       for (const std::string& word : storage[i]) pointers[i].push_back(word.data()), lengths[i].push_back(word.size());
@@ -83,10 +94,120 @@ double measure(swl::Connection& connection, const swl::Script& script, bool reje
   swl::detail::linkOf(connection).load(script);
   const int keys = rejected ? 100 : 10000;
   const std::int64_t limit = rejected ? 10 : 1000000;
-  if (rejected) runCalls(connection, script, keys * limit, keys, limit, args_for);  // fill every window
+  if (rejected) runCalls(connection, scriptHead(script), keys * limit, keys, limit, args_for);  // fill every window
   swl::test::textReply(connection, {"CONFIG", "RESETSTAT"});
-  runCalls(connection, script, calls, keys, limit, args_for);
+  runCalls(connection, scriptHead(script), calls, keys, limit, args_for);
   return swl::test::evalshaUsecPerCall(connection);
+}
+
+// The module beside the script ----------------------------------------------------------------------
+// SWL.DECIDE (module/) against swl's script on one server that loaded it, in one run: the same calls
+// with the same arguments, the script's through EVALSHA, the module's as its command. Three workloads:
+// an admitted cost-1 call and a refused one (as above), and a weighted steady state: 100 keys of 1,000
+// units a second, costs 1..8, on a clock the calls carry (each 37.5 us after the one before), so that
+// every window is full and slides: about five in six calls admitted, the sets counted by units, trims
+// and sums on every call. Redis's CPU per decision two ways: INFO commandstats, and the server process's
+// own CPU time from /proc over the measured calls (parsing and replying included).
+
+// The server process's CPU time so far, in seconds (utime + stime in /proc/<pid>/stat).
+double processCpuSeconds(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string field;
+  double ticks = 0;
+  for (int index = 3; fields >> field; ++index) {
+    if (index == 14 || index == 15) ticks += std::stod(field);
+    if (index == 15) break;
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+struct Cost {
+  double usec_per_call = 0;  // INFO commandstats
+  double process_usec = 0;   // /proc, per call
+};
+
+enum class Workload { admitted, refused, weighted };
+
+// The arguments of call `i` of `workload` (ARGV, after the key), the same for the script and the module.
+std::vector<std::string> nativeArguments(Workload workload, long i, swl::CompactMember& members) {
+  switch (workload) {
+    case Workload::admitted:
+      return {"60000000", "1000000", "1", "", members.next(), "60000", "0"};
+    case Workload::refused:
+      return {"60000000", "10", "1", "", members.next(), "60000", "0"};
+    case Workload::weighted:
+      break;
+  }
+  const std::int64_t now = 1700000000000000 + i * 75 / 2;
+  return {"1000000", "1000", std::to_string(1 + (i * 7919) % 8), std::to_string(now), members.next(), "60000", "0"};
+}
+
+Cost measureNative(swl::Connection& connection, pid_t server, const std::vector<std::string>& head,
+                   std::string_view command, Workload workload, long calls) {
+  swl::CompactMember members;
+  swl::test::textReply(connection, {"FLUSHALL"});
+  const int keys = workload == Workload::admitted ? 10000 : 100;
+  long done = 0;
+  const auto run = [&](long count) {
+    runCalls(connection, head, count, keys, 0,
+             [&](long, std::int64_t) { return nativeArguments(workload, done++, members); });
+  };
+  if (workload == Workload::refused) run(keys * 10);              // fill every window
+  if (workload == Workload::weighted) run(2 * 1000000 * 2 / 75);  // two windows of the clock
+  swl::test::textReply(connection, {"CONFIG", "RESETSTAT"});
+  const double cpu_before = processCpuSeconds(server);
+  run(calls);
+  const double cpu = processCpuSeconds(server) - cpu_before;
+  return {swl::test::usecPerCall(connection, command), cpu * 1e6 / static_cast<double>(calls)};
+}
+
+// The module beside the script, `rounds` rounds interleaved; prints its table. Skipped, saying so, where
+// no module was built (SWL_MODULE_SOURCE) and SWL_NATIVE_MODULE names none.
+void nativeAgainstScript(long calls, int rounds) {
+  const char* named = std::getenv("SWL_NATIVE_MODULE");
+  const std::string module = named ? named : SWL_NATIVE_MODULE;
+  if (module.empty()) {
+    std::printf(
+        "\nno module (configure with -DSWL_MODULE_SOURCE=<a Redis source tree>, or set SWL_NATIVE_MODULE): "
+        "the module is not measured\n");
+    return;
+  }
+  swl::test::RedisServer server({"--loadmodule", module});
+  auto connection = server.connect();
+  const swl::Script& script = swl::SlidingWindowLimiter<>::script();
+  swl::detail::linkOf(connection).load(script);
+  const Workload workloads[] = {Workload::admitted, Workload::refused, Workload::weighted};
+  const char* names[] = {"admitted, cost 1", "refused", "weighted steady state"};
+  std::vector<Cost> by_script[3], by_module[3];
+  for (int round = 0; round < rounds; ++round) {
+    for (int w = 0; w < 3; ++w) {
+      by_script[w].push_back(
+          measureNative(connection, server.pid(), scriptHead(script), "evalsha", workloads[w], calls));
+      by_module[w].push_back(
+          measureNative(connection, server.pid(), {"SWL.DECIDE"}, "swl.decide", workloads[w], calls));
+    }
+  }
+  const auto median = [](const std::vector<Cost>& costs, double Cost::*field) {
+    std::vector<double> values;
+    for (const Cost& cost : costs) values.push_back(cost.*field);
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+  };
+  std::printf(
+      "\nthe module (SWL.DECIDE) beside the script, one server, medians of %d rounds of %ld calls\n\n"
+      "| decision | script usec/call | module usec/call | module / script | script CPU us/call (/proc) | "
+      "module CPU us/call (/proc) | module / script |\n|---|---:|---:|---:|---:|---:|---:|\n",
+      rounds, calls);
+  for (int w = 0; w < 3; ++w) {
+    const double script_usec = median(by_script[w], &Cost::usec_per_call);
+    const double module_usec = median(by_module[w], &Cost::usec_per_call);
+    const double script_cpu = median(by_script[w], &Cost::process_usec);
+    const double module_cpu = median(by_module[w], &Cost::process_usec);
+    std::printf("| %s | %.2f | %.2f | %.3f | %.2f | %.2f | %.3f |\n", names[w], script_usec, module_usec,
+                module_usec / script_usec, script_cpu, module_cpu, module_cpu / script_cpu);
+  }
 }
 
 }  // namespace
@@ -173,6 +294,7 @@ int main(int argc, char** argv) try {
   std::printf("with a deadline / without: admitted %.3f, rejected %.3f\n",
               median(contenders[2].admitted) / median(contenders[0].admitted),
               median(contenders[2].rejected) / median(contenders[0].rejected));
+  nativeAgainstScript(calls, rounds);
 } catch (const std::exception& error) {
   std::fprintf(stderr, "script_cost: %s\n", error.what());
   return 1;

@@ -45,14 +45,18 @@ inline long long commandCalls(swl::Connection& connection, std::string_view comm
   return infoCounter(connection, "commandstats", "cmdstat_" + std::string(command) + ":calls=");
 }
 
-// Redis's CPU per EVALSHA in microseconds ("usec_per_call=" in INFO commandstats), 0 before any ran.
-inline double evalshaUsecPerCall(swl::Connection& connection) {
+// Redis's CPU per call of `command` (lower case, as INFO names it) in microseconds ("usec_per_call=" in
+// INFO commandstats), 0 before any ran.
+inline double usecPerCall(swl::Connection& connection, std::string_view command) {
   const std::string stats = textReply(connection, {"INFO", "commandstats"});
-  const std::size_t at = stats.find("cmdstat_evalsha:");
+  const std::size_t at = stats.find("cmdstat_" + std::string(command) + ":");
   if (at == std::string::npos) return 0;
   const std::string field = "usec_per_call=";
   return std::stod(stats.substr(stats.find(field, at) + field.size()));
 }
+
+// Redis's CPU per EVALSHA in microseconds, 0 before any ran.
+inline double evalshaUsecPerCall(swl::Connection& connection) { return usecPerCall(connection, "evalsha"); }
 
 // "count=3" of one error code in INFO errorstats (Redis 7): how often the server answered with it.
 inline long long errorReplies(swl::Connection& connection, std::string_view code) {
