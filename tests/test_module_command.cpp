@@ -1,0 +1,147 @@
+// The module's command where the differential tests do not go: bad arguments answered with a clear
+// error and nothing written, a key of another type, Redis over maxmemory (refused before the first write
+// as the script is, a refusal still answered), a set of swl 0.3's layout (left to the script, then
+// decided), and replication (a replica holds exactly the master's set, its expiry too).
+
+#include <catch2/catch.hpp>
+
+#include <swl/algorithms/sliding_window_log.hpp>
+#include <swl/detail/script/assembly.hpp>
+
+#include "support/raw_redis.hpp"
+#include "support/redis_server.hpp"
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using swl::test::OwnedReply;
+using swl::test::Pipeline;
+using swl::test::RedisServer;
+using swl::test::shown;
+
+std::string errorOf(const OwnedReply& reply) {
+  REQUIRE(reply->type == REDIS_REPLY_ERROR);
+  return std::string(reply->str, reply->len);
+}
+
+// The whole set, members and scores, as ZRANGE shows it.
+std::string setOf(Pipeline& redis, const std::string& key) {
+  return shown(redis.command({"ZRANGE", key, "0", "-1", "WITHSCORES"}).get());
+}
+
+}  // namespace
+
+TEST_CASE("the module answers bad arguments with an error that names them, and writes nothing") {
+  RedisServer server({"--loadmodule", SWL_NATIVE_MODULE});
+  Pipeline redis(server.port());
+  CHECK(errorOf(redis.command({"SWL.DECIDE", "k", "60000000"})).find("wrong number of arguments") != std::string::npos);
+  CHECK(errorOf(redis.command({"SWL.DECIDE", "k", "sixty", "10"})) ==
+        "ERR swl: the window 'sixty' is not an integer below 2^53");
+  CHECK(errorOf(redis.command({"SWL.DECIDE", "k", "0", "10"})) == "ERR swl: the window must be at least 1 us");
+  CHECK(errorOf(redis.command({"SWL.DECIDE", "k", "60000000", "1e3"})) ==
+        "ERR swl: the limit '1e3' is not an integer below 2^53");
+  CHECK(errorOf(redis.command({"SWL.DECIDE", "k", "60000000", "10", "-1"})) == "ERR swl: a cost cannot be below 0");
+  CHECK(errorOf(redis.command({"SWL.DECIDE", "k", "60000000", "10", "1", "soon"})) ==
+        "ERR swl: the time 'soon' is not an integer below 2^53");
+  CHECK(errorOf(redis.command({"SWL.DECIDE", "k", "60000000", "10", "1", "", "m", "0"})) ==
+        "ERR swl: a ttl must be at least 1 ms");
+  CHECK(errorOf(redis.command({"SWL.DECIDE", "k", "60000000", "10", "1", "", "m", "60000", "0", "extra"}))
+            .find("wrong number of arguments") != std::string::npos);
+  CHECK(redis.command({"EXISTS", "k"})->integer == 0);
+  // A key of another type: Redis's own error, the key untouched.
+  redis.command({"SET", "text", "hello"});
+  CHECK(errorOf(redis.command({"SWL.DECIDE", "text", "60000000", "10"})).rfind("WRONGTYPE", 0) == 0);
+  CHECK(shown(redis.command({"GET", "text"}).get()) == "hello");
+}
+
+TEST_CASE("over maxmemory the module refuses a decision that writes before writing, and answers one that does not") {
+  RedisServer server({"--loadmodule", SWL_NATIVE_MODULE, "--maxmemory-policy", "noeviction"});
+  Pipeline redis(server.port());
+  const std::string script = std::string(swl::detail::scriptOf<swl::SlidingWindowLog>().text());
+  const std::string sha = shown(redis.command({"SCRIPT", "LOAD", script}).get());
+  // Two full windows of limit 2 while there is room, one for each to be refused on.
+  for (const char* key : {"by_module", "by_script"}) {
+    for (const char* member : {"a", "b"}) {
+      REQUIRE(redis.command({"SWL.DECIDE", key, "3600000000", "2", "1", "", member})->type == REDIS_REPLY_ARRAY);
+    }
+  }
+  const std::string full = setOf(redis, "by_module");
+  const std::string ballast(64 * 1024, 'x');
+  for (int i = 0; i < 32; ++i) redis.command({"SET", "ballast:" + std::to_string(i), ballast});
+  redis.command({"CONFIG", "SET", "maxmemory", "1mb"});
+
+  // An admission would write: refused as the script's is, nothing written.
+  const std::string module_error = errorOf(redis.command({"SWL.DECIDE", "fresh_module", "3600000000", "2"}));
+  const std::string script_error = errorOf(redis.command({"EVALSHA", sha, "1", "fresh_script", "3600000000", "2"}));
+  CHECK(module_error.rfind("OOM", 0) == 0);
+  CHECK(script_error.rfind("OOM", 0) == 0);
+  CHECK(redis.command({"EXISTS", "fresh_module"})->integer == 0);
+  // A refusal and a peek write nothing: answered, as the script answers them.
+  const OwnedReply refused = redis.command({"SWL.DECIDE", "by_module", "3600000000", "2"});
+  const OwnedReply script_refused = redis.command({"EVALSHA", sha, "1", "by_script", "3600000000", "2"});
+  REQUIRE(refused->type == REDIS_REPLY_ARRAY);
+  CHECK(refused->element[0]->integer == 0);
+  CHECK(shown(refused->element[1]) == shown(script_refused->element[1]));
+  CHECK(redis.command({"SWL.DECIDE", "by_module", "3600000000", "2", "0"})->type == REDIS_REPLY_ARRAY);
+  CHECK(setOf(redis, "by_module") == full);
+
+  redis.command({"CONFIG", "SET", "maxmemory", "0"});
+  CHECK(redis.command({"SWL.DECIDE", "fresh_module", "3600000000", "2"})->element[0]->integer == 1);
+}
+
+TEST_CASE("a set of swl 0.3's layout is left to the script, which renumbers it once; then the module decides it") {
+  RedisServer server({"--loadmodule", SWL_NATIVE_MODULE});
+  Pipeline redis(server.port());
+  const std::string script = std::string(swl::detail::scriptOf<swl::SlidingWindowLog>().text());
+  const std::string sha = shown(redis.command({"SCRIPT", "LOAD", script}).get());
+  // 0.3 kept '#' alone as the bookkeeping, and units in the member's name ('member*units').
+  const std::string now = "1700000000000000";
+  redis.command({"ZADD", "old", "-1", "#", "1699999999000000", "a*3", "1699999999500000", "b*2"});
+  const std::string before = setOf(redis, "old");
+  const std::string error = errorOf(redis.command({"SWL.DECIDE", "old", "60000000", "10", "1", now}));
+  CHECK(error.rfind("LAYOUT", 0) == 0);
+  CHECK(error.find("old") != std::string::npos);
+  CHECK(setOf(redis, "old") == before);  // nothing written
+  // The script renumbers it (and decides); the module then decides it as the script would.
+  REQUIRE(redis.command({"EVALSHA", sha, "1", "old", "60000000", "10", "1", now, "c"})->element[0]->integer == 1);
+  redis.command({"COPY", "old", "old_copy"});
+  const OwnedReply by_module = redis.command({"SWL.DECIDE", "old", "60000000", "10", "4", now, "d"});
+  const OwnedReply by_script = redis.command({"EVALSHA", sha, "1", "old_copy", "60000000", "10", "4", now, "d"});
+  CHECK(shown(by_module.get()) == shown(by_script.get()));
+  CHECK(setOf(redis, "old") == setOf(redis, "old_copy"));
+}
+
+TEST_CASE("a replica holds exactly the master's set, expiry and all: the module replicates what it wrote") {
+  RedisServer master({"--loadmodule", SWL_NATIVE_MODULE});
+  RedisServer replica({"--replicaof", "127.0.0.1", std::to_string(master.port())});
+  Pipeline on_master(master.port());
+  Pipeline on_replica(replica.port());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (shown(on_master.command({"WAIT", "1", "100"}).get()) != "1") {
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+  }
+  // One-unit entries with their trims, weighted ones with their sums, refusals that count, a window left
+  // quiet (dropped with UNLINK), on Redis's clock and on the caller's.
+  std::int64_t now = 1700000000000000;
+  for (int i = 0; i < 400; ++i) {
+    now += i % 50 == 49 ? 2000000 : 1000 + i % 7;
+    const std::string cost = i % 3 == 0 ? std::to_string(1 + i % 5) : "1";
+    on_master.command(
+        {"SWL.DECIDE", "entries", "1000000", "20", "1", "", "e" + std::to_string(i), "60000", i % 4 ? "0" : "1"});
+    on_master.command({"SWL.DECIDE", "units", "1000000", "30", cost, std::to_string(now), "u" + std::to_string(i),
+                       "60000", i % 4 ? "0" : "1"});
+  }
+  REQUIRE(shown(on_master.command({"WAIT", "1", "10000"}).get()) == "1");
+  for (const char* key : {"entries", "units"}) {
+    INFO(key);
+    CHECK(setOf(on_replica, key) == setOf(on_master, key));
+    const std::int64_t master_expiry = on_master.command({"PEXPIRETIME", key})->integer;
+    CHECK(master_expiry > 0);
+    CHECK(on_replica.command({"PEXPIRETIME", key})->integer == master_expiry);
+  }
+  CHECK(setOf(on_master, "units").find('#') != std::string::npos);  // counted by units: its sums replicated too
+}
