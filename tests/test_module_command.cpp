@@ -93,7 +93,7 @@ TEST_CASE("over maxmemory the module refuses a decision that writes before writi
   CHECK(redis.command({"SWL.DECIDE", "fresh_module", "3600000000", "2"})->element[0]->integer == 1);
 }
 
-TEST_CASE("a set of swl 0.3's layout is left to the script, which renumbers it once; then the module decides it") {
+TEST_CASE("a set of swl 0.3's layout is left to the script, which renumbers it once, and then the module decides it") {
   RedisServer server({"--loadmodule", SWL_NATIVE_MODULE});
   Pipeline redis(server.port());
   const std::string script = std::string(swl::detail::scriptOf<swl::SlidingWindowLog>().text());
