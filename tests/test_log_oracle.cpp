@@ -12,6 +12,7 @@
 #include <swl/swl.hpp>
 
 #include "support/manual_time.hpp"
+#include "support/wanted.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -42,11 +43,6 @@ using Multi = swl::MultiLimiter<swl::PrefixKey, swl::CompactMember, swl::FixedTt
 
 // Keys outlive every trace here: expiry runs on Redis's own clock, which the manual clock does not move.
 const swl::FixedTtl kLongTtl{std::chrono::hours(2)};
-
-std::int64_t decisionsWanted() {
-  const char* wanted = std::getenv("SWL_ORACLE_DECISIONS");
-  return wanted != nullptr ? std::atoll(wanted) : 100'000;
-}
 
 // Prefix sums over the entries' units that change one entry at a time (a settle) and grow at the end.
 class Fenwick {
@@ -766,7 +762,7 @@ void requireReached(const Tally& tally, const std::vector<std::string>& boundari
 
 TEST_CASE("mixed traces agree with the model on every answer, and every set's sums with its entries") {
   // 40 rounds of 400 steps per seed, as many seeds as the share of decisions takes.
-  const std::int64_t wanted = decisionsWanted() * 3 / 10;
+  const std::int64_t wanted = swl::test::wanted("SWL_ORACLE_DECISIONS", 100'000) * 3 / 10;
   std::int64_t decisions = 0;
   Tally tally;
   for (std::uint64_t seed = 1; decisions < wanted || seed <= 2; ++seed) {
@@ -799,7 +795,7 @@ TEST_CASE("mixed traces agree with the model on every answer, and every set's su
 }
 
 TEST_CASE("windows that change every call and a clock that steps back keep to the horizon") {
-  const std::int64_t wanted = decisionsWanted() / 10;
+  const std::int64_t wanted = swl::test::wanted("SWL_ORACLE_DECISIONS", 100'000) / 10;
   std::int64_t decisions = 0;
   Tally tally;
   for (std::uint64_t seed = 101; decisions < wanted || seed <= 102; ++seed) {
@@ -821,7 +817,7 @@ TEST_CASE("windows that change every call and a clock that steps back keep to th
 }
 
 TEST_CASE("token budgets reach windows of 10^5 entries and every level of the sums, exact throughout") {
-  const std::int64_t wanted = decisionsWanted() * 5 / 10;
+  const std::int64_t wanted = swl::test::wanted("SWL_ORACLE_DECISIONS", 100'000) * 5 / 10;
   std::int64_t decisions = 0;
   Tally tally;
   std::int64_t most_entries = 0;
@@ -873,7 +869,7 @@ TEST_CASE("token budgets reach windows of 10^5 entries and every level of the su
 }
 
 TEST_CASE("traces with a GCRA rule beside a log agree with both models: all or nothing, each rule at its own cost") {
-  const std::int64_t wanted = decisionsWanted() / 10;
+  const std::int64_t wanted = swl::test::wanted("SWL_ORACLE_DECISIONS", 100'000) / 10;
   std::int64_t decisions = 0;
   Tally tally;
   // Each base limit with the GCRA rule first and second (the first rule's write is the script's first),

@@ -8,6 +8,7 @@
 
 #include "../module/layout.hpp"
 #include "../module/sums.hpp"
+#include "support/wanted.hpp"
 
 #include <swl/algorithms/sliding_window_log.hpp>
 
@@ -214,11 +215,6 @@ struct ModelIo {
   }
 };
 
-std::int64_t operationsWanted() {
-  const char* wanted = std::getenv("SWL_MODULE_SUMS_OPERATIONS");
-  return wanted ? std::atoll(wanted) : 200000;
-}
-
 }  // namespace
 
 TEST_CASE("the module's names are the Lua's: bookkeeping, nodes, entries that carry their units") {
@@ -258,7 +254,7 @@ TEST_CASE("the module's sums keep the Lua's bookkeeping, nodes and searches on r
   // a settle of a closed node (stored) rather than an open one, and the searches.
   std::array<std::int64_t, native::kLevels> closed{}, left_behind{};
   std::int64_t settles_of_closed = 0, searches_through_nodes = 0, searches = 0, operations = 0, traces = 0;
-  const std::int64_t wanted = operationsWanted();
+  const std::int64_t wanted = swl::test::wanted("SWL_MODULE_SUMS_OPERATIONS", 200000);
   const std::int64_t starts[] = {0, 1, 13, 250, 4090, 65530};
   while (operations < wanted) {
     ++traces;

@@ -1,14 +1,14 @@
 #pragma once
 // A plain hiredis connection for tests that compare raw replies: commands sent at once and read back in
-// order, and replies compared and printed whole; and how far a test goes (the module's differential tests).
+// order, and replies compared and printed whole (the module's differential tests).
 
 #include <catch2/catch.hpp>
+
+#include <swl/detail/io/hiredis.hpp>
 
 #include <hiredis/hiredis.h>
 
 #include <cstddef>
-#include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -17,13 +17,7 @@
 
 namespace swl::test {
 
-struct ContextFreer {
-  void operator()(redisContext* context) const { redisFree(context); }
-};
-struct ReplyFreer {
-  void operator()(redisReply* reply) const { freeReplyObject(reply); }
-};
-using OwnedReply = std::unique_ptr<redisReply, ReplyFreer>;
+using OwnedReply = swl::detail::ReplyPtr;
 
 // A reply as text, for comparing two answers and printing one.
 inline std::string shown(const redisReply* reply) {
@@ -114,14 +108,7 @@ class Pipeline {
   }
 
  private:
-  std::unique_ptr<redisContext, ContextFreer> context_;
+  swl::detail::ContextPtr context_;
 };
-
-// How far a test goes: the number in environment variable `variable` (ctest sets it from the build's
-// settings), or `otherwise`.
-inline std::int64_t wanted(const char* variable, std::int64_t otherwise) {
-  const char* text = std::getenv(variable);
-  return text ? std::atoll(text) : otherwise;
-}
 
 }  // namespace swl::test
