@@ -5,9 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-#include <swl/algorithms/sliding_window_log.hpp>
-#include <swl/detail/script/assembly.hpp>
-
+#include "support/log_traces.hpp"
 #include "support/raw_redis.hpp"
 #include "support/redis_server.hpp"
 
@@ -36,7 +34,7 @@ std::string setOf(Pipeline& redis, const std::string& key) {
 }  // namespace
 
 TEST_CASE("the module answers bad arguments with an error that names them, and writes nothing") {
-  RedisServer server({"--loadmodule", SWL_NATIVE_MODULE});
+  RedisServer server({"--loadmodule", swl::test::modulePath()});
   Pipeline redis(server.port());
   CHECK(errorOf(redis.command({"SWL.DECIDE", "k", "60000000"})).find("wrong number of arguments") != std::string::npos);
   CHECK(errorOf(redis.command({"SWL.DECIDE", "k", "sixty", "10"})) ==
@@ -59,10 +57,9 @@ TEST_CASE("the module answers bad arguments with an error that names them, and w
 }
 
 TEST_CASE("over maxmemory the module refuses a decision that writes before writing, and answers one that does not") {
-  RedisServer server({"--loadmodule", SWL_NATIVE_MODULE, "--maxmemory-policy", "noeviction"});
+  RedisServer server({"--loadmodule", swl::test::modulePath(), "--maxmemory-policy", "noeviction"});
   Pipeline redis(server.port());
-  const std::string script = std::string(swl::detail::scriptOf<swl::SlidingWindowLog>().text());
-  const std::string sha = shown(redis.command({"SCRIPT", "LOAD", script}).get());
+  const std::string sha = swl::test::LogScripts(redis).decide;
   // Two full windows of limit 2 while there is room, one for each to be refused on.
   for (const char* key : {"by_module", "by_script"}) {
     for (const char* member : {"a", "b"}) {
@@ -94,10 +91,9 @@ TEST_CASE("over maxmemory the module refuses a decision that writes before writi
 }
 
 TEST_CASE("a set of swl 0.3's layout is left to the script, which renumbers it once, and then the module decides it") {
-  RedisServer server({"--loadmodule", SWL_NATIVE_MODULE});
+  RedisServer server({"--loadmodule", swl::test::modulePath()});
   Pipeline redis(server.port());
-  const std::string script = std::string(swl::detail::scriptOf<swl::SlidingWindowLog>().text());
-  const std::string sha = shown(redis.command({"SCRIPT", "LOAD", script}).get());
+  const std::string sha = swl::test::LogScripts(redis).decide;
   // 0.3 kept '#' alone as the bookkeeping, and units in the member's name ('member*units').
   const std::string now = "1700000000000000";
   redis.command({"ZADD", "old", "-1", "#", "1699999999000000", "a*3", "1699999999500000", "b*2"});
@@ -116,7 +112,7 @@ TEST_CASE("a set of swl 0.3's layout is left to the script, which renumbers it o
 }
 
 TEST_CASE("a replica holds exactly the master's set, expiry and all: the module replicates what it wrote") {
-  RedisServer master({"--loadmodule", SWL_NATIVE_MODULE});
+  RedisServer master({"--loadmodule", swl::test::modulePath()});
   RedisServer replica({"--replicaof", "127.0.0.1", std::to_string(master.port())});
   Pipeline on_master(master.port());
   Pipeline on_replica(replica.port());
@@ -144,4 +140,31 @@ TEST_CASE("a replica holds exactly the master's set, expiry and all: the module 
     CHECK(on_replica.command({"PEXPIRETIME", key})->integer == master_expiry);
   }
   CHECK(setOf(on_master, "units").find('#') != std::string::npos);  // counted by units: its sums replicated too
+}
+
+TEST_CASE("the command declares its one key for Cluster and, where the server lets a module, its ACL categories") {
+  RedisServer server({"--loadmodule", swl::test::modulePath()});
+  Pipeline redis(server.port());
+  const OwnedReply info = redis.command({"COMMAND", "INFO", "swl.decide"});
+  REQUIRE(info->elements == 1);
+  const redisReply* command = info->element[0];
+  REQUIRE(command->elements >= 7);
+  CHECK(command->element[1]->integer == -1);  // any arity: the command counts its own (the first case here)
+  CHECK(shown(command->element[2]).find("write") != std::string::npos);
+  CHECK(command->element[3]->integer == 1);  // first key
+  CHECK(command->element[4]->integer == 1);  // last key
+  CHECK(command->element[5]->integer == 1);  // step
+  // Categories from Redis 7.2 on (Valkey 8 says 7.2.4 here too); 7.0 gives a module no way to name them.
+  const std::string server_info = shown(redis.command({"INFO", "server"}).get());
+  const std::size_t at = server_info.find("redis_version:") + std::string("redis_version:").size();
+  const int major = std::stoi(server_info.substr(at));
+  const int minor = std::stoi(server_info.substr(server_info.find('.', at) + 1));
+  const std::string categories = shown(command->element[6]);
+  INFO("redis_version " << major << "." << minor << ", categories " << categories);
+  if (major > 7 || (major == 7 && minor >= 2)) {
+    CHECK(categories.find("@write") != std::string::npos);
+    CHECK(categories.find("@sortedset") != std::string::npos);
+  } else {
+    CHECK(categories.find("@sortedset") == std::string::npos);
+  }
 }
