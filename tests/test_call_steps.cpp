@@ -107,3 +107,32 @@ TEST_CASE("a WAIT that fewer replicas acknowledged than asked gives up with a Ti
   CHECK(gaveUpWith<swl::TimeoutError>(short_wait));
   CHECK_THROWS_WITH(std::rethrow_exception(short_wait.error), Catch::Contains("1 of 2 replicas acknowledged"));
 }
+
+TEST_CASE("a call the module could not take goes again as the script, and one it required gives up saying so") {
+  const swl::Script native_script("sliding_window", "return 1", "SWL.DECIDE");
+  CallSteps steps(native_script, "swl::Connection", {});
+  const auto next = [&](CallSteps& on, const std::string& resp) {
+    return on.replied(*replyFrom(resp), "10.0.0.1:7000", CallSteps::Clock::now());
+  };
+  // A set of swl 0.3's layout: the script renumbers it; the module stays.
+  const CallSteps::Next layout = next(steps, "-LAYOUT swl: the log k is in swl 0.3's layout\r\n");
+  CHECK(layout.step == Step::resend_as_script);
+  CHECK(!layout.module_gone);
+  // The server does not know the command: the module is gone.
+  const CallSteps::Next unknown =
+      next(steps, "-ERR unknown command 'SWL.DECIDE', with args beginning with: 'k' '60000000' \r\n");
+  CHECK(unknown.step == Step::resend_as_script);
+  CHECK(unknown.module_gone);
+  // Another unknown command, or a script without a module's command, is an error like any other.
+  CHECK(gaveUpWith<swl::ReplyError>(next(steps, "-ERR unknown command 'FOO', with args beginning with: \r\n")));
+  CallSteps plain(kScript, "swl::Connection", {});
+  CHECK(gaveUpWith<swl::ReplyError>(next(plain, "-LAYOUT swl: the log k is in swl 0.3's layout\r\n")));
+  // ConnectionOptions::native_module required: a server without the module is an error that says so.
+  CallSteps::Terms required;
+  required.module_required = true;
+  CallSteps requiring(native_script, "swl::Connection", required);
+  const CallSteps::Next refused = next(requiring, "-ERR unknown command 'SWL.DECIDE', with args beginning with: \r\n");
+  CHECK(gaveUpWith<swl::ReplyError>(refused));
+  CHECK_THROWS_WITH(std::rethrow_exception(refused.error), Catch::Contains("does not have the swl-native module"));
+  CHECK(next(requiring, "-LAYOUT swl: the log k is in swl 0.3's layout\r\n").step == Step::resend_as_script);
+}

@@ -1,6 +1,8 @@
 // A call as it goes out (detail/io/outgoing.hpp) alone, with no server: its deadline written into its
-// room on Redis's clock once that clock is known, and the call itself untouched.
+// room on Redis's clock once that clock is known, as the module's command where the server has it, and the
+// call itself untouched.
 
+#include <swl/detail/io/async_protocol.hpp>
 #include <swl/detail/io/outgoing.hpp>
 #include <swl/swl.hpp>
 
@@ -84,4 +86,38 @@ TEST_CASE("a command without a room for a deadline goes out as it is, whatever t
   const Outgoing outgoing(swl::detail::wordsOf(call), clockReadAt(RedisClock::Local::now()), 100ms);
   CHECK(outgoing.pointers() == call.pointers());
   CHECK(wordOf(outgoing, 7) == "");
+}
+
+TEST_CASE("a call sent as the module's command is its name, then the call from its key on, deadline and all") {
+  const swl::Script native_script("sliding_window", "return 1", "SWL.DECIDE");
+  swl::ScriptCall call(native_script, {"rl:user"}, {"1000000", "10", "1", swl::detail::kNoDeadline, "m1", "2000", "0"});
+  call.carryDeadlineIn(4);
+  const std::string_view expected[] = {"SWL.DECIDE", "rl:user", "1000000", "10", "1", "", "m1", "2000", "0"};
+
+  // Before the clock is known: no deadline, but the words are still the module's.
+  const Outgoing early(swl::detail::wordsOf(call, true), RedisClock(), 100ms);
+  REQUIRE(early.count() == 9);
+  for (std::size_t i = 0; i < 9; ++i) {
+    CHECK(wordOf(early, i) == (i == 5 ? swl::detail::kNoDeadline : expected[i]));
+  }
+  const Outgoing timed(swl::detail::wordsOf(call, true), clockReadAt(RedisClock::Local::now()), 100ms);
+  REQUIRE(timed.count() == 9);
+  CHECK(wordOf(timed, 5).substr(0, 2) == "-1");  // the deadline, on Redis's clock (1.7e15 us)
+  CHECK(wordOf(timed, 5).size() == swl::detail::kNoDeadline.size());
+  CHECK(call.word(0) == "EVALSHA");  // the call itself untouched
+
+  // A script without a module's command, or a connection whose server has none, sends EVALSHA.
+  CHECK(Outgoing(swl::detail::wordsOf(call, false), RedisClock(), 100ms).count() == 11);
+  const swl::ScriptCall plain(kClockScript, {"rl:user"}, {"1000000", "10"});
+  CHECK(Outgoing(swl::detail::wordsOf(plain, true), RedisClock(), 100ms).pointers() == plain.pointers());
+}
+
+TEST_CASE("an event loop's formatted call becomes the module's command byte for byte as hiredis would write it") {
+  const swl::Script native_script("sliding_window", "return 1", "SWL.DECIDE");
+  const swl::ScriptCall call(native_script, {"rl:user"}, {"1000000", "10", "1", "", "m1", "2000", "0"});
+  const swl::detail::FormattedCall formatted = swl::detail::formatted(call);
+  std::string native;
+  swl::detail::formatNative(native, formatted.command, formatted.key_at, native_script.nativeCommand());
+  const std::string_view words[] = {"SWL.DECIDE", "rl:user", "1000000", "10", "1", "", "m1", "2000", "0"};
+  CHECK(native == swl::detail::formattedCommand(words, std::size(words)));
 }

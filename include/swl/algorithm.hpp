@@ -21,6 +21,8 @@
 ///                                                     // Redis's clock), sent as ARGV[8]: the bucketed
 ///                                                     // window's buckets, the periods' bounds around now;
 ///                                                     // something a std::string_view can be made of
+///     static constexpr std::string_view kNativeCommand;  // a module's command that decides as kScript does,
+///                                                     // same key, same arguments (the log's SWL.DECIDE)
 ///     static constexpr std::string_view kSettleScriptName, kSettleScript;  // it can settle reservations
 ///     static constexpr std::string_view kLeaseScriptName, kLeaseScript;    // it can lease units
 /// (kSettleScript and kLeaseScript run after the prelude and kFunctions too).

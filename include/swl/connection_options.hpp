@@ -56,6 +56,20 @@ struct TlsOptions {
   bool verify_peer = true;
 };
 
+/// Whether a connection sends the log's decisions to the swl-native module, a Redis or Valkey module that
+/// decides exactly as the log's script does, on the same keys, for a fifth of its CPU (docs/operations.md).
+/// A key may be decided by the module and the script in turn, so processes that differ here agree.
+enum class NativeModule {
+  /// Asks at connect (COMMAND INFO, in the handshake's write) and sends the module's command where the
+  /// server has it, the script where it does not.
+  use_when_loaded,
+  /// Always the script, and nothing asked: for a fleet that must run the Lua (an audit of what runs).
+  never,
+  /// Always the module's command; a server without it answers every decision with a ReplyError that
+  /// says to load the module.
+  required,
+};
+
 /// The defaults are a rate limiter's, not a database client's: a limiter sits in front of every request,
 /// so a Redis that does not answer must cost a request milliseconds, and then nothing at all while it
 /// stays silent (the circuit breaker), never a second per call.
@@ -80,6 +94,8 @@ struct ConnectionOptions {
   std::string password;  ///< empty: no AUTH
   int db = 0;            ///< SELECTed after every (re)connect when not 0
   TlsOptions tls;        ///< off by default
+  /// Whether decisions of the log go to the swl-native module (docs/operations.md) instead of its script.
+  NativeModule native_module = NativeModule::use_when_loaded;
 };
 
 }  // namespace swl

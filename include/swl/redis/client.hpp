@@ -32,7 +32,11 @@ namespace swl {
 class Script {
  public:
   /// A script of `text`, which must outlive it, named `name` in messages; its SHA-1 is computed once, here.
-  Script(std::string_view name, std::string_view text) : name_(name), text_(text), sha_(detail::sha1Hex(text)) {}
+  /// `native_command`, when not empty, is a module's command that does what the script does, taking the
+  /// script's key and arguments in the same order (the log's SWL.DECIDE): a connection to a server that
+  /// has it sends that instead (ConnectionOptions::native_module).
+  Script(std::string_view name, std::string_view text, std::string_view native_command = {})
+      : name_(name), text_(text), sha_(detail::sha1Hex(text)), native_command_(native_command) {}
 
   /// The name messages give it.
   const std::string& name() const noexcept { return name_; }
@@ -40,11 +44,14 @@ class Script {
   std::string_view text() const noexcept { return text_; }
   /// The SHA-1 of the text, in hex: what EVALSHA names it by.
   std::string_view sha() const noexcept { return sha_; }
+  /// The module's command that can run in its place, or empty.
+  std::string_view nativeCommand() const noexcept { return native_command_; }
 
  private:
   std::string name_;
   std::string_view text_;
   std::string sha_;
+  std::string_view native_command_;
 };
 
 /// "EVALSHA sha numkeys key... arg...", laid out as hiredis sends it: a pointer and a length per word,

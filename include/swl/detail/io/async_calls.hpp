@@ -68,6 +68,8 @@ class AsyncCalls {
     std::string command;             // the whole RESP command, kept to resend after NOSCRIPT
     const Script* script = nullptr;  // null for the connection's own commands (AUTH, SELECT, SCRIPT LOAD)
     std::size_t deadline_at = 0;     // where its deadline's digits are in `command` (FormattedCall); 0: none
+    std::size_t key_at = 0;          // where its key begins in `command` (FormattedCall)
+    bool as_script = false;          // sent as the script even where the server has the module
     Time answer_not_before{};        // the deadline it carried: a failure is not answered before it
     Callback done;                   // empty once the call has ended
     bool repeated = false;
@@ -99,6 +101,16 @@ class AsyncCalls {
   }
   ~AsyncCalls() = default;
 
+  // A call made of `call`, for its owner to add its own terms to and send.
+  static Pending pendingOf(FormattedCall&& call) {
+    Pending pending;
+    pending.command = std::move(call.command);
+    pending.script = call.script;
+    pending.deadline_at = call.deadline_at;
+    pending.key_at = call.key_at;
+    return pending;
+  }
+
   void send(Pending&& pending) {
     redisAsyncContext* context = nullptr;
     try {
@@ -112,8 +124,9 @@ class AsyncCalls {
     position->owner = this;
     position->context = context;
     position->order = ++sent_;
-    if (redisAsyncFormattedCommand(context, &AsyncCalls::onReply, &*position, position->command.data(),
-                                   position->command.size()) != REDIS_OK) {
+    const std::string& command = asSent(*position);
+    if (redisAsyncFormattedCommand(context, &AsyncCalls::onReply, &*position, command.data(), command.size()) !=
+        REDIS_OK) {
       // The context is already shutting down; its teardown will not call back for this one.
       Callback done = std::move(position->done);
       in_flight_.erase(position);
@@ -177,9 +190,11 @@ class AsyncCalls {
   std::list<Pending> in_flight_;          // send order; hiredis holds a pointer to each until it calls back
   std::uint64_t sent_ = 0;
   ScriptLoads loads_;
-  RedisClock clock_;         // Redis's, on the live context
-  bool time_asked_ = false;  // a TIME is in flight
-  std::vector<Held> held_;   // failures of calls whose deadlines have not come
+  RedisClock clock_;            // Redis's, on the live context
+  bool module_loaded_ = false;  // the live context's server answered the question: it has the module
+  std::string native_;          // the last call sent as the module's command (hiredis copies it)
+  bool time_asked_ = false;     // a TIME is in flight
+  std::vector<Held> held_;      // failures of calls whose deadlines have not come
 
  private:
   Owner& owner() noexcept { return static_cast<Owner&>(*this); }
@@ -210,9 +225,33 @@ class AsyncCalls {
     connected_ = false;
     clock_.forget();
     time_asked_ = false;
+    module_loaded_ = false;
     handshake();
     askTime();
+    askForModule();
     return context_;
+  }
+
+  // Whether the server has the swl-native module (detail/io/native_module.hpp). The calls sent before the
+  // answer comes go as the script.
+  void askForModule() {
+    if (!asksForModule(options_)) return;
+    Pending asking;
+    asking.command = formattedCommand(std::data(kModuleQuestion), std::size(kModuleQuestion));
+    asking.done = [this, context = context_](ReplyView reply, std::exception_ptr error) {
+      if (!error && context == context_) module_loaded_ = moduleIn(reply);
+    };
+    send(std::move(asking));
+  }
+
+  // `pending`'s command as it goes out: as the module's command where the server has it.
+  const std::string& asSent(const Pending& pending) {
+    if (pending.script == nullptr || pending.as_script || pending.key_at == 0 ||
+        pending.script->nativeCommand().empty() || !sendsNative(options_, module_loaded_)) {
+      return pending.command;
+    }
+    formatNative(native_, pending.command, pending.key_at, pending.script->nativeCommand());
+    return native_;
   }
 
   Time earliestHeld() const {
@@ -306,11 +345,16 @@ class AsyncCalls {
     // again after NOSCRIPT loads nothing more.
     CallSteps::Terms terms;
     terms.loads_script = !pending.repeated;
+    terms.module_required = options_.native_module == NativeModule::required;
     const CallSteps::Next next =
         CallSteps(*pending.script, face_, terms).replied(reply, endpoint_, CallSteps::Clock::now());
     switch (next.step) {
       case CallSteps::Step::load_then_resend:
         return repeatAfterLoad(std::move(pending));
+      case CallSteps::Step::resend_as_script:
+        if (next.module_gone) module_loaded_ = false;
+        pending.as_script = true;
+        return send(std::move(pending));
       case CallSteps::Step::give_up:
         return pending.done(ReplyView(), next.error);
       default:

@@ -5,6 +5,7 @@
 
 #include <swl/connection_options.hpp>
 #include <swl/detail/io/hiredis.hpp>
+#include <swl/detail/io/native_module.hpp>
 #include <swl/detail/io/outgoing.hpp>
 #include <swl/detail/messages.hpp>
 #include <swl/error.hpp>
@@ -21,16 +22,21 @@ namespace swl::detail {
 // A script call as an async context takes it: formatted once, where the call is made (on the caller's
 // thread, so the loop's thread does less), and kept to resend after NOSCRIPT. `deadline_at` is where the
 // digits of its deadline's room are in `command` (after the '-'), written as it is sent; 0 for none.
+// `key_at` is where its first key begins, for a connection that sends it as the module's command
+// (formatNative).
 struct FormattedCall {
   std::string command;
   const Script* script = nullptr;
   std::size_t deadline_at = 0;
+  std::size_t key_at = 0;
 };
 
 inline FormattedCall formatted(const ScriptCall& call) {
   const Words words = wordsOf(call);
-  FormattedCall made{formattedCommand(words), &call.script(), 0};
+  FormattedCall made{formattedCommand(words), &call.script(), 0, 0};
   if (words.deadline_word != 0) made.deadline_at = formattedOffset(words, words.deadline_word) + 1;
+  if (words.count > kScriptHead)
+    made.key_at = formattedOffset(words, kScriptHead - 1) + words.lengths[kScriptHead - 1] + 2;
   return made;
 }
 
@@ -41,7 +47,8 @@ struct Greeting {
 };
 
 // PING, or AUTH when there is a password, then SELECT when the database is not 0. As the blocking
-// connection does (see Link): a server that wants a password says so to a PING.
+// connection does (see Link): a server that wants a password says so to a PING. (The question whether the
+// server has the module, which no answer refuses, is the connection's own: AsyncCalls::askForModule.)
 inline std::vector<Greeting> handshakeOf(const ConnectionOptions& options) {
   std::vector<Greeting> greetings;
   if (options.password.empty()) {

@@ -51,7 +51,7 @@ class Batch {
     const std::size_t first = time ? 1 : 0;
     link_->queue(first + calls.size() + link_->waits(), [&](std::size_t i) {
       if (i < first) return kTimeCommand.words();
-      return i - first < calls.size() ? wordsOf(calls[i - first]) : link_->waitWords();
+      return i - first < calls.size() ? link_->wordsFor(calls[i - first]) : link_->waitWords();
     });
     link_->flush();
     time_asked_ = time;  // only once it is on its way: a failed send leaves nothing to read
@@ -80,8 +80,9 @@ class Batch {
   }
 
  private:
-  // The calls that met an empty script cache (NOSCRIPT) run once more, as CallSteps says, after one
-  // SCRIPT LOAD per script; their replies, or errors, replace the NOSCRIPT ones in `results`.
+  // The calls that met an empty script cache (NOSCRIPT), and those sent as the module's command that the
+  // module could not take (CallSteps' resend_as_script), run once more as the script, after one SCRIPT
+  // LOAD per script; their replies, or errors, replace the first ones in `results`.
   void resendWhereScriptMissing(std::vector<ScriptReply>& results) {
     const std::vector<ScriptCall>& calls = *calls_;
     std::vector<std::size_t> again;
@@ -90,11 +91,11 @@ class Batch {
     for (std::size_t index = 0; index < calls.size(); ++index) {
       ScriptReply& result = results[index];
       const Script& script = calls[index].script();
-      if (!result.reply ||
-          CallSteps(script, link_->endpoint(), {}).replied(*result.reply, link_->endpoint(), now).step !=
-              CallSteps::Step::load_then_resend) {
-        continue;
-      }
+      if (!result.reply) continue;
+      const CallSteps::Next next =
+          CallSteps(script, link_->endpoint(), link_->stepTerms()).replied(*result.reply, link_->endpoint(), now);
+      if (next.step != CallSteps::Step::load_then_resend && next.step != CallSteps::Step::resend_as_script) continue;
+      if (next.module_gone) link_->forgetModule();
       result.reply = Reply();
       try {
         if (std::find(loaded.begin(), loaded.end(), &script) == loaded.end()) {

@@ -5,6 +5,10 @@
 //
 //   done               the reply is the call's answer
 //   load_then_resend   NOSCRIPT: SCRIPT LOAD, then the same call once more (a second NOSCRIPT gives up)
+//   resend_as_script   a call sent as the swl-native module's command that the module could not take (a
+//                      set of swl 0.2/0.3: LAYOUT), or that the server did not know (`module_gone`: the
+//                      connection's next calls go as the script too): the call again, as the script
+//                      (detail/io/native_module.hpp)
 //   resend_to          MOVED: the call again, to the node that owns the slot now (after `pause`, when the
 //                      redirections go back and forth)
 //   resend_asking      ASK: the call again, to the node the key has moved to, after ASKING
@@ -23,6 +27,7 @@
 // came back, tested alone over scripted replies (tests/test_call_steps.cpp).
 
 #include <swl/connection_options.hpp>
+#include <swl/detail/io/native_module.hpp>
 #include <swl/detail/io/topology.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
@@ -39,13 +44,14 @@ class CallSteps {
  public:
   using Clock = std::chrono::steady_clock;
 
-  enum class Step { done, load_then_resend, resend_to, resend_asking, pause_then_resend, give_up };
+  enum class Step { done, load_then_resend, resend_as_script, resend_to, resend_asking, pause_then_resend, give_up };
 
   struct Next {
     Step step = Step::done;
     std::optional<Redirection> redirection;  // resend_to, resend_asking: where to
     std::chrono::milliseconds pause{0};      // before the call goes out again
     std::exception_ptr error;                // give_up: what the caller is told
+    bool module_gone = false;                // resend_as_script: the server has no module (any more)
   };
 
   // What one call may do: load its script once on NOSCRIPT (not again for a call that is already the
@@ -57,6 +63,7 @@ class CallSteps {
     bool follows_redirections = false;
     int max_redirects = 16;
     Clock::time_point give_up_at = Clock::time_point::max();
+    bool module_required = false;  // ConnectionOptions::native_module: a server without it is an error
   };
 
   // The steps of a call of `script`; `described` names the client in messages ("swl::ClusterConnection
@@ -71,6 +78,9 @@ class CallSteps {
     if (reply.isError("NOSCRIPT") && terms_.loads_script && !loaded_) {
       loaded_ = true;
       return {Step::load_then_resend, std::nullopt, std::chrono::milliseconds(0), nullptr};
+    }
+    if (const NativeRefusal refusal = nativeRefusalOf(reply, *script_); refusal != NativeRefusal::none) {
+      return refusedNative(refusal, reply, endpoint);
     }
     if (terms_.follows_redirections && answering != nullptr) {
       if (std::optional<Redirection> redirection = parseRedirection(reply, *answering)) {
@@ -125,6 +135,20 @@ class CallSteps {
                                                        "' as the call's time runs out")));
     }
     return {Step::pause_then_resend, std::nullopt, *pause, nullptr};
+  }
+
+  Next refusedNative(NativeRefusal refusal, ReplyView reply, std::string_view endpoint) const {
+    const bool gone = refusal == NativeRefusal::unknown_command;
+    if (gone && terms_.module_required) {
+      return giveUp(std::make_exception_ptr(redisError<ReplyError>(
+          endpoint,
+          ": the server does not have the swl-native module, which ConnectionOptions::native_module "
+          "requires (load it: docs/operations.md, or ask for use_when_loaded): ",
+          reply.text())));
+    }
+    Next next{Step::resend_as_script, std::nullopt, std::chrono::milliseconds(0), nullptr};
+    next.module_gone = gone;
+    return next;
   }
 
   static Next giveUp(std::exception_ptr error) {

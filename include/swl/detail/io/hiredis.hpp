@@ -79,13 +79,14 @@ inline bool isTimeout(const redisContext& context) noexcept {
 }
 
 // One command as hiredis takes it, a pointer and a length per word (a ScriptCall's own, or HiredisArgv's),
-// and which word is a script call's room for its deadline (0: none), which a connection writes as the
-// command goes out.
+// which word is a script call's room for its deadline (0: none), which a connection writes as the
+// command goes out, and, for a script call sent as a module's command instead, that command's name.
 struct Words {
   const char* const* pointers;
   const std::size_t* lengths;
   std::size_t count;
   std::size_t deadline_word = 0;
+  std::string_view native_command = {};
 };
 
 // hiredis declares its word arrays `const char**`; it only reads them.

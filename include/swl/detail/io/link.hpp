@@ -10,6 +10,7 @@
 #include <swl/detail/io/circuit_breaker.hpp>
 #include <swl/detail/io/dial.hpp>
 #include <swl/detail/io/hiredis.hpp>
+#include <swl/detail/io/native_module.hpp>
 #include <swl/detail/io/outgoing.hpp>
 #include <swl/detail/io/redis_clock.hpp>
 #include <swl/detail/script/deadline.hpp>
@@ -94,12 +95,24 @@ class Link {
   // fresh reading of Redis's clock) or ASKING (`asking`, as the target of an ASK redirection wants), or
   // followed by WAIT, goes in a pipeline. The lone call is sent from here, so that a decision reaches
   // hiredis five frames down (bench/call_path.sh).
-  Reply evaluate(const ScriptCall& call, bool asking = false) {
+  //
+  // The call goes as the swl-native module's command where the server has it (known once connected:
+  // the handshake asks), unless `as_script`; a server that answers it as unknown has lost the module
+  // (CallSteps' module_gone), and this link's next calls go as the script until it connects again.
+  Reply evaluate(const ScriptCall& call, bool asking = false, bool as_script = false) {
     const bool time = call.deadlineWord() != 0 && clockStale();
-    if (asking || time || waits() != 0) return evaluatePipelined(call, asking, time);
-    redisContext& context = connected();
-    const Outgoing outgoing(wordsOf(call), clock_, options_.command_timeout);
-    return received(redisCommandArgv(&context, outgoing.count(), outgoing.pointers(), outgoing.lengths()));
+    bool native = false;
+    Reply reply;
+    if (asking || time || waits() != 0) {
+      reply = evaluatePipelined(call, asking, time, as_script, native);
+    } else {
+      redisContext& context = connected();
+      native = !as_script && sendsNative(options_, module_loaded_);
+      const Outgoing outgoing(wordsOf(call, native), clock_, options_.command_timeout);
+      reply = received(redisCommandArgv(&context, outgoing.count(), outgoing.pointers(), outgoing.lengths()));
+    }
+    if (native && nativeRefusalOf(*reply, call.script()) == NativeRefusal::unknown_command) forgetModule();
+    return reply;
   }
 
   // Makes the server know `script` (SCRIPT LOAD), as CallSteps asks on NOSCRIPT.
@@ -115,6 +128,20 @@ class Link {
   }
 
   bool isConnected() const noexcept { return context_ != nullptr; }
+
+  // What the reply machine may do for a call on this link.
+  CallSteps::Terms stepTerms() const noexcept {
+    CallSteps::Terms terms;
+    terms.module_required = options_.native_module == NativeModule::required;
+    return terms;
+  }
+
+  // `call`'s words as this link sends them: as the module's command where its server has it.
+  Words wordsFor(const ScriptCall& call) const noexcept { return wordsOf(call, sendsNative(options_, module_loaded_)); }
+
+  // The server answered the module's command as unknown (CallSteps' module_gone): the module was
+  // unloaded, or the connection reached another server. Calls go as the script until the next connect asks.
+  void forgetModule() noexcept { module_loaded_ = false; }
 
   // For a client that learns where its server is from elsewhere (Sentinel): whenever `epoch()` moves on
   // from what it was when this link connected, the open connection is dropped before the next command,
@@ -215,6 +242,7 @@ class Link {
     if (usable) return *context_;
     context_.reset();
     clock_.forget();
+    module_loaded_ = false;
     try {
       connected_epoch_ = epoch_ ? epoch_() : 0;
       context_ = handshake(open_());
@@ -250,17 +278,12 @@ class Link {
     if (options_.password.empty()) {
       // A server that wants a password answers a client without one NOAUTH, or, for a command as long as
       // a script call, closes the connection on it with a protocol error. A PING asks first, so that is
-      // an AuthError that says so, at connect, instead. TIME goes in the same write, for Redis's clock
-      // (a Sentinel, which has no TIME, answers an error, which leaves the clock unknown).
-      Reply ping, time;
-      pipelineOn(
-          *context, 2, [](std::size_t i) { return i == 0 ? kPingCommand.words() : kTimeCommand.words(); },
-          [&](std::size_t i, Reply reply) { (i == 0 ? ping : time) = std::move(reply); });
+      // an AuthError that says so, at connect, instead.
+      const Reply ping = greet(*context, true);
       if (ping->isError("NOAUTH")) {
         throw redisError<AuthError>(endpoint_, " requires a password, and ConnectionOptions::password is empty (",
                                     ping->text(), ")");
       }
-      readTime(*time);
     } else {
       const Reply reply =
           options_.user.empty() ? run({"AUTH", options_.password}) : run({"AUTH", options_.user, options_.password});
@@ -278,8 +301,27 @@ class Link {
         throw redisError<ReplyError>(endpoint_, " refused SELECT ", db, ": ", reply->text());
       }
     }
-    if (!clock_.known()) readTime(*run({"TIME"}));
+    if (!options_.password.empty()) greet(*context, false);
     return context;
+  }
+
+  // TIME, for Redis's clock (a Sentinel, which has no TIME, answers an error, which leaves the clock
+  // unknown), and the question whether the server has the module, in one write, behind a PING when
+  // `ping`; returns the PING's reply.
+  Reply greet(redisContext& context, bool ping) {
+    const HiredisArgv question(std::data(kModuleQuestion), std::size(kModuleQuestion));
+    const std::size_t skipped = ping ? 0 : 1;  // replies[0] is the PING's
+    Reply replies[3];
+    pipelineOn(
+        context, 3 - skipped - (asksForModule(options_) ? 0 : 1),
+        [&](std::size_t i) {
+          const std::size_t command = i + skipped;
+          return command == 0 ? kPingCommand.words() : command == 1 ? kTimeCommand.words() : question.words();
+        },
+        [&](std::size_t i, Reply reply) { replies[i + skipped] = std::move(reply); });
+    readTime(*replies[1]);
+    module_loaded_ = moduleIn(*replies[2]);
+    return std::move(replies[0]);
   }
 
   // `count` commands on `context` in one write, their replies read in order (the handshake's: the context
@@ -314,14 +356,16 @@ class Link {
 
   // One call in a pipeline: preceded by TIME when `time` (the clock's reading is stale) and by ASKING
   // when `asking`, and followed by WAIT when replicas must acknowledge it.
-  Reply evaluatePipelined(const ScriptCall& call, bool asking, bool time) {
+  Reply evaluatePipelined(const ScriptCall& call, bool asking, bool time, bool as_script, bool& native) {
     const std::size_t before = (time ? 1 : 0) + (asking ? 1 : 0);
     Reply reply, acknowledged;
     pipeline(
         before + 1 + waits(),
         [&](std::size_t i) {
           if (i < before) return time && i == 0 ? kTimeCommand.words() : kAskingCommand.words();
-          return i == before ? wordsOf(call) : waitWords();
+          if (i > before) return waitWords();
+          native = !as_script && sendsNative(options_, module_loaded_);  // connected by now
+          return wordsOf(call, native);
         },
         [&](std::size_t i, Reply answer) {
           if (time && i == 0) readTime(*answer);
@@ -361,28 +405,40 @@ class Link {
   std::function<std::uint64_t()> epoch_;
   std::uint64_t connected_epoch_ = 0;
   RedisClock clock_;
+  bool module_loaded_ = false;  // the server answered the handshake's question: it has the module
 };
 
 // One call run to its answer on `link`, from its first `reply`: an answer ends it there (no steps, no
 // clock read), and an error reply goes to the reply machine, which has the script loaded and the call
-// sent once more on NOSCRIPT, or gives up with the error, thrown. `sends_again(reply)` may first ask for
+// sent once more on NOSCRIPT, or the call sent as the script where the module refused it, or gives up
+// with the error, thrown. `sends_again(reply)` may first ask for
 // the call again, having done what that needs (Sentinel, after READONLY); Connection asks for nothing.
 // `described` names the client in the machine's messages.
 template <class SendsAgain>
 Reply runToAnswer(Link& link, const ScriptCall& call, Reply reply, std::string_view described,
                   SendsAgain&& sends_again) {
   if (!reply->isError()) return reply;  // the answer, as nearly every call ends
-  CallSteps steps(call.script(), described, {});
+  CallSteps steps(call.script(), described, link.stepTerms());
+  bool as_script = false;
   for (;;) {
     if (sends_again(*reply)) {
-      reply = link.evaluate(call);
+      reply = link.evaluate(call, false, as_script);
       continue;
     }
     const CallSteps::Next next = steps.replied(*reply, link.endpoint(), CallSteps::Clock::now());
-    if (next.step == CallSteps::Step::done) return reply;
-    if (next.step != CallSteps::Step::load_then_resend) std::rethrow_exception(next.error);
-    link.load(call.script());
-    reply = link.evaluate(call);
+    switch (next.step) {
+      case CallSteps::Step::done:
+        return reply;
+      case CallSteps::Step::load_then_resend:
+        link.load(call.script());
+        break;
+      case CallSteps::Step::resend_as_script:
+        as_script = true;
+        break;
+      default:
+        std::rethrow_exception(next.error);
+    }
+    reply = link.evaluate(call, false, as_script);
   }
 }
 

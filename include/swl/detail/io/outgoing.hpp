@@ -1,9 +1,11 @@
 #pragma once
-// A command as a connection sends it: a script call's words as hiredis takes them (wordsOf), and its
-// deadline written into its room on Redis's clock (Outgoing: detail/script/deadline.hpp says why). No I/O
+// A command as a connection sends it: a script call's words as hiredis takes them (wordsOf), as the
+// module's command where the server has it (detail/io/native_module.hpp), and its deadline written into
+// its room on Redis's clock (Outgoing: detail/script/deadline.hpp says why). No I/O
 // here: the blocking link sends the result with redisCommandArgv, a pipeline with redisAppendCommandArgv.
 
 #include <swl/detail/io/hiredis.hpp>
+#include <swl/detail/io/native_module.hpp>
 #include <swl/detail/io/redis_clock.hpp>
 #include <swl/detail/script/deadline.hpp>
 #include <swl/redis/client.hpp>
@@ -15,25 +17,34 @@
 
 namespace swl::detail {
 
-// A call's words as the connections send them, with its room for a deadline.
-inline Words wordsOf(const ScriptCall& call) noexcept {
-  return {call.pointers(), call.lengths(), call.argc(), call.deadlineWord()};
+// A call's words as the connections send them, with its room for a deadline; as the module's command
+// when `native` (the connection's server has it) and the call's script has one.
+inline Words wordsOf(const ScriptCall& call, bool native = false) noexcept {
+  return {call.pointers(), call.lengths(), call.argc(), call.deadlineWord(),
+          native ? call.script().nativeCommand() : std::string_view()};
 }
 
-// `command`'s words as hiredis takes them, its deadline written into its room by `clock`: due `timeout`
-// from now, as its connection will wait that long for the reply. A command without a room, or sent
+// `command`'s words as hiredis takes them: its deadline written into its room by `clock`, due `timeout`
+// from now, as its connection will wait that long for the reply; a script call sent as the module's
+// command has that command's name in place of "EVALSHA sha numkeys". A command without either, or sent
 // with no timeout or before the clock is known, goes out as it is, uncopied. A command with a deadline
 // is a ScriptCall's, so its words fit in a ScriptCall's room.
 class Outgoing {
  public:
   Outgoing(const Words& command, const RedisClock& clock, std::chrono::milliseconds timeout) : command_(command) {
-    if (command.deadline_word == 0 || timeout.count() == 0 || !clock.known()) return;
-    std::copy(kNoDeadline.begin(), kNoDeadline.end(), deadline_.begin());
-    clock.writeDeadline(deadline_.data() + 1, RedisClock::Local::now() + timeout);
-    std::copy_n(command.pointers, command.count, pointers_.begin());
-    std::copy_n(command.lengths, command.count, lengths_.begin());
-    pointers_[command.deadline_word] = deadline_.data(), lengths_[command.deadline_word] = deadline_.size();
-    command_.pointers = pointers_.data(), command_.lengths = lengths_.data();
+    const bool deadline = command.deadline_word != 0 && timeout.count() != 0 && clock.known();
+    const std::size_t dropped = command.native_command.empty() ? 0 : kScriptHead - 1;
+    if (!deadline && dropped == 0) return;
+    std::copy_n(command.pointers + dropped, command.count - dropped, pointers_.begin());
+    std::copy_n(command.lengths + dropped, command.count - dropped, lengths_.begin());
+    if (dropped != 0) pointers_[0] = command.native_command.data(), lengths_[0] = command.native_command.size();
+    if (deadline) {
+      std::copy(kNoDeadline.begin(), kNoDeadline.end(), deadline_.begin());
+      clock.writeDeadline(deadline_.data() + 1, RedisClock::Local::now() + timeout);
+      pointers_[command.deadline_word - dropped] = deadline_.data();
+      lengths_[command.deadline_word - dropped] = deadline_.size();
+    }
+    command_.pointers = pointers_.data(), command_.lengths = lengths_.data(), command_.count -= dropped;
   }
   Outgoing(const Outgoing&) = delete;  // may point into itself
   Outgoing& operator=(const Outgoing&) = delete;

@@ -112,6 +112,8 @@ using PartsPart = decltype(T::kParts);
 template <class T>
 using FunctionsPart = decltype(T::kFunctions);
 template <class T>
+using NativeCommandPart = decltype(T::kNativeCommand);
+template <class T>
 using ArgumentPart = decltype(std::declval<const T&>().argument(std::optional<std::chrono::microseconds>()));
 
 template <class T>
@@ -124,6 +126,8 @@ template <class T>
 inline constexpr bool hasFunctions = Provides<FunctionsPart, T>::value;
 template <class T>
 inline constexpr bool hasArgument = Provides<ArgumentPart, T>::value;
+template <class T>
+inline constexpr bool hasNativeCommand = Provides<NativeCommandPart, T>::value;
 
 // The prelude (`arguments`, then the clock and the integer helpers), the algorithm's layout, its fast
 // path (for its decisions alone), its parts, its functions and then `part`: how every script is put
@@ -204,6 +208,17 @@ constexpr std::array<std::string_view, 2> nameAndPartOf() {
   if constexpr (role == ScriptRole::lease) return {Algorithm::kLeaseScriptName, Algorithm::kLeaseScript};
 }
 
+// The module's command that can decide in place of the algorithm's script (Algorithm::kNativeCommand),
+// or empty: only a decision has one.
+template <class Algorithm, ScriptRole role>
+constexpr std::string_view nativeCommandOf() {
+  if constexpr (role == ScriptRole::decide && hasNativeCommand<Algorithm>) {
+    return Algorithm::kNativeCommand;
+  } else {
+    return {};
+  }
+}
+
 // The one Script that plays `role` for the algorithm's limiters, or for a blocking limiter's
 // (LimiterOptions::block_for) the same run inside kBlockOpening and kBlockClosing; each made on first use.
 // (A Script views its text, so each text is kept beside it.)
@@ -211,7 +226,7 @@ template <class Algorithm, ScriptRole role = ScriptRole::decide>
 const Script& scriptOf(bool blocking = false) {
   constexpr auto name_and_part = nameAndPartOf<Algorithm, role>();
   static const std::string text = scriptText<Algorithm>(name_and_part[1], role == ScriptRole::decide);
-  static const Script script(name_and_part[0], text);
+  static const Script script(name_and_part[0], text, nativeCommandOf<Algorithm, role>());
   if (!blocking) return script;
   static const std::string blocking_text = blockingText(text);
   static const Script blocking_script(std::string{name_and_part[0]} + "_blocking", blocking_text);

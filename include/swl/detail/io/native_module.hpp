@@ -1,0 +1,68 @@
+#pragma once
+// The swl-native module as a connection meets it, without I/O: how the handshake asks whether the server
+// has it (COMMAND INFO, in the handshake's one write), how a call goes out as the module's command, and
+// what an error reply to that command asks for. The module takes a script's key and arguments in the
+// script's order (Script::nativeCommand), so its command is the script call's words from the key on,
+// behind the command's name in place of "EVALSHA sha numkeys".
+
+#include <swl/connection_options.hpp>
+#include <swl/detail/io/hiredis.hpp>
+#include <swl/redis/client.hpp>
+
+#include <charconv>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace swl::detail {
+
+// The words "EVALSHA sha numkeys" that the module's command replaces: its key is the call's word 3.
+inline constexpr std::size_t kScriptHead = 3;
+
+// Whether a connection asks the server for the module as it connects (ConnectionOptions::native_module).
+inline bool asksForModule(const ConnectionOptions& options) noexcept {
+  return options.native_module == NativeModule::use_when_loaded;
+}
+
+// The question the handshake asks: the command the log's decisions go to.
+inline constexpr std::string_view kModuleQuestion[] = {"COMMAND", "INFO", "SWL.DECIDE"};
+
+// COMMAND INFO's answer: one element per command asked, nil for a command the server does not have. An
+// error (an ACL without COMMAND) reads as no module: the script decides, as it always could.
+inline bool moduleIn(ReplyView command_info) noexcept { return command_info[0].isArray(); }
+
+// Whether a connection that learned `loaded` at connect sends the module's commands.
+inline bool sendsNative(const ConnectionOptions& options, bool loaded) noexcept {
+  return options.native_module == NativeModule::required ||
+         (options.native_module == NativeModule::use_when_loaded && loaded);
+}
+
+// An error reply only a call sent as the module's command gets, and what it asks for: LAYOUT (a set of
+// swl 0.2 or 0.3, which the script renumbers once: the call goes again as the script), or the server not
+// knowing the command (the module was unloaded, or a failover reached a server without it: the call did
+// not run, and goes again as the script, as will the connection's next calls).
+enum class NativeRefusal { none, layout, unknown_command };
+
+inline NativeRefusal nativeRefusalOf(ReplyView reply, const Script& script) noexcept {
+  const std::string_view native = script.nativeCommand();
+  if (native.empty() || !reply.isError()) return NativeRefusal::none;
+  if (reply.isError("LAYOUT")) return NativeRefusal::layout;
+  const std::string_view text = reply.text();
+  if (text.substr(0, 19) == "ERR unknown command" && text.find(native) != std::string_view::npos) {
+    return NativeRefusal::unknown_command;
+  }
+  return NativeRefusal::none;
+}
+
+// A formatted script call (formattedCommand's RESP, "*<words>\r\n" first) as the module's command, into
+// `out`: the command's name in place of "EVALSHA sha numkeys", then the call's bytes from its key on,
+// which are the same in both. `key_at` is where the key's "$<length>" begins.
+inline void formatNative(std::string& out, std::string_view script_call, std::size_t key_at, std::string_view native) {
+  std::size_t words = 0;
+  std::from_chars(script_call.data() + 1, script_call.data() + script_call.size(), words);
+  out.assign(1, '*').append(std::to_string(words - kScriptHead + 1)).append("\r\n$");
+  out.append(std::to_string(native.size())).append("\r\n").append(native).append("\r\n");
+  out.append(script_call.substr(key_at));
+}
+
+}  // namespace swl::detail
