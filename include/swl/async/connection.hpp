@@ -102,11 +102,7 @@ class AsyncConnection : private detail::AsyncCalls<AsyncConnection, detail::Loop
 
   /// Sends one script call. The call's keys and arguments are copied before run() returns.
   void run(const ScriptCall& call, Callback done) {
-    detail::FormattedCall formatted = detail::formatted(call);
-    Pending pending;
-    pending.command = std::move(formatted.command);
-    pending.script = formatted.script;
-    pending.deadline_at = formatted.deadline_at;
+    Pending pending = pendingOf(detail::formatted(call));
     pending.done = std::move(done);
     send(std::move(pending));
   }

@@ -264,10 +264,12 @@ class ClusterConnection : public RedisClient {
     terms.follows_redirections = true;
     terms.max_redirects = options_.max_redirects;
     terms.give_up_at = deadline;
+    terms.module_required = options_.connection.native_module == NativeModule::required;
     detail::CallSteps steps(call.script(), description_, terms);
     Node* asked = &first;
     bool asking = false;
-    if (!reply) reply = sendTo(*asked, call, asking, deadline);
+    bool as_script = false;
+    if (!reply) reply = sendTo(*asked, call, asking, as_script, deadline);
     for (;;) {
       const detail::CallSteps::Next next = steps.replied(*reply, asked->endpoint, Clock::now(), &asked->address);
       // The pause first: a slot map read after it is the fresher for it.
@@ -294,26 +296,29 @@ class ClusterConnection : public RedisClient {
         case detail::CallSteps::Step::load_then_resend:
           loadOn(*asked, call.script());
           break;
+        case detail::CallSteps::Step::resend_as_script:
+          as_script = true;
+          break;
       }
-      reply = sendTo(*asked, call, asking, deadline);
+      reply = sendTo(*asked, call, asking, as_script, deadline);
     }
   }
 
   // The call's round trip to `node`. A connection that fails may mean a master died: its replica may be
   // serving the slot by the next call, so the slot map is read again soon.
-  Reply sendTo(Node& node, const ScriptCall& call, bool asking, Clock::time_point deadline) {
+  Reply sendTo(Node& node, const ScriptCall& call, bool asking, bool as_script, Clock::time_point deadline) {
     try {
-      return evaluateOn(node, call, asking);
+      return evaluateOn(node, call, asking, as_script);
     } catch (const ConnectionError&) {
       if (!detail::holdsError<CircuitOpenError>(std::current_exception())) refreshAfterFailure(node, deadline);
       throw;
     }
   }
 
-  static Reply evaluateOn(Node& node, const ScriptCall& call, bool asking) {
+  static Reply evaluateOn(Node& node, const ScriptCall& call, bool asking, bool as_script) {
     detail::breakerOf(node.pool)->refuseWhileOpen(node.endpoint);
     ConnectionPool::BorrowedConnection lease = node.pool.borrow();
-    return detail::linkOf(*lease).evaluate(call, asking);
+    return detail::linkOf(*lease).evaluate(call, asking, as_script);
   }
 
   static void loadOn(Node& node, const Script& script) {

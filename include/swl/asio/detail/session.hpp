@@ -73,10 +73,7 @@ class AsioSession : public AsyncCalls<AsioSession, AsioCallTerms>, public std::e
   // Sends `call` and returns its ticket, for answerEarly. `done` runs once, on the strand, never inside
   // run(); at `deadline` at the latest.
   std::uint64_t run(FormattedCall&& call, Clock::time_point deadline, Callback&& done) {
-    Pending pending;
-    pending.command = std::move(call.command);
-    pending.script = call.script;
-    pending.deadline_at = call.deadline_at;
+    Pending pending = pendingOf(std::move(call));
     pending.done = std::move(done);
     pending.deadline = deadline;
     pending.ticket = ++tickets_;
