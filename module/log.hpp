@@ -190,8 +190,9 @@ class LogDecision {
                              bool held_lie_after_start) const {
     const std::int64_t from_start = held + cost - limit;
     if (held_lie_after_start && from_start >= 1 && from_start <= SortedSet::kWalk && from_start <= limit - cost + 1) {
-      const std::vector<Scored> first = set_.lowest(after(start), from_start);
-      if (static_cast<std::int64_t>(first.size()) == from_start) return static_cast<std::int64_t>(first.back().score);
+      if (const std::optional<Scored> leaving = set_.lowestAt(after(start), from_start - 1)) {
+        return static_cast<std::int64_t>(leaving->score);
+      }
     }
     return scoreAtRank(cost - limit - 1);
   }

@@ -62,6 +62,29 @@ class MemoryGuard {
   bool written_ = false;
 };
 
+// Words many writes replicate, made once as the module loads (makeSharedWords, in RedisModule_OnLoad)
+// and handed to every call's writes: Redis counts a string's references, so a write passes them on
+// without a copy, where making each anew costs an allocation per word per decision.
+struct SharedWords {
+  RedisModuleString* nx = nullptr;
+  RedisModuleString* lt = nullptr;
+  RedisModuleString* zero = nullptr;
+};
+inline SharedWords shared_words;
+
+inline void makeSharedWords() {
+  shared_words = {RedisModule_CreateString(nullptr, "NX", 2), RedisModule_CreateString(nullptr, "LT", 2),
+                  RedisModule_CreateString(nullptr, "0", 1)};
+}
+
+// As the module unloads (MODULE UNLOAD): the replication stream holds its own references.
+inline void freeSharedWords() {
+  for (RedisModuleString* word : {shared_words.nx, shared_words.lt, shared_words.zero}) {
+    if (word) RedisModule_FreeString(nullptr, word);
+  }
+  shared_words = {};
+}
+
 class SortedSet {
  public:
   // At most this many members walked from either end of a range before asking Redis's command.
@@ -130,9 +153,18 @@ class SortedSet {
   }
 
   // The members in `range`, lowest first, at most `limit` (ZRANGEBYSCORE ... LIMIT 0 limit).
-  std::vector<Scored> lowest(const ScoreRange& range, std::int64_t limit) const { return walk(range, limit, true); }
+  std::vector<Scored> lowest(const ScoreRange& range, std::int64_t limit) const { return walk(range, 0, limit, true); }
   // The members in `range`, highest first, at most `limit` (ZREVRANGEBYSCORE ... LIMIT 0 limit).
-  std::vector<Scored> highest(const ScoreRange& range, std::int64_t limit) const { return walk(range, limit, false); }
+  std::vector<Scored> highest(const ScoreRange& range, std::int64_t limit) const {
+    return walk(range, 0, limit, false);
+  }
+  // The `offset`-th member in `range` counted from the lowest (from 0), at most kWalk in (ZRANGEBYSCORE
+  // ... LIMIT offset 1): the members before it are stepped over, unread.
+  std::optional<Scored> lowestAt(const ScoreRange& range, std::int64_t offset) const {
+    std::vector<Scored> found = walk(range, offset, 1, true);
+    if (found.empty()) return std::nullopt;
+    return std::move(found[0]);
+  }
 
   // ZSCORE.
   std::optional<double> score(std::string_view member) const {
@@ -151,15 +183,10 @@ class SortedSet {
     if (to >= members) to = members - 1;
     if (from > to) return {};
     const ScoreRange all;
-    if (to < kWalk) {
-      std::vector<Scored> found = lowest(all, to + 1);
-      found.erase(found.begin(), found.begin() + from);
-      return found;
-    }
+    if (to < kWalk) return walk(all, from, to - from + 1, true);
     if (members - 1 - from < kWalk) {  // near the highest: walked down to `from`, then turned round
-      std::vector<Scored> found = highest(all, members - from);
+      std::vector<Scored> found = walk(all, members - 1 - to, to - from + 1, false);
       std::reverse(found.begin(), found.end());
-      found.resize(static_cast<std::size_t>(to - from + 1));
       return found;
     }
     return callRange(from, to);
@@ -175,11 +202,11 @@ class SortedSet {
     guard_.beforeWrite(true);
     std::vector<Text> words;
     words.reserve(members.size() * 2 + 1);
-    if (flags == REDISMODULE_ZADD_NX) words.emplace_back(ctx_, "NX");
-    if (flags == REDISMODULE_ZADD_LT) words.emplace_back(ctx_, "LT");
+    if (flags == REDISMODULE_ZADD_NX) words.push_back(Text::shared(shared_words.nx));
+    if (flags == REDISMODULE_ZADD_LT) words.push_back(Text::shared(shared_words.lt));
     std::int64_t count = 0;
     for (const auto& [score, member] : members) {
-      words.emplace_back(ctx_, score);
+      words.push_back(score == 0 ? Text::shared(shared_words.zero) : Text(ctx_, score));
       words.emplace_back(ctx_, member);
       int outcome = flags;
       RedisModule_ZsetAdd(key_.get(), static_cast<double>(score), words.back().get(), &outcome);
@@ -242,9 +269,10 @@ class SortedSet {
   }
 
  private:
-  // A RedisModuleString this call made, freed when it goes.
+  // A RedisModuleString this call made, freed when it goes, or one of the shared words, left as it is.
   class Text {
    public:
+    static Text shared(RedisModuleString* word) { return Text(word); }
     Text(RedisModuleCtx* ctx, std::string_view text)
         : ctx_(ctx), string_(RedisModule_CreateString(ctx, text.data(), text.size())) {}
     Text(RedisModuleCtx* ctx, std::int64_t number)
@@ -254,11 +282,13 @@ class SortedSet {
     Text& operator=(const Text&) = delete;
     Text& operator=(Text&&) = delete;
     ~Text() {
-      if (string_) RedisModule_FreeString(ctx_, string_);
+      if (string_ && ctx_) RedisModule_FreeString(ctx_, string_);
     }
     RedisModuleString* get() const { return string_; }
 
    private:
+    explicit Text(RedisModuleString* shared) : ctx_(nullptr), string_(shared) {}
+
     RedisModuleCtx* ctx_;
     RedisModuleString* string_;
   };
@@ -275,7 +305,9 @@ class SortedSet {
     return (open ? "(" : "") + integerText(static_cast<std::int64_t>(end));
   }
 
-  std::vector<Scored> walk(const ScoreRange& range, std::int64_t limit, bool upward) const {
+  // The members of `range` from one end (the lowest when `upward`), the first `skip` stepped over unread
+  // (reading a member copies it), then at most `limit` of them (all when below 0).
+  std::vector<Scored> walk(const ScoreRange& range, std::int64_t skip, std::int64_t limit, bool upward) const {
     std::vector<Scored> found;
     RedisModuleKey* key = key_.get();
     if (size() == 0 || limit == 0) return found;
@@ -284,6 +316,13 @@ class SortedSet {
         upward ? RedisModule_ZsetFirstInScoreRange(key, range.min, range.max, range.min_open, range.max_open)
                : RedisModule_ZsetLastInScoreRange(key, range.min, range.max, range.min_open, range.max_open);
     if (positioned != REDISMODULE_OK) return found;
+    for (; skip > 0 && !RedisModule_ZsetRangeEndReached(key); --skip) {
+      if (upward) {
+        RedisModule_ZsetRangeNext(key);
+      } else {
+        RedisModule_ZsetRangePrev(key);
+      }
+    }
     while (!RedisModule_ZsetRangeEndReached(key) && (limit < 0 || static_cast<std::int64_t>(found.size()) < limit)) {
       double score = 0;
       RedisModuleString* element = RedisModule_ZsetRangeCurrentElement(key, &score);

@@ -107,6 +107,7 @@ int decideCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
 
 extern "C" int RedisModule_OnLoad(RedisModuleCtx* ctx, RedisModuleString** /*argv*/, int /*argc*/) {
   if (RedisModule_Init(ctx, "swl", 1, REDISMODULE_APIVER_1) == REDISMODULE_ERR) return REDISMODULE_ERR;
+  swl::native::makeSharedWords();
   // Not deny-oom: like the script, a decision that writes nothing (a refusal, a peek) is answered over
   // maxmemory, and one that writes is refused before its first write (MemoryGuard).
   if (RedisModule_CreateCommand(ctx, "swl.decide", swl::native::decideCommand, "write", 1, 1, 1) == REDISMODULE_ERR) {
@@ -119,5 +120,10 @@ extern "C" int RedisModule_OnLoad(RedisModuleCtx* ctx, RedisModuleString** /*arg
       return REDISMODULE_ERR;
     }
   }
+  return REDISMODULE_OK;
+}
+
+extern "C" int RedisModule_OnUnload(RedisModuleCtx* /*ctx*/) {
+  swl::native::freeSharedWords();
   return REDISMODULE_OK;
 }
