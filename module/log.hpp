@@ -159,8 +159,8 @@ class LogDecision {
     const std::string mark = "!" + std::string(r.window_text);
     if (r.cost == 1 && record && live < r.limit) {
       const std::string member = memberOrTimestamp();
-      std::vector<bool> is_new;
-      const std::int64_t added = set_.add({{r.now, member}, {0, mark}}, REDISMODULE_ZADD_NX, &is_new);
+      bool is_new[2] = {false, false};
+      const std::int64_t added = set_.add({{r.now, member}, {0, mark}}, REDISMODULE_ZADD_NX, is_new);
       if (is_new[0] && is_new[1] && set_.countUpTo({REDISMODULE_NEGATIVE_INFINITE, 0, false, false}, 1) > 1) {
         set_.remove({mark, member});
         return std::nullopt;

@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -195,13 +197,14 @@ class SortedSet {
   // Writes, each replicated as what it did ----------------------------------------------------------
 
   // ZADD [NX|LT] score member [score member ...]: how many members it added. `flags` is
-  // REDISMODULE_ZADD_NX, REDISMODULE_ZADD_LT or 0; `added`, when given, is told which ones were new.
-  std::int64_t add(const std::vector<std::pair<std::int64_t, std::string>>& members, int flags,
-                   std::vector<bool>* added = nullptr) {
-    if (members.empty()) return 0;
+  // REDISMODULE_ZADD_NX, REDISMODULE_ZADD_LT or 0; `added`, when given, is told which ones were new (one
+  // flag per member). `members` holds {score, member} pairs.
+  template <class Members>
+  std::int64_t add(const Members& members, int flags, bool* added = nullptr) {
+    if (std::empty(members)) return 0;
     guard_.beforeWrite(true);
-    std::vector<Text> words;
-    words.reserve(members.size() * 2 + 1);
+    ScratchWords scratch;
+    std::vector<Text>& words = scratch.words();
     if (flags == REDISMODULE_ZADD_NX) words.push_back(Text::shared(shared_words.nx));
     if (flags == REDISMODULE_ZADD_LT) words.push_back(Text::shared(shared_words.lt));
     std::int64_t count = 0;
@@ -212,25 +215,31 @@ class SortedSet {
       RedisModule_ZsetAdd(key_.get(), static_cast<double>(score), words.back().get(), &outcome);
       const bool is_new = (outcome & REDISMODULE_ZADD_ADDED) != 0;
       count += is_new ? 1 : 0;
-      if (added) added->push_back(is_new);
+      if (added) *added++ = is_new;
     }
     replicate("ZADD", words);
     return count;
   }
+  std::int64_t add(std::initializer_list<std::pair<std::int64_t, std::string_view>> members, int flags,
+                   bool* added = nullptr) {
+    return add<decltype(members)>(members, flags, added);
+  }
 
   // ZREM: removes `members` (those it holds).
-  void remove(const std::vector<std::string>& members) {
-    if (members.empty()) return;
+  template <class Members>
+  void remove(const Members& members) {
+    if (std::empty(members)) return;
     guard_.beforeWrite(false);
-    std::vector<Text> words;
-    words.reserve(members.size());
-    for (const std::string& member : members) {
+    ScratchWords scratch;
+    std::vector<Text>& words = scratch.words();
+    for (const auto& member : members) {
       words.emplace_back(ctx_, member);
       int deleted = 0;
       RedisModule_ZsetRem(key_.get(), words.back().get(), &deleted);
     }
     replicate("ZREM", words);
   }
+  void remove(std::initializer_list<std::string_view> members) { remove<decltype(members)>(members); }
 
   // ZREMRANGEBYRANK key first last, for ranks counted from the lowest member (first >= 0), few of them.
   void removeByRank(std::int64_t first, std::int64_t last) {
@@ -256,7 +265,8 @@ class SortedSet {
     } else {
       RedisModule_SetExpire(key_.get(), milliseconds);  // Redis 7.0: the same moment, read again
     }
-    std::vector<Text> words;
+    ScratchWords scratch;
+    std::vector<Text>& words = scratch.words();
     words.emplace_back(ctx_, at);
     replicate("PEXPIREAT", words);
   }
@@ -265,7 +275,8 @@ class SortedSet {
   void unlink() {
     guard_.beforeWrite(false);
     RedisModule_UnlinkKey(key_.get());
-    replicate("UNLINK", {});
+    ScratchWords scratch;
+    replicate("UNLINK", scratch.words());
   }
 
  private:
@@ -370,12 +381,32 @@ class SortedSet {
     return found;
   }
 
+  // Replicates `command` on this key with `words`.
   void replicate(const char* command, const std::vector<Text>& words) {
-    std::vector<RedisModuleString*> argv{name_};
-    argv.reserve(words.size() + 1);
+    static std::vector<RedisModuleString*> argv;  // kept between calls: a decision allocates none
+    argv.assign(1, name_);
     for (const Text& word : words) argv.push_back(word.get());
     RedisModule_Replicate(ctx_, command, "v", argv.data(), argv.size());
   }
+
+  // The words of the write being made: one vector kept between calls, so that a decision allocates none
+  // (Redis runs commands on one thread, and one write is made at a time). Emptied as it goes, so that no
+  // word outlives the command whose context made it, even when the write stops on an exception.
+  class ScratchWords {
+   public:
+    ScratchWords() : words_(kept()) { words_.clear(); }
+    ~ScratchWords() { words_.clear(); }
+    ScratchWords(const ScratchWords&) = delete;
+    ScratchWords& operator=(const ScratchWords&) = delete;
+    std::vector<Text>& words() { return words_; }
+
+   private:
+    static std::vector<Text>& kept() {
+      static std::vector<Text> words;
+      return words;
+    }
+    std::vector<Text>& words_;
+  };
 
   RedisModuleCtx* ctx_;
   RedisModuleString* name_;
