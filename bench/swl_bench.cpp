@@ -61,8 +61,16 @@ struct Settings {
             << "                 [--keys K] [--limit L] [--window-ms W] [--requests N] [--pipeline D]\n"
             << "                 [--cluster]   (--host/--port is a cluster node; modes pool and batch)\n"
             << "                 [--replica-acks N] [--command-timeout-ms T]   (ConnectionOptions; not raw)\n"
+            << "                 [--native-module use_when_loaded|never|required]   (ConnectionOptions; not raw)\n"
             << "       swl_bench --print-script   (the Lua script swl runs, for redis-benchmark)\n";
   std::exit(2);
+}
+
+swl::NativeModule nativeModuleOf(const std::string& value) {
+  if (value == "use_when_loaded") return swl::NativeModule::use_when_loaded;
+  if (value == "never") return swl::NativeModule::never;
+  if (value == "required") return swl::NativeModule::required;
+  usage("--native-module is use_when_loaded, never or required, not '" + value + "'");
 }
 
 Settings parse(int argc, char** argv) {
@@ -78,6 +86,7 @@ Settings parse(int argc, char** argv) {
       {"--requests", [&](const std::string& v) { settings.requests = std::stoll(v); }},
       {"--pipeline", [&](const std::string& v) { settings.pipeline = std::stoi(v); }},
       {"--replica-acks", [&](const std::string& v) { settings.connection.replica_acks = std::stoi(v); }},
+      {"--native-module", [&](const std::string& v) { settings.connection.native_module = nativeModuleOf(v); }},
       {"--command-timeout-ms",
        [&](const std::string& v) { settings.connection.command_timeout = std::chrono::milliseconds(std::stoll(v)); }},
   };

@@ -10,6 +10,11 @@
 // SlidingWindowLimiter<> on Redis's clock: cost 1, admitted (bench/script_cost's admitted case), sent one
 // call at a time as every adversarial call is. The goal (issue: "No call may cost Redis much more than a
 // decision"): every adversarial call at most 5x the baseline, 3x aimed for.
+//
+// Where the module is built (module/, -DSWL_MODULE_SOURCE), a second table: the log's decisions again on
+// a server that loaded it, so that the library sends them as SWL.DECIDE, against the module's own cost-1
+// decision (issue 53: its worst call within 5x of one of its decisions). Settles, leases and the other
+// algorithms stay scripts, measured in the first table.
 
 #include <swl/swl.hpp>
 
@@ -19,6 +24,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <optional>
 #include <random>
@@ -30,7 +36,8 @@ namespace {
 using namespace std::chrono_literals;
 using Micros = std::chrono::microseconds;
 
-// Redis's own time for each EVALSHA that `calls` sends, from the slow log.
+// Redis's own time for each decision or script call (EVALSHA or SWL.DECIDE) that `calls` sends, from the
+// slow log.
 std::vector<long long> timedByRedis(swl::Connection& connection, const std::function<void()>& calls) {
   swl::test::textReply(connection, {"SLOWLOG", "RESET"});
   calls();
@@ -41,7 +48,7 @@ std::vector<long long> timedByRedis(swl::Connection& connection, const std::func
     if (entry.size() < 4 || entry[3].size() == 0) continue;
     std::string command(entry[3][0].text());
     std::transform(command.begin(), command.end(), command.begin(), ::toupper);
-    if (command == "EVALSHA") durations.push_back(entry[2].integer());
+    if (command == "EVALSHA" || command == "SWL.DECIDE") durations.push_back(entry[2].integer());
   }
   return durations;
 }
@@ -79,7 +86,11 @@ void fill(Limiter& limiter, const std::string& key, std::int64_t cost, long coun
 
 class Bench {
  public:
-  explicit Bench(long largest) : largest_(largest) {
+  // On a server that loaded `module` when it names one.
+  Bench(long largest, const std::string& module)
+      : largest_(largest),
+        module_(!module.empty()),
+        server_(module_ ? std::vector<std::string>{"--loadmodule", module} : std::vector<std::string>{}) {
     swl::test::textReply(connection_, {"CONFIG", "SET", "slowlog-log-slower-than", "0"});
     swl::test::textReply(connection_, {"CONFIG", "SET", "slowlog-max-len", "200000"});
     options_.clock = swl::Clock::manual(clock_);
@@ -87,6 +98,7 @@ class Bench {
 
   void run() {
     pipelinedBaseline();
+    if (module_) return runDecisions();
     for (long entries = 1000; entries <= largest_; entries *= 10) {
       baselineSlice();
       refusalsOnWeightedWindows(entries);
@@ -105,6 +117,18 @@ class Bench {
   }
 
  private:
+  // With the module: the log's decisions alone (what it decides).
+  void runDecisions() {
+    for (long entries = 1000; entries <= largest_; entries *= 10) {
+      baselineSlice();
+      refusalsOnWeightedWindows(entries);
+      countedFloods(entries);
+      slidOut(entries);
+    }
+    baselineSlice();
+    print();
+  }
+
   void record(std::string scenario, std::vector<long long> durations, int decisions = 1, bool adversarial = true) {
     rows_.push_back({std::move(scenario), std::move(durations), decisions, adversarial, {}});
   }
@@ -473,6 +497,7 @@ class Bench {
   };
 
   long largest_;
+  bool module_;
   swl::test::RedisServer server_;
   swl::Connection connection_ = server_.connect();
   swl::testing::ManualClock clock_;
@@ -484,7 +509,16 @@ class Bench {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  Bench(argc > 1 ? std::stol(argv[1]) : 100'000).run();
+  const long largest = argc > 1 ? std::stol(argv[1]) : 100'000;
+  Bench(largest, "").run();
+  const char* named = std::getenv("SWL_NATIVE_MODULE");
+  const std::string module = named ? named : SWL_NATIVE_MODULE;
+  if (module.empty()) {
+    std::printf("\nno module (configure with -DSWL_MODULE_SOURCE=<a Redis source tree>): not measured\n");
+    return 0;
+  }
+  std::printf("\nthe log's decisions by the module (SWL.DECIDE), against its own cost-1 decision\n\n");
+  Bench(largest, module).run();
 } catch (const std::exception& error) {
   std::fprintf(stderr, "worst_case: %s\n", error.what());
   return 1;

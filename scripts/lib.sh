@@ -17,10 +17,27 @@ install_missing() {
 # Builds bench/swl_bench (Release) in build-bench, installing what it needs; sets SWL_BENCH to its path.
 build_swl_bench() {
   install_missing g++ make cmake pkg-config libhiredis-dev libevent-dev libasio-dev redis-server redis-tools python3
+  local module=() module_source
+  if module_source=$(module_header_tree); then module=(-DSWL_MODULE_SOURCE="$module_source"); fi
   cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DSWL_BUILD_TESTS=OFF -DSWL_BUILD_EXAMPLES=OFF \
-    -DSWL_BUILD_BENCHMARKS=ON >/dev/null
+    -DSWL_BUILD_BENCHMARKS=ON "${module[@]}" >/dev/null
   cmake --build build-bench -j"$(nproc)" --target swl_bench >/dev/null
   SWL_BENCH=$PWD/build-bench/bench/swl_bench
+  SWL_NATIVE_MODULE=
+  if [ ${#module[@]} -gt 0 ]; then
+    cmake --build build-bench -j"$(nproc)" --target swl_native >/dev/null
+    SWL_NATIVE_MODULE=$PWD/build-bench/module/swl_native.so
+  fi
+}
+
+# The module (module/) builds against the module header of a Redis source tree, which Debian's
+# redis-server does not ship: redis 7.4.1's, taken from ../shared/deps into build-module-source, whose
+# path this prints. Fails, printing nothing, where the tarball is not (a user's clone).
+module_header_tree() {
+  [ -f ../shared/deps/redis-7.4.1.tar.gz ] || return 1
+  mkdir -p build-module-source
+  tar -xzf ../shared/deps/redis-7.4.1.tar.gz -C build-module-source --strip-components=1 redis-7.4.1/src/redismodule.h
+  echo "$PWD/build-module-source"
 }
 
 # Starts a private redis-server on a free loopback port (never 6379), without persistence, with any

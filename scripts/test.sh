@@ -150,10 +150,8 @@ build=build-$config
 # too (the module runs inside redis-server, which no sanitizer watches).
 module=()
 if [ "$config" = default ] || [ "$config" = hiredis1 ]; then
-  if [ -f ../shared/deps/redis-7.4.1.tar.gz ]; then
-    mkdir -p build-module-source
-    tar -xzf ../shared/deps/redis-7.4.1.tar.gz -C build-module-source --strip-components=1 redis-7.4.1/src/redismodule.h
-    module=(-DSWL_MODULE_SOURCE="$PWD/build-module-source")
+  if module_source=$(module_header_tree); then
+    module=(-DSWL_MODULE_SOURCE="$module_source")
   else
     echo "scripts/test.sh: ../shared/deps/redis-7.4.1.tar.gz is not here; the module swl_native and its differential test are skipped"
   fi
