@@ -35,6 +35,13 @@ swl::ConnectionOptions nativeModule(swl::NativeModule use) {
   return options;
 }
 
+// A server with the module, a connection that uses it, and one that only watches (INFO), never deciding.
+struct WithModule {
+  RedisServer server = serverWithModule();
+  swl::Connection connection = server.connect();
+  swl::Connection observer = server.connect(nativeModule(swl::NativeModule::never));
+};
+
 // How many decisions of `limiter` on `key` were admitted, of `requests`.
 template <class Limiter>
 int admittedOf(Limiter& limiter, const std::string& key, int requests) {
@@ -46,9 +53,9 @@ int admittedOf(Limiter& limiter, const std::string& key, int requests) {
 }  // namespace
 
 TEST_CASE("a connection to a server with the module decides through SWL.DECIDE, exactly, and never sends EVALSHA") {
-  const RedisServer server = serverWithModule();
-  swl::Connection connection = server.connect();
-  swl::Connection observer = server.connect(nativeModule(swl::NativeModule::never));
+  WithModule with_module;
+  swl::Connection& connection = with_module.connection;
+  swl::Connection& observer = with_module.observer;
   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{5, 60s});
 
   CHECK(admittedOf(limiter, "user", 8) == 5);
@@ -99,9 +106,9 @@ TEST_CASE("native_module never sends the script to a server with the module, and
 }
 
 TEST_CASE("a set of swl 0.3's layout is decided by the script once, then by the module") {
-  const RedisServer server = serverWithModule();
-  swl::Connection connection = server.connect();
-  swl::Connection observer = server.connect(nativeModule(swl::NativeModule::never));
+  WithModule with_module;
+  swl::Connection& connection = with_module.connection;
+  swl::Connection& observer = with_module.observer;
   swl::test::textReply(observer, {"ZADD", "swl:old", "-1", "#", "1", "a*3"});  // 0.3: units in the names
   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{10, 60s});
 
@@ -116,9 +123,9 @@ TEST_CASE("a set of swl 0.3's layout is decided by the script once, then by the 
 }
 
 TEST_CASE("a server that unloads the module answers the next decision as unknown, which goes again as the script") {
-  const RedisServer server = serverWithModule();
-  swl::Connection connection = server.connect();
-  swl::Connection observer = server.connect(nativeModule(swl::NativeModule::never));
+  WithModule with_module;
+  swl::Connection& connection = with_module.connection;
+  swl::Connection& observer = with_module.observer;
   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{4, 60s});
   CHECK(admittedOf(limiter, "user", 2) == 2);
   CHECK(swl::test::textReply(observer, {"MODULE", "UNLOAD", "swl"}) == "OK");
