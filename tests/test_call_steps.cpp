@@ -123,6 +123,11 @@ TEST_CASE("a call the module could not take goes again as the script, and one it
       next(steps, "-ERR unknown command 'SWL.DECIDE', with args beginning with: 'k' '60000000' \r\n");
   CHECK(unknown.step == Step::resend_as_script);
   CHECK(unknown.module_gone);
+  // An ACL user that may run EVALSHA but not the module's command: the same.
+  const CallSteps::Next denied =
+      next(steps, "-NOPERM User limited has no permissions to run the 'swl.decide' command\r\n");
+  CHECK(denied.step == Step::resend_as_script);
+  CHECK(denied.module_gone);
   // Another unknown command, or a script without a module's command, is an error like any other.
   CHECK(gaveUpWith<swl::ReplyError>(next(steps, "-ERR unknown command 'FOO', with args beginning with: \r\n")));
   CallSteps plain(kScript, "swl::Connection", {});

@@ -176,3 +176,19 @@ TEST_CASE("a cluster whose nodes have the module decides through SWL.DECIDE on e
   CHECK(native == 90);
   CHECK(scripted == 0);
 }
+
+TEST_CASE("an ACL user that may run EVALSHA but not SWL.DECIDE is decided by the script, after one NOPERM") {
+  WithModule with_module;
+  swl::Connection& observer = with_module.observer;
+  CHECK(swl::test::textReply(observer, {"ACL", "SETUSER", "limited", "on", ">secret", "~*", "+@all", "-swl.decide"}) ==
+        "OK");
+  swl::ConnectionOptions options = swl::test::patient();
+  options.user = "limited";
+  options.password = "secret";
+  swl::Connection limited = with_module.server.connect(options);
+  swl::SlidingWindowLimiter<> limiter(limited, swl::Limit{3, 60s});
+
+  CHECK(admittedOf(limiter, "user", 5) == 3);
+  CHECK(errorReplies(observer, "NOPERM") == 1);  // then the script alone
+  CHECK(commandCalls(observer, "swl.decide") == 0);
+}

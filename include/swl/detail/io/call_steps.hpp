@@ -6,9 +6,9 @@
 //   done               the reply is the call's answer
 //   load_then_resend   NOSCRIPT: SCRIPT LOAD, then the same call once more (a second NOSCRIPT gives up)
 //   resend_as_script   a call sent as the swl-native module's command that the module could not take (a
-//                      set of swl 0.2/0.3: LAYOUT), or that the server did not know (`module_gone`: the
-//                      connection's next calls go as the script too): the call again, as the script
-//                      (detail/io/native_module.hpp)
+//                      set of swl 0.2/0.3: LAYOUT), or that the server did not know or the ACL user may
+//                      not run (`module_gone`: the connection's next calls go as the script too): the
+//                      call again, as the script (detail/io/native_module.hpp)
 //   resend_to          MOVED: the call again, to the node that owns the slot now (after `pause`, when the
 //                      redirections go back and forth)
 //   resend_asking      ASK: the call again, to the node the key has moved to, after ASKING
@@ -51,7 +51,7 @@ class CallSteps {
     std::optional<Redirection> redirection;  // resend_to, resend_asking: where to
     std::chrono::milliseconds pause{0};      // before the call goes out again
     std::exception_ptr error;                // give_up: what the caller is told
-    bool module_gone = false;                // resend_as_script: the server has no module (any more)
+    bool module_gone = false;                // resend_as_script: the module is out of reach (unknown, NOPERM)
   };
 
   // What one call may do: load its script once on NOSCRIPT (not again for a call that is already the
@@ -138,12 +138,13 @@ class CallSteps {
   }
 
   Next refusedNative(NativeRefusal refusal, ReplyView reply, std::string_view endpoint) const {
-    const bool gone = refusal == NativeRefusal::unknown_command;
+    const bool gone = refusal == NativeRefusal::out_of_reach;
     if (gone && terms_.module_required) {
       return giveUp(std::make_exception_ptr(redisError<ReplyError>(
           endpoint,
-          ": the server does not have the swl-native module, which ConnectionOptions::native_module "
-          "requires (load it: docs/operations.md, or ask for use_when_loaded): ",
+          ": the server does not have the swl-native module, or this ACL user may not run its command, which "
+          "ConnectionOptions::native_module requires (load it, docs/operations.md, or allow it, or ask for "
+          "use_when_loaded): ",
           reply.text())));
     }
     Next next{Step::resend_as_script, std::nullopt, std::chrono::milliseconds(0), nullptr};

@@ -111,7 +111,7 @@ class Link {
       const Outgoing outgoing(wordsOf(call, native), clock_, options_.command_timeout);
       reply = received(redisCommandArgv(&context, outgoing.count(), outgoing.pointers(), outgoing.lengths()));
     }
-    if (native && nativeRefusalOf(*reply, call.script()) == NativeRefusal::unknown_command) forgetModule();
+    if (native && nativeRefusalOf(*reply, call.script()) == NativeRefusal::out_of_reach) forgetModule();
     return reply;
   }
 

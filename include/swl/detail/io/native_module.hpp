@@ -38,19 +38,31 @@ inline bool sendsNative(const ConnectionOptions& options, bool loaded) noexcept 
 }
 
 // An error reply only a call sent as the module's command gets, and what it asks for: LAYOUT (a set of
-// swl 0.2 or 0.3, which the script renumbers once: the call goes again as the script), or the server not
-// knowing the command (the module was unloaded, or a failover reached a server without it: the call did
-// not run, and goes again as the script, as will the connection's next calls).
-enum class NativeRefusal { none, layout, unknown_command };
+// swl 0.2 or 0.3, which the script renumbers once: the call goes again as the script), or the command
+// out of reach (the server does not know it: the module was unloaded, or a failover reached a server
+// without it; or the connection's ACL user may run EVALSHA but not it, NOPERM): the call did not run,
+// and goes again as the script, as will the connection's next calls.
+enum class NativeRefusal { none, layout, out_of_reach };
+
+// Whether `text` holds `word`, whatever the case of either (Redis names a command as it was sent, or, in
+// an ACL's refusal, in lower case).
+inline bool containsIgnoringCase(std::string_view text, std::string_view word) noexcept {
+  const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  for (std::size_t at = 0; at + word.size() <= text.size(); ++at) {
+    std::size_t i = 0;
+    while (i < word.size() && lower(text[at + i]) == lower(word[i])) ++i;
+    if (i == word.size()) return true;
+  }
+  return false;
+}
 
 inline NativeRefusal nativeRefusalOf(ReplyView reply, const Script& script) noexcept {
   const std::string_view native = script.nativeCommand();
   if (native.empty() || !reply.isError()) return NativeRefusal::none;
   if (reply.isError("LAYOUT")) return NativeRefusal::layout;
   const std::string_view text = reply.text();
-  if (text.substr(0, 19) == "ERR unknown command" && text.find(native) != std::string_view::npos) {
-    return NativeRefusal::unknown_command;
-  }
+  const bool unknown = text.substr(0, 19) == "ERR unknown command" || reply.isError("NOPERM");
+  if (unknown && containsIgnoringCase(text, native)) return NativeRefusal::out_of_reach;
   return NativeRefusal::none;
 }
 
