@@ -121,3 +121,10 @@ TEST_CASE("an event loop's formatted call becomes the module's command byte for 
   const std::string_view words[] = {"SWL.DECIDE", "rl:user", "1000000", "10", "1", "", "m1", "2000", "0"};
   CHECK(native == swl::detail::formattedCommand(words, std::size(words)));
 }
+
+TEST_CASE("a call of several keys keeps EVALSHA even where its script names a module's command") {
+  const swl::Script native_script("blocking", "return 1", "SWL.DECIDE");
+  const swl::ScriptCall call(native_script, {"rl:user", "rl:user:blocked"}, {"1000000", "10"});
+  CHECK(Outgoing(swl::detail::wordsOf(call, true), RedisClock(), 100ms).pointers() == call.pointers());
+  CHECK(swl::detail::formatted(call).key_at == 0);
+}

@@ -33,8 +33,8 @@ class Script {
  public:
   /// A script of `text`, which must outlive it, named `name` in messages; its SHA-1 is computed once, here.
   /// `native_command`, when not empty, is a module's command that does what the script does, taking the
-  /// script's key and arguments in the same order (the log's SWL.DECIDE): a connection to a server that
-  /// has it sends that instead (ConnectionOptions::native_module).
+  /// script's one key and its arguments in the same order (the log's SWL.DECIDE): a connection to a server
+  /// that has it sends a call of one key as that instead (ConnectionOptions::native_module).
   Script(std::string_view name, std::string_view text, std::string_view native_command = {})
       : name_(name), text_(text), sha_(detail::sha1Hex(text)), native_command_(native_command) {}
 

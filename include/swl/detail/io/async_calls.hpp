@@ -68,7 +68,7 @@ class AsyncCalls {
     std::string command;             // the whole RESP command, kept to resend after NOSCRIPT
     const Script* script = nullptr;  // null for the connection's own commands (AUTH, SELECT, SCRIPT LOAD)
     std::size_t deadline_at = 0;     // where its deadline's digits are in `command` (FormattedCall); 0: none
-    std::size_t key_at = 0;          // where its key begins in `command` (FormattedCall)
+    std::size_t key_at = 0;          // where its key begins in `command`; 0: no native form (FormattedCall)
     bool as_script = false;          // sent as the script even where the server has the module
     Time answer_not_before{};        // the deadline it carried: a failure is not answered before it
     Callback done;                   // empty once the call has ended
@@ -246,8 +246,9 @@ class AsyncCalls {
 
   // `pending`'s command as it goes out: as the module's command where the server has it.
   const std::string& asSent(const Pending& pending) {
+    // key_at is 0 for a call without the module's form (FormattedCall)
     if (pending.script == nullptr || pending.as_script || pending.key_at == 0 ||
-        pending.script->nativeCommand().empty() || !sendsNative(options_, module_loaded_)) {
+        !sendsNative(options_, module_loaded_)) {
       return pending.command;
     }
     formatNative(native_, pending.command, pending.key_at, pending.script->nativeCommand());

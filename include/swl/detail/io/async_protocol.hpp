@@ -22,8 +22,8 @@ namespace swl::detail {
 // A script call as an async context takes it: formatted once, where the call is made (on the caller's
 // thread, so the loop's thread does less), and kept to resend after NOSCRIPT. `deadline_at` is where the
 // digits of its deadline's room are in `command` (after the '-'), written as it is sent; 0 for none.
-// `key_at` is where its first key begins, for a connection that sends it as the module's command
-// (formatNative).
+// `key_at` is where its key begins, for a connection that sends it as the module's command
+// (formatNative); 0 for a call without that form (hasNativeForm).
 struct FormattedCall {
   std::string command;
   const Script* script = nullptr;
@@ -35,8 +35,7 @@ inline FormattedCall formatted(const ScriptCall& call) {
   const Words words = wordsOf(call);
   FormattedCall made{formattedCommand(words), &call.script(), 0, 0};
   if (words.deadline_word != 0) made.deadline_at = formattedOffset(words, words.deadline_word) + 1;
-  if (words.count > kScriptHead)
-    made.key_at = formattedOffset(words, kScriptHead - 1) + words.lengths[kScriptHead - 1] + 2;
+  if (hasNativeForm(call)) made.key_at = formattedOffset(words, kScriptHead - 1) + words.lengths[kScriptHead - 1] + 2;
   return made;
 }
 

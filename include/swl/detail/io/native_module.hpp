@@ -19,6 +19,12 @@ namespace swl::detail {
 // The words "EVALSHA sha numkeys" that the module's command replaces: its key is the call's word 3.
 inline constexpr std::size_t kScriptHead = 3;
 
+// Whether `call` can go as its script's module command: the command takes one key, the call's word 3,
+// behind its name (a script of several keys keeps them counted, which this form drops).
+inline bool hasNativeForm(const ScriptCall& call) noexcept {
+  return !call.script().nativeCommand().empty() && call.keyCount() == 1;
+}
+
 // Whether a connection asks the server for the module as it connects (ConnectionOptions::native_module).
 inline bool asksForModule(const ConnectionOptions& options) noexcept {
   return options.native_module == NativeModule::use_when_loaded;

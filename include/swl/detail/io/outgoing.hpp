@@ -18,10 +18,10 @@
 namespace swl::detail {
 
 // A call's words as the connections send them, with its room for a deadline; as the module's command
-// when `native` (the connection's server has it) and the call's script has one.
+// when `native` (the connection's server has it) and the call has a native form (hasNativeForm).
 inline Words wordsOf(const ScriptCall& call, bool native = false) noexcept {
   return {call.pointers(), call.lengths(), call.argc(), call.deadlineWord(),
-          native ? call.script().nativeCommand() : std::string_view()};
+          native && hasNativeForm(call) ? call.script().nativeCommand() : std::string_view()};
 }
 
 // `command`'s words as hiredis takes them: its deadline written into its room by `clock`, due `timeout`
