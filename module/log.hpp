@@ -48,22 +48,43 @@ class LogDecision {
  public:
   LogDecision(SortedSet& set, const Request& request) : set_(set), request_(request) {}
 
+  // SWL.DECIDE: one key's decision, the script's fast path first.
   Answer decide() {
     const Request& r = request_;
-    const bool record = r.cost > 0;
+    const bool records = r.cost > 0;  // a cost of 0 peeks
     const std::int64_t start = r.now - r.window;
     const std::int64_t live = set_.countAfter(start);
     if (r.redis_time) {
-      if (std::optional<Answer> answer = fastPath(start, live, record)) return *answer;
+      if (std::optional<Answer> answer = fastPath(start, live, records)) return *answer;
     }
-    const std::int64_t ttl = r.ttl ? *r.ttl : ceilDiv(r.window, 1000);
-    Window w = openWindow(start, live);
-    const bool allowed = w.held + r.cost <= r.limit;
+    open(start, live);
     // A rejected request writes nothing unless the caller opted into the penalty.
     std::optional<std::string> member;
-    if (record && (allowed || r.count_rejected)) member = memberOrTimestamp();
-    closeWindow(w, member, r.cost, r.now, ttl, false);
-    return answerOf(w, allowed, r.cost, r.limit, member.has_value());
+    if (records && (fits_ || r.count_rejected)) member = memberOrTimestamp();
+    record(member);
+    return answer();
+  }
+
+  // SWL.DECIDEALL takes a rule's decision in the multi script's three steps: every rule's window is
+  // opened before any rule records, then each records the request (`member`) or nothing, then answers.
+  // Phase one: whether this rule has room for its cost.
+  bool open() {
+    const std::int64_t start = request_.now - request_.window;
+    open(start, set_.countAfter(start));
+    return fits_;
+  }
+  // Phase two: `member` recorded at this rule's cost, or nothing.
+  void record(const std::optional<std::string>& member) {
+    closeWindow(*window_, member, request_.cost, request_.now, ttl(), false);
+    recorded_ = member.has_value();
+  }
+  // {allowed by this rule, remaining, retry_after_us, reset_after_us}.
+  Answer answer() { return answerOf(*window_, fits_, request_.cost, request_.limit, recorded_); }
+
+  // The member a request is recorded under: the caller's, or its millisecond timestamp.
+  std::string memberOrTimestamp() const {
+    if (!request_.member.empty()) return std::string(request_.member);
+    return integerText(floorDiv(request_.now, 1000));
   }
 
  private:
@@ -132,10 +153,12 @@ class LogDecision {
     Window& w_;
   };
 
-  std::string memberOrTimestamp() const {
-    if (!request_.member.empty()) return std::string(request_.member);
-    return integerText(floorDiv(request_.now, 1000));
+  void open(std::int64_t start, std::int64_t live) {
+    window_ = openWindow(start, live);
+    fits_ = window_->held + request_.cost <= request_.limit;
   }
+
+  std::int64_t ttl() const { return request_.ttl ? *request_.ttl : ceilDiv(request_.window, 1000); }
 
   static ScoreRange after(std::int64_t start) {
     return {static_cast<double>(start), static_cast<double>(kTimesEnd), true, true};
@@ -165,7 +188,7 @@ class LogDecision {
         set_.remove({mark, member});
         return std::nullopt;
       }
-      set_.expireIn(r.ttl ? *r.ttl : ceilDiv(r.window, 1000));
+      set_.expireIn(ttl());
       if (r.now % kTrimEvery == 0) trimSlid(start);
       return Answer{1, r.limit - live - (added > 0 ? 1 : 0), 0, r.window};
     }
@@ -490,6 +513,9 @@ class LogDecision {
 
   SortedSet& set_;
   const Request& request_;
+  std::optional<Window> window_;  // after phase one
+  bool fits_ = false;             // whether the window had room for the cost when opened
+  bool recorded_ = false;         // whether phase two recorded an entry
 };
 
 }  // namespace swl::native

@@ -92,9 +92,12 @@ class SortedSet {
   // At most this many members walked from either end of a range before asking Redis's command.
   static constexpr std::int64_t kWalk = 32;
 
-  SortedSet(RedisModuleCtx* ctx, RedisModuleString* name)
+  // The set at key `name`; its writes pass `guard`, the command's one (a command of several keys writes
+  // through several sets).
+  SortedSet(RedisModuleCtx* ctx, RedisModuleString* name, MemoryGuard& guard)
       : ctx_(ctx),
         name_(name),
+        guard_(guard),
         key_(static_cast<RedisModuleKey*>(RedisModule_OpenKey(ctx, name, REDISMODULE_READ | REDISMODULE_WRITE))) {
     const int type = RedisModule_KeyType(key_.get());
     if (type != REDISMODULE_KEYTYPE_EMPTY && type != REDISMODULE_KEYTYPE_ZSET) {
@@ -410,8 +413,8 @@ class SortedSet {
 
   RedisModuleCtx* ctx_;
   RedisModuleString* name_;
+  MemoryGuard& guard_;
   std::unique_ptr<RedisModuleKey, KeyCloser> key_;
-  MemoryGuard guard_;
 };
 
 }  // namespace swl::native

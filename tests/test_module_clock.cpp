@@ -8,12 +8,10 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/frozen_clock.hpp"
 #include "support/log_traces.hpp"
 #include "support/raw_redis.hpp"
 #include "support/redis_server.hpp"
-
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -26,6 +24,7 @@
 namespace {
 
 using swl::test::Chances;
+using swl::test::FrozenClock;
 using swl::test::LogArguments;
 using swl::test::LogScripts;
 using swl::test::OwnedReply;
@@ -33,54 +32,6 @@ using swl::test::Pipeline;
 using swl::test::RedisServer;
 using swl::test::shown;
 using swl::test::StepReplies;
-
-// The wall clock of a server started with preload() (support/frozen_clock.cpp, preloaded): held at the
-// time last set, in a file of eight bytes that the server maps and this test changes in place.
-class FrozenClock {
- public:
-  FrozenClock() {
-    char path[] = "/tmp/swl-frozen-clock-XXXXXX";
-    file_ = ::mkstemp(path);
-    REQUIRE(file_ >= 0);
-    path_ = path;
-    REQUIRE(::ftruncate(file_, sizeof(std::int64_t)) == 0);
-    void* const at = ::mmap(nullptr, sizeof(std::int64_t), PROT_READ | PROT_WRITE, MAP_SHARED, file_, 0);
-    REQUIRE(at != MAP_FAILED);
-    microseconds_ = static_cast<volatile std::int64_t*>(at);
-  }
-  ~FrozenClock() {
-    ::munmap(const_cast<std::int64_t*>(microseconds_), sizeof(std::int64_t));
-    ::close(file_);
-    ::unlink(path_.c_str());
-  }
-  FrozenClock(const FrozenClock&) = delete;
-  FrozenClock& operator=(const FrozenClock&) = delete;
-
-  // What the server started next needs in its environment; the test's later children are left alone.
-  void preload() const {
-    ::setenv("LD_PRELOAD", SWL_FROZEN_CLOCK_LIBRARY, 1);
-    ::setenv("SWL_FROZEN_CLOCK", path_.c_str(), 1);
-  }
-  static void leaveChildrenAlone() {
-    ::unsetenv("LD_PRELOAD");
-    ::unsetenv("SWL_FROZEN_CLOCK");
-  }
-
-  // One aligned eight-byte store: the server never reads half of it.
-  void set(std::int64_t microseconds) { *microseconds_ = microseconds; }
-
- private:
-  int file_ = -1;
-  std::string path_;
-  volatile std::int64_t* microseconds_ = nullptr;
-};
-
-// Redis's clock as TIME reads it, in microseconds.
-std::int64_t redisTime(Pipeline& redis) {
-  const OwnedReply time = redis.command({"TIME"});
-  REQUIRE(time->elements == 2);
-  return std::stoll(time->element[0]->str) * 1000000 + std::stoll(time->element[1]->str);
-}
 
 }  // namespace
 
@@ -92,7 +43,7 @@ TEST_CASE("on Redis's own clock the module answers as the script does, fast path
   RedisServer server({"--loadmodule", swl::test::modulePath()});
   FrozenClock::leaveChildrenAlone();
   Pipeline redis(server.port());
-  REQUIRE(redisTime(redis) == now);  // the server reads the clock this test sets
+  REQUIRE(swl::test::redisTime(redis) == now);  // the server reads the clock this test sets
   const LogScripts scripts(redis);
   Chances random;
   // A quarter of the build's decisions (test_module_log.cpp takes the rest): a step here is a round trip of its

@@ -168,3 +168,107 @@ TEST_CASE("the command declares its one key for Cluster and, where the server le
     CHECK(categories.find("@sortedset") == std::string::npos);
   }
 }
+
+namespace {
+
+// SWL.DECIDEALL over `keys`, each rule a log of `window` us and `limit`, at cost 1, on the caller's clock.
+std::vector<std::string> decideAll(const std::vector<std::string>& keys, const std::string& now,
+                                   const std::string& member, const std::string& limit = "2",
+                                   const std::string& window = "3600000000") {
+  std::vector<std::string> call{"SWL.DECIDEALL", std::to_string(keys.size())};
+  call.insert(call.end(), keys.begin(), keys.end());
+  for (const std::string& word : {now, member, std::string("0")}) call.push_back(word);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    for (const std::string& word : {std::string("1"), window, limit, std::string("60000"), std::string()}) {
+      call.push_back(word);
+    }
+  }
+  return call;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "SWL.DECIDEALL answers bad arguments, a rule it cannot count and a key named twice with an error, writing "
+    "nothing") {
+  RedisServer server({"--loadmodule", swl::test::modulePath()});
+  Pipeline redis(server.port());
+  const std::string now = "1700000000000000";
+  CHECK(errorOf(redis.command({"SWL.DECIDEALL", "1", "k"})).find("wrong number of arguments") != std::string::npos);
+  std::vector<std::string> call = decideAll({"a", "b"}, now, "m");
+  call[1] = "3";
+  CHECK(errorOf(redis.command(call)).find("do not fit the count 3") != std::string::npos);
+  call[1] = "two";
+  CHECK(errorOf(redis.command(call)) == "ERR swl: the key count 'two' is not an integer below 2^53");
+  call = decideAll({"a", "b"}, now, "m");
+  call.back() = "gcra";
+  CHECK(errorOf(redis.command(call)) ==
+        "ERR swl: rule 2 counts by periods or as a GCRA bucket, which only MultiLimiter's script decides");
+  CHECK(errorOf(redis.command(decideAll({"a", "b", "a"}, now, "m"))) ==
+        "ERR swl: the key 'a' is named twice; each rule takes a key of its own");
+  call = decideAll({"a", "b"}, now, "m");
+  call[call.size() - 3] = "0";  // rule 2's limit... and its window
+  call[call.size() - 4] = "0";
+  CHECK(errorOf(redis.command(call)) == "ERR swl: the window must be at least 1 us");
+  CHECK(redis.command({"EXISTS", "a", "b"})->integer == 0);
+  // A key of another type among them: Redis's error, and the other rule's key untouched.
+  redis.command({"SET", "text", "hello"});
+  CHECK(errorOf(redis.command(decideAll({"a", "text"}, now, "m"))).rfind("WRONGTYPE", 0) == 0);
+  CHECK(redis.command({"EXISTS", "a"})->integer == 0);
+  // Well formed: answered for every rule, and recorded in both.
+  const OwnedReply admitted = redis.command(decideAll({"a", "b"}, now, "m"));
+  CHECK(shown(admitted.get()) ==
+        shown(redis.command({"EVAL", "return {1, 1, 0, 3600000000, 1, 0, 3600000000}", "0"}).get()));
+  CHECK(redis.command({"ZCARD", "b"})->integer == 2);  // the entry and its window's mark
+}
+
+TEST_CASE("over maxmemory SWL.DECIDEALL refuses before its first write, so no rule records without the others") {
+  RedisServer server({"--loadmodule", swl::test::modulePath(), "--maxmemory-policy", "noeviction"});
+  Pipeline redis(server.port());
+  const std::string now = "1700000000000000";
+  REQUIRE(redis.command(decideAll({"full", "other"}, now, "a"))->type == REDIS_REPLY_ARRAY);
+  REQUIRE(redis.command(decideAll({"full", "other"}, now, "b"))->type == REDIS_REPLY_ARRAY);
+  const std::string full = setOf(redis, "full"), other = setOf(redis, "other");
+  const std::string ballast(64 * 1024, 'x');
+  for (int i = 0; i < 32; ++i) redis.command({"SET", "ballast:" + std::to_string(i), ballast});
+  redis.command({"CONFIG", "SET", "maxmemory", "1mb"});
+  CHECK(errorOf(redis.command(decideAll({"fresh", "other"}, now, "c", "5"))).rfind("OOM", 0) == 0);
+  CHECK(redis.command({"EXISTS", "fresh"})->integer == 0);
+  CHECK(setOf(redis, "other") == other);
+  // A refusal writes nothing: answered.
+  const OwnedReply refused = redis.command(decideAll({"full", "other"}, now, "d"));
+  REQUIRE(refused->type == REDIS_REPLY_ARRAY);
+  CHECK(refused->element[0]->integer == 0);
+  CHECK(setOf(redis, "full") == full);
+  redis.command({"CONFIG", "SET", "maxmemory", "0"});
+}
+
+TEST_CASE("SWL.DECIDEALL's writes reach a replica as what they did, and its counted keys are declared for Cluster") {
+  RedisServer master({"--loadmodule", swl::test::modulePath()});
+  RedisServer replica({"--replicaof", "127.0.0.1", std::to_string(master.port())});
+  Pipeline on_master(master.port());
+  Pipeline on_replica(replica.port());
+  std::int64_t now = 1700000000000000;
+  for (int i = 0; i < 200; ++i) {
+    now += i % 40 == 39 ? 2000000 : 1000 + i % 7;
+    std::vector<std::string> call =
+        decideAll({"x", "y"}, i % 2 ? std::to_string(now) : "", "e" + std::to_string(i), "25", "1000000");
+    call[12] = std::to_string(1 + i % 3);  // rule 2's cost: y is counted by units
+    call[6] = i % 5 ? "0" : "1";           // recording: refusals counted too, now and then
+    on_master.command(call);
+  }
+  REQUIRE(shown(on_master.command({"WAIT", "1", "10000"}).get()) == "1");
+  for (const char* key : {"x", "y"}) {
+    INFO(key);
+    CHECK(setOf(on_replica, key) == setOf(on_master, key));
+    CHECK(on_replica.command({"PEXPIRETIME", key})->integer == on_master.command({"PEXPIRETIME", key})->integer);
+  }
+  CHECK(setOf(on_master, "y").find('#') != std::string::npos);
+  // COMMAND GETKEYS reads the keys as Cluster does: counted by the first argument.
+  const OwnedReply keys = on_master.command({"COMMAND", "GETKEYS", "SWL.DECIDEALL", "2", "{u}a", "{u}b", "", "m", "0",
+                                             "1", "1000", "2", "60", "", "1", "1000", "2", "60", ""});
+  CHECK(shown(keys.get()) == shown(on_master.command({"EVAL", "return {'{u}a', '{u}b'}", "0"}).get()));
+  const OwnedReply info = on_master.command({"COMMAND", "INFO", "swl.decideall"});
+  REQUIRE(info->elements == 1);
+  CHECK(shown(info->element[0]->element[2]).find("movablekeys") != std::string::npos);
+}
