@@ -1,8 +1,9 @@
 // The library with the module: a connection asks at connect whether the server has swl-native and sends
 // the log's decisions as SWL.DECIDE where it does, EVALSHA where it does not, or as
 // ConnectionOptions::native_module forces; a call the module cannot take (a set of swl 0.3's layout, a
-// server that lost the module) goes again as the script, once. Counted on the server (INFO commandstats
-// and errorstats), on one Connection, a pool's batch and a Cluster.
+// server that lost the module) goes again as the script, once. A MultiLimiter whose rules are all logs
+// goes as SWL.DECIDEALL. Counted on the server (INFO commandstats and errorstats), on one Connection, a
+// pool's batch and a Cluster.
 
 #include <swl/swl.hpp>
 
@@ -157,6 +158,35 @@ TEST_CASE("a pool's connections and a batch send SWL.DECIDE, and a batch's LAYOU
   CHECK(commandCalls(observer, "swl.decide") == 8);
 }
 
+TEST_CASE("a MultiLimiter of logs decides through SWL.DECIDEALL, and one with a token bucket through its script") {
+  WithModule with_module;
+  swl::Connection& connection = with_module.connection;
+  swl::Connection& observer = with_module.observer;
+  swl::MultiLimiter<> layered(connection, {{"second", swl::Limit{3, 60s}}, {"hour", swl::Limit{5, 3600s}}});
+  int admitted = 0;
+  for (int i = 0; i < 4; ++i) admitted += layered.tryAcquire({"user:1", "user:1"}) ? 1 : 0;
+  CHECK(admitted == 3);
+  // The hour has room for two more, the second none: refused, and the hour pays nothing for it.
+  const swl::MultiDecision refused = layered.tryAcquire({"user:1", "user:1"});
+  CHECK(!refused);
+  CHECK(refused.binding_name == "second");
+  CHECK(layered.tryAcquire({"user:2", "user:1"}, {1, 2}));  // the hour takes two more of user:1's, now full
+  CHECK(!layered.tryAcquire({"user:3", "user:1"}));
+  // A dry run (Recording::never) answers without recording, through the module too.
+  swl::MultiLimiter<>::Prepared dry = layered.prepare({"user:4", "user:4"}, {1, 1}, {}, swl::Recording::never);
+  REQUIRE(dry.call());
+  CHECK(layered.settle(dry, swl::ScriptReply{connection.run(*dry.call()), nullptr}));
+  CHECK(commandCalls(observer, "swl.decideall") == 8);
+  CHECK(commandCalls(observer, "evalsha") == 0);
+  CHECK(swl::test::integerReply(observer, {"EXISTS", "swl:second:user:4", "swl:hour:user:4"}) == 0);
+
+  // A token bucket among the rules: the script decides, on the same server.
+  swl::MultiLimiter<> mixed(connection, {{"second", swl::Limit{3, 60s}}, swl::Rule::gcra("burst", swl::Limit{2, 1s})});
+  CHECK(mixed.tryAcquire({"user:5", "user:5"}));
+  CHECK(commandCalls(observer, "swl.decideall") == 8);
+  CHECK(commandCalls(observer, "evalsha") == 2);  // NOSCRIPT, then the script
+}
+
 TEST_CASE("a cluster whose nodes have the module decides through SWL.DECIDE on every master") {
   swl::test::RedisCluster cluster([] { return std::vector<std::string>{"--loadmodule", swl::test::modulePath()}; });
   swl::ClusterOptions options;
@@ -175,6 +205,20 @@ TEST_CASE("a cluster whose nodes have the module decides through SWL.DECIDE on e
   }
   CHECK(native == 90);
   CHECK(scripted == 0);
+
+  // A MultiLimiter's keys of one slot, declared by SWL.DECIDEALL as EVALSHA declares them, so Cluster
+  // takes the call on that slot's master.
+  swl::MultiLimiter<swl::HashTagKey> layered(client, {{"second", swl::Limit{3, 60s}}, {"hour", swl::Limit{5, 3600s}}});
+  int admitted_layered = 0;
+  for (int i = 0; i < 5; ++i) admitted_layered += layered.tryAcquire({"user:7", "user:7"}) ? 1 : 0;
+  CHECK(admitted_layered == 3);
+  long long native_multi = 0;
+  for (const int port : cluster.masterPorts()) {
+    swl::Connection node = swl::Connection::tcp("127.0.0.1", port, nativeModule(swl::NativeModule::never));
+    native_multi += commandCalls(node, "swl.decideall");
+    CHECK(commandCalls(node, "evalsha") == 0);
+  }
+  CHECK(native_multi == 5);
 }
 
 TEST_CASE("an ACL user that may run EVALSHA but not SWL.DECIDE is decided by the script, after one NOPERM") {

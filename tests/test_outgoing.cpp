@@ -117,8 +117,33 @@ TEST_CASE("an event loop's formatted call becomes the module's command byte for 
   const swl::ScriptCall call(native_script, {"rl:user"}, {"1000000", "10", "1", "", "m1", "2000", "0"});
   const swl::detail::FormattedCall formatted = swl::detail::formatted(call);
   std::string native;
-  swl::detail::formatNative(native, formatted.command, formatted.key_at, native_script.nativeCommand());
+  swl::detail::formatNative(native, formatted.command, formatted.native_head, formatted.native_rest_at,
+                            native_script.nativeCommand());
   const std::string_view words[] = {"SWL.DECIDE", "rl:user", "1000000", "10", "1", "", "m1", "2000", "0"};
+  CHECK(native == swl::detail::formattedCommand(words, std::size(words)));
+}
+
+TEST_CASE("a module's command that counts its keys keeps the count: SWL.DECIDEALL in place of EVALSHA sha") {
+  const swl::Script native_script("multi_window", "return 1", "SWL.DECIDEALL", swl::Script::NativeKeys::counted);
+  swl::ScriptCall call(native_script, {"rl:a", "rl:b"},
+                       {swl::detail::kNoDeadline, "m1", "0", "1", "1000000", "10", "2000", ""});
+  call.carryDeadlineIn(1);
+  const std::string_view expected[] = {"SWL.DECIDEALL", "2",  "rl:a", "rl:b", "", "m1", "0", "1",
+                                       "1000000",       "10", "2000", ""};
+  const Outgoing timed(swl::detail::wordsOf(call, true), clockReadAt(RedisClock::Local::now()), 100ms);
+  REQUIRE(timed.count() == 12);
+  for (std::size_t i = 0; i < 12; ++i) {
+    if (i != 4) CHECK(wordOf(timed, i) == expected[i]);
+  }
+  CHECK(wordOf(timed, 4).substr(0, 2) == "-1");  // the deadline moved with its word
+  // An event loop's formatted call, byte for byte (the deadline's room as the call made it).
+  const swl::detail::FormattedCall formatted = swl::detail::formatted(call);
+  std::string native;
+  swl::detail::formatNative(native, formatted.command, formatted.native_head, formatted.native_rest_at,
+                            native_script.nativeCommand());
+  std::string_view words[std::size(expected)];
+  std::copy(std::begin(expected), std::end(expected), words);
+  words[4] = swl::detail::kNoDeadline;
   CHECK(native == swl::detail::formattedCommand(words, std::size(words)));
 }
 
@@ -126,5 +151,5 @@ TEST_CASE("a call of several keys keeps EVALSHA even where its script names a mo
   const swl::Script native_script("blocking", "return 1", "SWL.DECIDE");
   const swl::ScriptCall call(native_script, {"rl:user", "rl:user:blocked"}, {"1000000", "10"});
   CHECK(Outgoing(swl::detail::wordsOf(call, true), RedisClock(), 100ms).pointers() == call.pointers());
-  CHECK(swl::detail::formatted(call).key_at == 0);
+  CHECK(swl::detail::formatted(call).native_head == 0);
 }

@@ -151,7 +151,7 @@ class MultiLimiter {
     /// (or preparing failed, and the failure policy answers): settle it with an empty ScriptReply.
     std::optional<ScriptCall> call() const {
       if (!text_) return std::nullopt;
-      return text_->call(script());
+      return text_->call(scriptFor(*text_));
     }
 
    private:
@@ -233,7 +233,7 @@ class MultiLimiter {
                        const std::vector<Limit>& limits = {}) {
     validate(keys, costs, limits);
     const detail::MultiWindowCall text = callText(keys, costs, limits);
-    return decodeReply(*redis_->run(text.call(script())), limits);
+    return decodeReply(*redis_->run(text.call(scriptFor(text))), limits);
   }
 
   /// Throws what tryAcquire would for bad input: a key or a limit per rule, each request one rule could take.
@@ -298,6 +298,19 @@ class MultiLimiter {
     std::shared_ptr<const detail::PeriodBounds> bounds;  // a periodic rule's periods; none for a log or GCRA
     RuleAlgorithm algorithm;
   };
+
+  // The same script as a call whose rules are all logs goes: a server with the swl-native module decides
+  // it with SWL.DECIDEALL instead (docs/operations.md), one that lacks it with this script.
+  static const Script& everyRuleALogScript() {
+    static const Script every_rule_a_log(script().name(), script().text(), detail::kEveryRuleALogCommand,
+                                         Script::NativeKeys::counted);
+    return every_rule_a_log;
+  }
+
+  // The script `text`'s call names: the one the module can stand in for when every rule is a log.
+  static const Script& scriptFor(const detail::MultiWindowCall& text) {
+    return text.everyRuleALog() ? everyRuleALogScript() : script();
+  }
 
   // The call of a decision whose input validate() accepted.
   detail::MultiWindowCall callText(const std::vector<std::string_view>& keys, const std::vector<std::int64_t>& costs,

@@ -31,12 +31,22 @@ namespace swl {
 /// the text is viewed, not copied.
 class Script {
  public:
+  /// How a module's command that does what the script does takes the script's keys: `one`, the script's
+  /// one key and then its arguments, in the same order (the log's SWL.DECIDE); `counted`, as EVALSHA takes
+  /// them, their count first (MultiLimiter's SWL.DECIDEALL).
+  enum class NativeKeys { one, counted };
+
   /// A script of `text`, which must outlive it, named `name` in messages; its SHA-1 is computed once, here.
-  /// `native_command`, when not empty, is a module's command that does what the script does, taking the
-  /// script's one key and its arguments in the same order (the log's SWL.DECIDE): a connection to a server
-  /// that has it sends a call of one key as that instead (ConnectionOptions::native_module).
-  Script(std::string_view name, std::string_view text, std::string_view native_command = {})
-      : name_(name), text_(text), sha_(detail::sha1Hex(text)), native_command_(native_command) {}
+  /// `native_command`, when not empty, is a module's command that does what the script does, taking its
+  /// keys as `native_keys` says: a connection to a server that has the module sends the script's calls as
+  /// that instead (ConnectionOptions::native_module).
+  Script(std::string_view name, std::string_view text, std::string_view native_command = {},
+         NativeKeys native_keys = NativeKeys::one)
+      : name_(name),
+        text_(text),
+        sha_(detail::sha1Hex(text)),
+        native_command_(native_command),
+        native_keys_(native_keys) {}
 
   /// The name messages give it.
   const std::string& name() const noexcept { return name_; }
@@ -46,12 +56,15 @@ class Script {
   std::string_view sha() const noexcept { return sha_; }
   /// The module's command that can run in its place, or empty.
   std::string_view nativeCommand() const noexcept { return native_command_; }
+  /// How that command takes the script's keys.
+  NativeKeys nativeKeys() const noexcept { return native_keys_; }
 
  private:
   std::string name_;
   std::string_view text_;
   std::string sha_;
   std::string_view native_command_;
+  NativeKeys native_keys_;
 };
 
 /// "EVALSHA sha numkeys key... arg...", laid out as hiredis sends it: a pointer and a length per word,

@@ -127,6 +127,10 @@ end
 return result
 )lua"sv;
 
+// The swl-native module's command (module/, docs/operations.md) that decides a multi-window call whose
+// rules are all logs in the script's place, taking its keys, counted, and its arguments as they are.
+inline constexpr std::string_view kEveryRuleALogCommand = "SWL.DECIDEALL";
+
 // How many arguments the multi-window script takes before its rules' (now, member, recording), and
 // per rule (cost, window, limit, expiry, how it counts): kMultiWindowArguments has the layout.
 inline constexpr std::size_t kMultiWindowSharedArguments = 3;
@@ -148,6 +152,12 @@ struct MultiWindowCall {
   // or nothing for a log.
   std::array<IntegerText, 4 * ScriptCall::kMaxKeys> rule_numbers;
   std::array<std::string, ScriptCall::kMaxKeys> counting;
+
+  // Whether every rule is a sliding window log (counted by nothing else): SWL.DECIDEALL's calls.
+  bool everyRuleALog() const noexcept {
+    return std::all_of(counting.begin(), counting.begin() + static_cast<std::ptrdiff_t>(rule_count),
+                       [](const std::string& rule) { return rule.empty(); });
+  }
 
   // The call of `script` (the multi-window script), viewing this text: valid while it stays in place.
   ScriptCall call(const Script& script) const {

@@ -68,7 +68,8 @@ class AsyncCalls {
     std::string command;             // the whole RESP command, kept to resend after NOSCRIPT
     const Script* script = nullptr;  // null for the connection's own commands (AUTH, SELECT, SCRIPT LOAD)
     std::size_t deadline_at = 0;     // where its deadline's digits are in `command` (FormattedCall); 0: none
-    std::size_t key_at = 0;          // where its key begins in `command`; 0: no native form (FormattedCall)
+    std::size_t native_head = 0;     // the words the module's command replaces; 0: no such form (FormattedCall)
+    std::size_t native_rest_at = 0;  // where the words that command keeps begin in `command`
     bool as_script = false;          // sent as the script even where the server has the module
     Time answer_not_before{};        // the deadline it carried: a failure is not answered before it
     Callback done;                   // empty once the call has ended
@@ -107,7 +108,8 @@ class AsyncCalls {
     pending.command = std::move(call.command);
     pending.script = call.script;
     pending.deadline_at = call.deadline_at;
-    pending.key_at = call.key_at;
+    pending.native_head = call.native_head;
+    pending.native_rest_at = call.native_rest_at;
     return pending;
   }
 
@@ -246,12 +248,12 @@ class AsyncCalls {
 
   // `pending`'s command as it goes out: as the module's command where the server has it.
   const std::string& asSent(const Pending& pending) {
-    // key_at is 0 for a call without the module's form (FormattedCall)
-    if (pending.script == nullptr || pending.as_script || pending.key_at == 0 ||
+    if (pending.script == nullptr || pending.as_script || pending.native_head == 0 ||
         !sendsNative(options_, module_loaded_)) {
       return pending.command;
     }
-    formatNative(native_, pending.command, pending.key_at, pending.script->nativeCommand());
+    formatNative(native_, pending.command, pending.native_head, pending.native_rest_at,
+                 pending.script->nativeCommand());
     return native_;
   }
 

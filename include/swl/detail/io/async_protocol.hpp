@@ -22,20 +22,25 @@ namespace swl::detail {
 // A script call as an async context takes it: formatted once, where the call is made (on the caller's
 // thread, so the loop's thread does less), and kept to resend after NOSCRIPT. `deadline_at` is where the
 // digits of its deadline's room are in `command` (after the '-'), written as it is sent; 0 for none.
-// `key_at` is where its key begins, for a connection that sends it as the module's command
-// (formatNative); 0 for a call without that form (hasNativeForm).
+// `native_head` is how many of its first words the module's command replaces (nativeHead; 0 for a call
+// without that form), and `native_rest_at` where the words it keeps begin, for a connection that sends it
+// so (formatNative).
 struct FormattedCall {
   std::string command;
   const Script* script = nullptr;
   std::size_t deadline_at = 0;
-  std::size_t key_at = 0;
+  std::size_t native_head = 0;
+  std::size_t native_rest_at = 0;
 };
 
 inline FormattedCall formatted(const ScriptCall& call) {
   const Words words = wordsOf(call);
-  FormattedCall made{formattedCommand(words), &call.script(), 0, 0};
+  FormattedCall made{formattedCommand(words), &call.script(), 0, nativeHead(call), 0};
   if (words.deadline_word != 0) made.deadline_at = formattedOffset(words, words.deadline_word) + 1;
-  if (hasNativeForm(call)) made.key_at = formattedOffset(words, kScriptHead - 1) + words.lengths[kScriptHead - 1] + 2;
+  if (made.native_head != 0) {
+    const std::size_t last_replaced = made.native_head - 1;
+    made.native_rest_at = formattedOffset(words, last_replaced) + words.lengths[last_replaced] + 2;
+  }
   return made;
 }
 

@@ -86,7 +86,8 @@ struct Words {
   const std::size_t* lengths;
   std::size_t count;
   std::size_t deadline_word = 0;
-  std::string_view native_command = {};
+  std::string_view native_command = {};  // sent in place of the first `native_head` words, when not empty
+  std::size_t native_head = 0;
 };
 
 // hiredis declares its word arrays `const char**`; it only reads them.

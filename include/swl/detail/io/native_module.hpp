@@ -2,8 +2,8 @@
 // The swl-native module as a connection meets it, without I/O: how the handshake asks whether the server
 // has it (COMMAND INFO, in the handshake's one write), how a call goes out as the module's command, and
 // what an error reply to that command asks for. The module takes a script's key and arguments in the
-// script's order (Script::nativeCommand), so its command is the script call's words from the key on,
-// behind the command's name in place of "EVALSHA sha numkeys".
+// script's order (Script::nativeCommand), so its command is the script call's words from the key on (or
+// from the key count, Script::NativeKeys), behind the command's name in place of "EVALSHA sha numkeys".
 
 #include <swl/connection_options.hpp>
 #include <swl/detail/io/hiredis.hpp>
@@ -16,13 +16,16 @@
 
 namespace swl::detail {
 
-// The words "EVALSHA sha numkeys" that the module's command replaces: its key is the call's word 3.
+// How many of a script call's first words ("EVALSHA sha numkeys") the module's command replaces with its
+// name: all three when it takes one key, the call's word 3 (Script::NativeKeys::one); "EVALSHA sha" when it
+// counts its keys as EVALSHA does (counted); none when the call has no such form: its script names no
+// command, or names one of one key and the call has several.
 inline constexpr std::size_t kScriptHead = 3;
-
-// Whether `call` can go as its script's module command: the command takes one key, the call's word 3,
-// behind its name (a script of several keys keeps them counted, which this form drops).
-inline bool hasNativeForm(const ScriptCall& call) noexcept {
-  return !call.script().nativeCommand().empty() && call.keyCount() == 1;
+inline std::size_t nativeHead(const ScriptCall& call) noexcept {
+  const Script& script = call.script();
+  if (script.nativeCommand().empty()) return 0;
+  if (script.nativeKeys() == Script::NativeKeys::counted) return kScriptHead - 1;
+  return call.keyCount() == 1 ? kScriptHead : 0;
 }
 
 // Whether a connection asks the server for the module as it connects (ConnectionOptions::native_module).
@@ -73,14 +76,15 @@ inline NativeRefusal nativeRefusalOf(ReplyView reply, const Script& script) noex
 }
 
 // A formatted script call (formattedCommand's RESP, "*<words>\r\n" first) as the module's command, into
-// `out`: the command's name in place of "EVALSHA sha numkeys", then the call's bytes from its key on,
-// which are the same in both. `key_at` is where the key's "$<length>" begins.
-inline void formatNative(std::string& out, std::string_view script_call, std::size_t key_at, std::string_view native) {
+// `out`: the command's name in place of the call's first `head` words (nativeHead), then the call's bytes
+// from `rest_at`, where the "$<length>" of its word `head` begins: the same in both.
+inline void formatNative(std::string& out, std::string_view script_call, std::size_t head, std::size_t rest_at,
+                         std::string_view native) {
   std::size_t words = 0;
   std::from_chars(script_call.data() + 1, script_call.data() + script_call.size(), words);
-  out.assign(1, '*').append(std::to_string(words - kScriptHead + 1)).append("\r\n$");
+  out.assign(1, '*').append(std::to_string(words - head + 1)).append("\r\n$");
   out.append(std::to_string(native.size())).append("\r\n").append(native).append("\r\n");
-  out.append(script_call.substr(key_at));
+  out.append(script_call.substr(rest_at));
 }
 
 }  // namespace swl::detail

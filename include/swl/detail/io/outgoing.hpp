@@ -18,22 +18,27 @@
 namespace swl::detail {
 
 // A call's words as the connections send them, with its room for a deadline; as the module's command
-// when `native` (the connection's server has it) and the call has a native form (hasNativeForm).
+// when `native` (the connection's server has it) and the call has a native form (nativeHead).
 inline Words wordsOf(const ScriptCall& call, bool native = false) noexcept {
-  return {call.pointers(), call.lengths(), call.argc(), call.deadlineWord(),
-          native && hasNativeForm(call) ? call.script().nativeCommand() : std::string_view()};
+  const std::size_t head = native ? nativeHead(call) : 0;
+  return {call.pointers(),
+          call.lengths(),
+          call.argc(),
+          call.deadlineWord(),
+          head != 0 ? call.script().nativeCommand() : std::string_view(),
+          head};
 }
 
 // `command`'s words as hiredis takes them: its deadline written into its room by `clock`, due `timeout`
 // from now, as its connection will wait that long for the reply; a script call sent as the module's
-// command has that command's name in place of "EVALSHA sha numkeys". A command without either, or sent
+// command has that command's name in place of its first words (nativeHead). A command without either, or sent
 // with no timeout or before the clock is known, goes out as it is, uncopied. A command with a deadline
 // is a ScriptCall's, so its words fit in a ScriptCall's room.
 class Outgoing {
  public:
   Outgoing(const Words& command, const RedisClock& clock, std::chrono::milliseconds timeout) : command_(command) {
     const bool deadline = command.deadline_word != 0 && timeout.count() != 0 && clock.known();
-    const std::size_t dropped = command.native_command.empty() ? 0 : kScriptHead - 1;
+    const std::size_t dropped = command.native_command.empty() ? 0 : command.native_head - 1;
     if (!deadline && dropped == 0) return;
     std::copy_n(command.pointers + dropped, command.count - dropped, pointers_.begin());
     std::copy_n(command.lengths + dropped, command.count - dropped, lengths_.begin());
