@@ -1,7 +1,7 @@
 // Redis's own CPU per decision (INFO commandstats usec_per_call of EVALSHA) for swl's script and the
 // seed articles' two scripts, admitted and rejected, on one private redis-server in one run.
 //
-//   build/bench/script_cost [path/to/shared/bench] [calls=100000] [rounds=5]
+//   build/bench/script_cost [path/to/shared/bench] [calls=100000] [rounds=5] [module]
 //
 // "before 0.2" is swl's log as it was before requests had weights (bench/unit_per_entry_log.hpp): the
 // baseline the cost-1 path must keep up with, measured in the same run. "with a deadline" is swl's call
@@ -15,7 +15,7 @@
 // limit 10, filled first, so every measured call is refused.
 //
 // Then, where the module is built (SWL_MODULE_SOURCE; or SWL_NATIVE_MODULE names one), SWL.DECIDE beside the
-// script on a server that loaded it: see nativeAgainstScript below.
+// script on a server that loaded it: see nativeAgainstScript below. `module` measures that table alone.
 
 #include <swl/swl.hpp>
 
@@ -35,6 +35,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -216,6 +217,10 @@ int main(int argc, char** argv) try {
   const std::string shared = argc > 1 ? argv[1] : "../shared/bench";
   const long calls = argc > 2 ? std::stol(argv[2]) : 100000;
   const int rounds = argc > 3 ? std::stoi(argv[3]) : 5;
+  if (argc > 4 && std::string_view(argv[4]) == "module") {
+    nativeAgainstScript(calls, rounds);
+    return 0;
+  }
   // A Script views its text, which must outlive it.
   const std::optional<std::string> naive_text = readFile(shared + "/seed_naive.lua");
   const std::optional<std::string> optimized_text = readFile(shared + "/seed_optimized.lua");

@@ -29,7 +29,8 @@ struct Request {
   std::int64_t cost = 1;
   std::int64_t now = 0;
   bool redis_time = true;
-  std::string_view member;  // '' for the millisecond timestamp
+  std::string_view member;                   // '' for the millisecond timestamp
+  RedisModuleString* member_word = nullptr;  // the client's argument that holds `member`, when it sent one
   std::optional<std::int64_t> ttl;
   bool count_rejected = false;
 };
@@ -160,6 +161,12 @@ class LogDecision {
 
   std::int64_t ttl() const { return request_.ttl ? *request_.ttl : ceilDiv(request_.window, 1000); }
 
+  // Redis's clock in milliseconds when the call decides on it (read once, as it began); none otherwise.
+  std::optional<std::int64_t> redisMilliseconds() const {
+    if (!request_.redis_time) return std::nullopt;
+    return floorDiv(request_.now, 1000);
+  }
+
   static ScoreRange after(std::int64_t start) {
     return {static_cast<double>(start), static_cast<double>(kTimesEnd), true, true};
   }
@@ -183,12 +190,14 @@ class LogDecision {
     if (r.cost == 1 && record && live < r.limit) {
       const std::string member = memberOrTimestamp();
       bool is_new[2] = {false, false};
-      const std::int64_t added = set_.add({{r.now, member}, {0, mark}}, REDISMODULE_ZADD_NX, is_new);
+      const std::pair<std::int64_t, Word> entry_and_mark[] = {
+          {r.now, {member, r.member.empty() ? nullptr : r.member_word}}, {0, {mark, kept_marks.of(mark)}}};
+      const std::int64_t added = set_.add(entry_and_mark, REDISMODULE_ZADD_NX, is_new);
       if (is_new[0] && is_new[1] && set_.countUpTo({REDISMODULE_NEGATIVE_INFINITE, 0, false, false}, 1) > 1) {
         set_.remove({mark, member});
         return std::nullopt;
       }
-      set_.expireIn(ttl());
+      set_.expireIn(ttl(), redisMilliseconds());
       if (r.now % kTrimEvery == 0) trimSlid(start);
       return Answer{1, r.limit - live - (added > 0 ? 1 : 0), 0, r.window};
     }
@@ -379,7 +388,7 @@ class LogDecision {
     } else {
       ++added;
     }
-    set_.expireIn(std::max(ttl, ceilDiv(recorded + w.window - r.now, 1000)));
+    set_.expireIn(std::max(ttl, ceilDiv(recorded + w.window - r.now, 1000)), redisMilliseconds());
     if (r.now % kTrimEvery == 0) trimSlid(horizon);
     if (added > 0) w.newest = recorded;
     w.held += added;
@@ -435,7 +444,7 @@ class LogDecision {
     for (const auto& [first, last] : w.dropped) {
       set_.removeByScore({static_cast<double>(first), static_cast<double>(last), false, false});
     }
-    set_.expireIn(std::max(ttl, ceilDiv(recorded + w.window - r.now, 1000)));
+    set_.expireIn(std::max(ttl, ceilDiv(recorded + w.window - r.now, 1000)), redisMilliseconds());
     w.held += count;
   }
 

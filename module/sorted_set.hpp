@@ -11,6 +11,7 @@
 #include "layout.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
@@ -74,6 +75,43 @@ struct SharedWords {
 };
 inline SharedWords shared_words;
 
+// The marks of the windows calls name most, made as they are first met and kept until the module unloads:
+// every admission to a set counted by entries writes its window's mark, where making it anew costs an
+// allocation. At most kKept windows; a mark past them is made per call.
+class KeptMarks {
+ public:
+  static constexpr std::size_t kKept = 8;
+
+  // The kept string of `mark`, made now when there is room; null when there is none.
+  RedisModuleString* of(std::string_view mark) {
+    for (std::size_t i = 0; i < count_; ++i) {
+      if (texts_[i] == mark) return words_[i];
+    }
+    if (count_ == kKept) return nullptr;
+    texts_[count_] = std::string(mark);
+    words_[count_] = RedisModule_CreateString(nullptr, mark.data(), mark.size());
+    return words_[count_++];
+  }
+
+  void clear() {
+    for (std::size_t i = 0; i < count_; ++i) RedisModule_FreeString(nullptr, words_[i]);
+    count_ = 0;
+  }
+
+ private:
+  std::array<std::string, kKept> texts_;
+  std::array<RedisModuleString*, kKept> words_{};
+  std::size_t count_ = 0;
+};
+inline KeptMarks kept_marks;
+
+// A member as a write takes it: its text, and the string that already holds it when there is one (the
+// client's own argument, a kept mark), which the write hands on instead of making its own.
+struct Word {
+  std::string_view text;
+  RedisModuleString* made = nullptr;
+};
+
 inline void makeSharedWords() {
   shared_words = {RedisModule_CreateString(nullptr, "NX", 2), RedisModule_CreateString(nullptr, "LT", 2),
                   RedisModule_CreateString(nullptr, "0", 1)};
@@ -85,6 +123,7 @@ inline void freeSharedWords() {
     if (word) RedisModule_FreeString(nullptr, word);
   }
   shared_words = {};
+  kept_marks.clear();
 }
 
 class SortedSet {
@@ -128,15 +167,13 @@ class SortedSet {
   }
 
   // The entries after `start` (ZCOUNT key (start (2^53): the set's size less the few members below and
-  // above, walked. Only a set counted by units, whose bookkeeping sorts first (below 0), holds sums above.
+  // above, walked. Only a set counted by units holds members above (its sums); in any other, Redis finds
+  // the range above empty from the highest member alone.
   std::int64_t countAfter(std::int64_t start) const {
     const std::int64_t below =
         countUpTo({REDISMODULE_NEGATIVE_INFINITE, static_cast<double>(start), false, false}, kWalk);
-    const bool counted_by_units = countUpTo({REDISMODULE_NEGATIVE_INFINITE, 0, false, true}, 0) > 0;
     const std::int64_t above =
-        counted_by_units
-            ? countUpTo({static_cast<double>(kTimesEnd), REDISMODULE_POSITIVE_INFINITE, false, false}, kWalk)
-            : 0;
+        countUpTo({static_cast<double>(kTimesEnd), REDISMODULE_POSITIVE_INFINITE, false, false}, kWalk);
     if (below <= kWalk && above <= kWalk) return size() - below - above;
     return count({static_cast<double>(start), static_cast<double>(kTimesEnd), true, true});
   }
@@ -259,10 +296,11 @@ class SortedSet {
     remove(doomed);
   }
 
-  // PEXPIRE ttl, replicated as the PEXPIREAT it sets (as Redis replicates a script's PEXPIRE).
-  void expireIn(std::int64_t milliseconds) {
+  // PEXPIRE ttl, replicated as the PEXPIREAT it sets (as Redis replicates a script's PEXPIRE). `now`, when
+  // given, is Redis's clock as the command already read it, in milliseconds: not read again.
+  void expireIn(std::int64_t milliseconds, std::optional<std::int64_t> now = std::nullopt) {
     guard_.beforeWrite(false);
-    const std::int64_t at = RedisModule_Milliseconds() + milliseconds;
+    const std::int64_t at = (now ? *now : RedisModule_Milliseconds()) + milliseconds;
     if (RedisModule_SetAbsExpire) {
       RedisModule_SetAbsExpire(key_.get(), at);
     } else {
@@ -289,6 +327,9 @@ class SortedSet {
     static Text shared(RedisModuleString* word) { return Text(word); }
     Text(RedisModuleCtx* ctx, std::string_view text)
         : ctx_(ctx), string_(RedisModule_CreateString(ctx, text.data(), text.size())) {}
+    Text(RedisModuleCtx* ctx, const Word& word)
+        : ctx_(word.made ? nullptr : ctx),
+          string_(word.made ? word.made : RedisModule_CreateString(ctx, word.text.data(), word.text.size())) {}
     Text(RedisModuleCtx* ctx, std::int64_t number)
         : ctx_(ctx), string_(RedisModule_CreateStringFromLongLong(ctx, static_cast<long long>(number))) {}
     Text(Text&& other) noexcept : ctx_(other.ctx_), string_(std::exchange(other.string_, nullptr)) {}

@@ -99,6 +99,7 @@ Request requestOf(RedisModuleString** argv, int argc) {
   readLimit(request, *argument(1), *argument(2), argument(3), argument(6));
   readClock(request, argument(4).value_or(""));
   request.member = argument(5).value_or("");
+  if (argc > 6) request.member_word = argv[6];
   request.count_rejected = argument(7).value_or("") == "1";
   return request;
 }
@@ -164,6 +165,7 @@ int decideAllCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       }
       readClock(request, textOf(args[0]));
       request.member = textOf(args[1]);
+      request.member_word = args[1];
     }
     // A key named by two rules would be read twice before either records, and recorded twice over what
     // the first read saw: refused before anything is read.
