@@ -103,12 +103,13 @@ double measure(swl::Connection& connection, const swl::Script& script, bool reje
 
 // The module beside the script ----------------------------------------------------------------------
 // SWL.DECIDE (module/) against swl's script on one server that loaded it, in one run: the same calls
-// with the same arguments, the script's through EVALSHA, the module's as its command. Three workloads:
+// with the same arguments, the script's through EVALSHA, the module's as its command. Four workloads:
 // an admitted cost-1 call and a refused one (as above), and a weighted steady state: 100 keys of 1,000
 // units a second, costs 1..8, on a clock the calls carry (each 37.5 us after the one before), so that
 // every window is full and slides: about five in six calls admitted, the sets counted by units, trims
-// and sums on every call. Redis's CPU per decision two ways: INFO commandstats, and the server process's
-// own CPU time from /proc over the measured calls (parsing and replying included).
+// and sums on every call; and MultiLimiter's call over three logs (a minute, an hour, a day), admitted,
+// through its script and through SWL.DECIDEALL. Redis's CPU per decision two ways: INFO commandstats, and the server
+// process's own CPU time from /proc over the measured calls (parsing and replying included).
 
 // The server process's CPU time so far, in seconds (utime + stime in /proc/<pid>/stat).
 double processCpuSeconds(pid_t pid) {
@@ -129,7 +130,7 @@ struct Cost {
   double process_usec = 0;   // /proc, per call
 };
 
-enum class Workload { admitted, refused, weighted };
+enum class Workload { admitted, refused, weighted, multi };
 
 // The arguments of call `i` of `workload` (ARGV, after the key), the same for the script and the module.
 std::vector<std::string> nativeArguments(Workload workload, long i, swl::CompactMember& members) {
@@ -140,6 +141,14 @@ std::vector<std::string> nativeArguments(Workload workload, long i, swl::Compact
       return {"60000000", "10", "1", "", members.next(), "60000", "0"};
     case Workload::weighted:
       break;
+    case Workload::multi: {  // the call's other two keys, then MultiLimiter's arguments for three logs
+      const std::string key = "cost:" + std::to_string(i % 10000);
+      std::vector<std::string> words{key + ":hour", key + ":day", "", members.next(), "0"};
+      for (const char* window : {"60000000", "3600000000", "86400000000"}) {
+        for (const char* word : {"1", window, "1000000", "86400000", ""}) words.push_back(word);
+      }
+      return words;
+    }
   }
   const std::int64_t now = 1700000000000000 + i * 75 / 2;
   return {"1000000", "1000", std::to_string(1 + (i * 7919) % 8), std::to_string(now), members.next(), "60000", "0"};
@@ -179,15 +188,22 @@ void nativeAgainstScript(long calls, int rounds) {
   auto connection = server.connect();
   const swl::Script& script = swl::SlidingWindowLimiter<>::script();
   swl::detail::linkOf(connection).load(script);
-  const Workload workloads[] = {Workload::admitted, Workload::refused, Workload::weighted};
-  const char* names[] = {"admitted, cost 1", "refused", "weighted steady state"};
-  std::vector<Cost> by_script[3], by_module[3];
+  const swl::Script& multi_script = swl::MultiLimiter<>::script();
+  swl::detail::linkOf(connection).load(multi_script);
+  const Workload workloads[] = {Workload::admitted, Workload::refused, Workload::weighted, Workload::multi};
+  const char* names[] = {"admitted, cost 1", "refused", "weighted steady state",
+                         "MultiLimiter, three logs, admitted (SWL.DECIDEALL)"};
+  std::vector<Cost> by_script[4], by_module[4];
   for (int round = 0; round < rounds; ++round) {
-    for (int w = 0; w < 3; ++w) {
-      by_script[w].push_back(
-          measureNative(connection, server.pid(), scriptHead(script), "evalsha", workloads[w], calls));
-      by_module[w].push_back(
-          measureNative(connection, server.pid(), {"SWL.DECIDE"}, "swl.decide", workloads[w], calls));
+    for (int w = 0; w < 4; ++w) {
+      const bool multi = workloads[w] == Workload::multi;
+      const std::vector<std::string> script_head =
+          multi ? std::vector<std::string>{"EVALSHA", std::string(multi_script.sha()), "3"} : scriptHead(script);
+      const std::vector<std::string> module_head =
+          multi ? std::vector<std::string>{"SWL.DECIDEALL", "3"} : std::vector<std::string>{"SWL.DECIDE"};
+      by_script[w].push_back(measureNative(connection, server.pid(), script_head, "evalsha", workloads[w], calls));
+      by_module[w].push_back(measureNative(connection, server.pid(), module_head,
+                                           multi ? "swl.decideall" : "swl.decide", workloads[w], calls));
     }
   }
   const auto median = [](const std::vector<Cost>& costs, double Cost::*field) {
@@ -201,7 +217,7 @@ void nativeAgainstScript(long calls, int rounds) {
       "| decision | script usec/call | module usec/call | module / script | script CPU us/call (/proc) | "
       "module CPU us/call (/proc) | module / script |\n|---|---:|---:|---:|---:|---:|---:|\n",
       rounds, calls);
-  for (int w = 0; w < 3; ++w) {
+  for (int w = 0; w < 4; ++w) {
     const double script_usec = median(by_script[w], &Cost::usec_per_call);
     const double module_usec = median(by_module[w], &Cost::usec_per_call);
     const double script_cpu = median(by_script[w], &Cost::process_usec);
