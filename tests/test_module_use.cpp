@@ -3,12 +3,13 @@
 // ConnectionOptions::native_module forces; a call the module cannot take (a set of swl 0.3's layout, a
 // server that lost the module) goes again as the script, once. A MultiLimiter whose rules are all logs
 // goes as SWL.DECIDEALL. Counted on the server (INFO commandstats and errorstats), on one Connection, a
-// pool's batch and a Cluster.
+// pool's batch, a Cluster and a Sentinel deployment through a failover.
 
 #include <swl/swl.hpp>
 
 #include "support/log_traces.hpp"
 #include "support/redis_cluster.hpp"
+#include "support/redis_sentinel.hpp"
 #include "support/redis_server.hpp"
 #include "support/replies.hpp"
 
@@ -219,6 +220,38 @@ TEST_CASE("a cluster whose nodes have the module decides through SWL.DECIDE on e
     CHECK(commandCalls(node, "evalsha") == 0);
   }
   CHECK(native_multi == 5);
+}
+
+TEST_CASE("a Sentinel deployment whose nodes have the module decides through it, before a failover and after") {
+  swl::test::RedisSentinel deployment({}, {}, {"--loadmodule", swl::test::modulePath()});
+  const int old_master = deployment.firstMasterPort(), replica = deployment.firstReplicaPort();
+  swl::SentinelConnection redis(deployment.sentinels(), std::string(swl::test::RedisSentinel::kMasterName),
+                                deployment.options());
+  swl::SlidingWindowLimiter<> limiter(redis, swl::Limit{5, 3600s});
+  swl::MultiLimiter<> layered(redis, {{"second", swl::Limit{3, 60s}}, {"hour", swl::Limit{5, 3600s}}});
+  CHECK(admittedOf(limiter, "user", 3) == 3);
+  CHECK(layered.tryAcquire({"user", "user"}));
+  swl::Connection master = deployment.connectToNode(old_master);
+  CHECK(commandCalls(master, "swl.decide") == 3);
+  CHECK(commandCalls(master, "swl.decideall") == 1);
+  CHECK(commandCalls(master, "evalsha") == 0);
+  deployment.waitUntilReplicated(old_master);
+
+  swl::Connection sentinel = deployment.connectToSentinel(0);
+  REQUIRE(swl::test::textReply(sentinel, {"SENTINEL", "FAILOVER", swl::test::RedisSentinel::kMasterName}) == "OK");
+  deployment.waitUntilMasterIs(replica, 15s);
+  // The connection to the promoted replica asks it in turn, and finds the module there too. (A call may
+  // still reach the old master while Sentinel demotes it: exactness across a failover is test_sentinel's.)
+  swl::Connection promoted = deployment.connectToNode(replica);
+  const auto deadline = std::chrono::steady_clock::now() + 15s;
+  while (commandCalls(promoted, "swl.decide") == 0) {
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    limiter.tryAcquire("after");
+  }
+  CHECK(admittedOf(limiter, "fresh", 7) == 5);
+  CHECK(layered.tryAcquire({"fresh", "fresh"}));
+  CHECK(commandCalls(promoted, "swl.decideall") == 1);
+  CHECK(commandCalls(promoted, "evalsha") == 0);
 }
 
 TEST_CASE("an ACL user that may run EVALSHA but not SWL.DECIDE is decided by the script, after one NOPERM") {

@@ -35,9 +35,12 @@ class RedisSentinel {
   static constexpr int kDownAfterMs = 1000;
 
   // Empty passwords: no AUTH. `data_password` guards master and replica, `sentinel_password` the sentinels.
-  explicit RedisSentinel(std::string data_password = {}, std::string sentinel_password = {})
+  // `data_node_arguments` go to master and replica both (a module to load, say).
+  explicit RedisSentinel(std::string data_password = {}, std::string sentinel_password = {},
+                         std::vector<std::string> data_node_arguments = {})
       : data_password_(std::move(data_password)),
         sentinel_password_(std::move(sentinel_password)),
+        data_node_arguments_(std::move(data_node_arguments)),
         directory_(makeDirectory()) {
     try {
       nodes_.push_back(std::make_unique<RedisServer>(dataNodeArguments("master")));
@@ -147,6 +150,7 @@ class RedisSentinel {
       // Both need masterauth: after a failover the old master replicates from the new one.
       arguments.insert(arguments.end(), {"--requirepass", data_password_, "--masterauth", data_password_});
     }
+    arguments.insert(arguments.end(), data_node_arguments_.begin(), data_node_arguments_.end());
     return arguments;
   }
 
@@ -262,6 +266,7 @@ class RedisSentinel {
 
   std::string data_password_;
   std::string sentinel_password_;
+  std::vector<std::string> data_node_arguments_;
   std::filesystem::path directory_;
   std::vector<std::unique_ptr<RedisServer>> nodes_;
   std::vector<std::unique_ptr<Sentinel>> sentinels_;
