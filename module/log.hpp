@@ -187,11 +187,12 @@ class LogDecision {
   std::optional<Answer> fastPath(std::int64_t start, std::int64_t live, bool record) {
     const Request& r = request_;
     const std::string mark = "!" + std::string(r.window_text);
-    if (r.cost == 1 && record && live < r.limit) {
-      const std::string member = memberOrTimestamp();
+    // Only a member of the caller's (the script's note: a timestamp repeats).
+    if (r.cost == 1 && record && live < r.limit && !r.member.empty()) {
+      const std::string_view member = r.member;
       bool is_new[2] = {false, false};
-      const std::pair<std::int64_t, Word> entry_and_mark[] = {
-          {r.now, {member, r.member.empty() ? nullptr : r.member_word}}, {0, {mark, kept_marks.of(mark)}}};
+      const std::pair<std::int64_t, Word> entry_and_mark[] = {{r.now, {member, r.member_word}},
+                                                              {0, {mark, kept_marks.of(mark)}}};
       const std::int64_t added = set_.add(entry_and_mark, REDISMODULE_ZADD_NX, is_new);
       if (is_new[0] && is_new[1] && set_.countUpTo({REDISMODULE_NEGATIVE_INFINITE, 0, false, false}, 1) > 1) {
         set_.remove({mark, member});

@@ -105,15 +105,10 @@ TEST_CASE("on Redis's own clock the module answers as the script does, fast path
         if (!peek && random.chance(weighted_percent))
           arguments.cost = random.between(1, std::min<std::int64_t>(limit, 8));
         arguments.member = "m:" + std::to_string(traces) + ":" + std::to_string(step);
-        // The millisecond timestamp: a member that repeats within a millisecond. The script's fast path takes a
-        // repeat for an admission it already recorded, even in a set counted by units, whose sums it then
-        // leaves behind (docs/changes.md, known problems): so a timestamp member never repeats here.
+        // The millisecond timestamp: a member that repeats within a millisecond, in sets counted by
+        // entries and by units alike (the fast path leaves it to the whole script).
         const bool timestamp_member = random.chance(5);
-        if (timestamp_member) {
-          arguments.member = "";
-          now += 1000;
-          clock.set(now);
-        }
+        if (timestamp_member) arguments.member = "";
         if (random.chance(5)) {
           // a deadline on Redis's clock: passed by a microsecond, reached, or ahead
           const std::int64_t deadline = now + random.between(-1, 1);
@@ -159,5 +154,56 @@ TEST_CASE("on Redis's own clock the module answers as the script does, fast path
   for (const std::int64_t count : {by_module, made - by_module, admitted, refused, short_calls, expired, on_time,
                                    same_microsecond, clock_back, settles, leases}) {
     CHECK(count > 0);
+  }
+}
+
+TEST_CASE(
+    "a call without a member on Redis's clock decides as the same call on the caller's clock, its timestamp repeated "
+    "in a set counted by units") {
+  FrozenClock clock;
+  std::int64_t now = 1700000000000000;
+  clock.set(now);
+  clock.preload();
+  RedisServer server({"--loadmodule", swl::test::modulePath()});
+  FrozenClock::leaveChildrenAlone();
+  Pipeline redis(server.port());
+  const LogScripts scripts(redis);
+  // Each of the script and the module decides two keys: one on Redis's clock (where the fast path may
+  // answer), one on the caller's clock at the same microsecond (which it never does).
+  struct Step {
+    std::int64_t cost;
+    std::int64_t advance_us;
+  };
+  // Entries in one millisecond, a weighted call that makes the set count units, then the same
+  // millisecond's timestamp again, across enough calls that some land on a trimming microsecond, and a
+  // window later, when the first entries have slid out.
+  std::vector<Step> steps{{1, 0}, {1, 3}, {2, 5}, {1, 1}, {1, 1}};
+  for (int i = 0; i < 40; ++i) steps.push_back({1, 1 + i % 3});
+  steps.push_back({1, 60000000 - 200});
+  for (int i = 0; i < 40; ++i) steps.push_back({1 + i % 2, 7});
+  for (const bool by_module : {false, true}) {
+    const std::string on_redis = by_module ? "module:redis" : "script:redis";
+    const std::string on_caller = by_module ? "module:caller" : "script:caller";
+    std::int64_t at = now;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      at += steps[i].advance_us;
+      clock.set(at);
+      const auto call = [&](const std::string& key, const std::string& time) {
+        std::vector<std::string> words =
+            swl::test::logCall(scripts.decide, {60000000, 50, steps[i].cost, time, "", "600000", false});
+        words[3] = key;
+        if (by_module) {
+          words.erase(words.begin(), words.begin() + 3);
+          words.insert(words.begin(), "SWL.DECIDE");
+        }
+        return redis.command(words);
+      };
+      const OwnedReply redis_clock = call(on_redis, "");
+      const OwnedReply caller_clock = call(on_caller, std::to_string(at));
+      INFO((by_module ? "module" : "script") << ", step " << i << " at " << at);
+      REQUIRE(shown(redis_clock.get()) == shown(caller_clock.get()));
+      REQUIRE(swl::test::describedLog(redis.command({"ZRANGE", on_redis, "0", "-1", "WITHSCORES"}).get()) ==
+              swl::test::describedLog(redis.command({"ZRANGE", on_caller, "0", "-1", "WITHSCORES"}).get()));
+    }
   }
 }

@@ -53,7 +53,9 @@ struct SlidingWindowLog {
   /// ZADD adds the entry and the mark for this window, and answers how many it added. A set counted by
   /// entries under this window has its mark (1, or 0 for a member policy that repeats itself); a new set
   /// holds nothing else at or below 0. Any other set (counted by units, or marked for another window)
-  /// takes both back and goes on to kScript.
+  /// takes both back and goes on to kScript. A call without a member (recorded under its millisecond,
+  /// which repeats) goes to kScript at once: its repeat, taken for the mark's, would hide a set counted
+  /// by units.
   static constexpr std::string_view kFastPath = detail::sliding_window_log::kFastPath;
 
   /// The log's parts without I/O, run before kFunctions: the sums a set counted by units keeps, and the

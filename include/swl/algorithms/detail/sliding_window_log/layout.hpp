@@ -49,9 +49,10 @@ local start = text(now - window)
 local live = redis.call('ZCOUNT', key, '(' .. start, TIMES_END)
 if redis_time then
   local mark = '!' .. ARGV[1]
-  if cost == 1 and record and live < limit then
+  -- Only a member of the caller's: a call without one is recorded under its millisecond, which repeats,
+  -- and a repeat must not be taken for an admission already recorded where the set counts units.
+  if cost == 1 and record and live < limit and ARGV[5] ~= nil and ARGV[5] ~= '' then
     local member = ARGV[5]
-    if member == nil or member == '' then member = text(math.floor(now / 1000)) end
     local added = redis.call('ZADD', key, 'NX', now_text, member, 0, mark)
     if added == 2 and redis.call('ZCOUNT', key, '-inf', 0) > 1 then
       redis.call('ZREM', key, mark, member)
