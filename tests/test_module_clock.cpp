@@ -29,20 +29,16 @@ using swl::test::LogArguments;
 using swl::test::LogScripts;
 using swl::test::OwnedReply;
 using swl::test::Pipeline;
-using swl::test::RedisServer;
 using swl::test::shown;
 using swl::test::StepReplies;
 
 }  // namespace
 
 TEST_CASE("on Redis's own clock the module answers as the script does, fast path and deadlines too") {
-  FrozenClock clock;
   std::int64_t now = 1700000000000000;
-  clock.set(now);
-  clock.preload();
-  RedisServer server({"--loadmodule", swl::test::modulePath()});
-  FrozenClock::leaveChildrenAlone();
-  Pipeline redis(server.port());
+  swl::test::ModuleOnFrozenClock frozen(now);
+  FrozenClock& clock = frozen.clock;
+  Pipeline& redis = frozen.redis;
   REQUIRE(swl::test::redisTime(redis) == now);  // the server reads the clock this test sets
   const LogScripts scripts(redis);
   Chances random;
@@ -160,13 +156,10 @@ TEST_CASE("on Redis's own clock the module answers as the script does, fast path
 TEST_CASE(
     "a call without a member on Redis's clock decides as the same call on the caller's clock, its timestamp repeated "
     "in a set counted by units") {
-  FrozenClock clock;
   std::int64_t now = 1700000000000000;
-  clock.set(now);
-  clock.preload();
-  RedisServer server({"--loadmodule", swl::test::modulePath()});
-  FrozenClock::leaveChildrenAlone();
-  Pipeline redis(server.port());
+  swl::test::ModuleOnFrozenClock frozen(now);
+  FrozenClock& clock = frozen.clock;
+  Pipeline& redis = frozen.redis;
   const LogScripts scripts(redis);
   // Each of the script and the module decides two keys: one on Redis's clock (where the fast path may
   // answer), one on the caller's clock at the same microsecond (which it never does).

@@ -29,7 +29,6 @@ using swl::test::FrozenClock;
 using swl::test::LogArguments;
 using swl::test::OwnedReply;
 using swl::test::Pipeline;
-using swl::test::RedisServer;
 using swl::test::shown;
 
 // How often each situation came up, printed at the end: a trace that never reaches one proves nothing of it.
@@ -48,13 +47,10 @@ struct TraceRule {
 }  // namespace
 
 TEST_CASE("SWL.DECIDEALL answers as MultiLimiter's script does and leaves the same sets, on random traces") {
-  FrozenClock clock;
   std::int64_t now = 1700000000000000;
-  clock.set(now);
-  clock.preload();
-  RedisServer server({"--loadmodule", swl::test::modulePath()});
-  FrozenClock::leaveChildrenAlone();
-  Pipeline redis(server.port());
+  swl::test::ModuleOnFrozenClock frozen(now);
+  FrozenClock& clock = frozen.clock;
+  Pipeline& redis = frozen.redis;
   const std::string multi_sha =
       shown(redis.command({"SCRIPT", "LOAD", std::string(swl::MultiLimiter<>::script().text())}).get());
   const swl::test::LogScripts log_scripts(redis);

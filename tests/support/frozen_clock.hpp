@@ -4,7 +4,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "log_traces.hpp"
 #include "raw_redis.hpp"
+#include "redis_server.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -54,6 +56,26 @@ class FrozenClock {
   int file_ = -1;
   std::string path_;
   volatile std::int64_t* microseconds_ = nullptr;
+};
+
+// A server that loaded the module, on a clock this test holds, first at `now`, and a connection to it.
+struct ModuleOnFrozenClock {
+  explicit ModuleOnFrozenClock(std::int64_t now) : preloaded(clock, now), redis(server.port()) {
+    FrozenClock::leaveChildrenAlone();
+  }
+
+  // The clock set and preloaded before the server starts (members are made in this order).
+  struct Preloaded {
+    Preloaded(FrozenClock& clock, std::int64_t now) {
+      clock.set(now);
+      clock.preload();
+    }
+  };
+
+  FrozenClock clock;
+  Preloaded preloaded;
+  RedisServer server{{"--loadmodule", modulePath()}};
+  Pipeline redis;
 };
 
 // Redis's clock as TIME reads it, in microseconds.
