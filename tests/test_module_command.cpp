@@ -31,6 +31,20 @@ std::string setOf(Pipeline& redis, const std::string& key) {
   return shown(redis.command({"ZRANGE", key, "0", "-1", "WITHSCORES"}).get());
 }
 
+// A replica of `master` that loads the sync from the socket (repl-diskless-load): a replica that saved
+// it would leave a dump.rdb in the tests' directory, which every server started there later would load.
+std::vector<std::string> replicaArguments(const RedisServer& master) {
+  return {"--replicaof", "127.0.0.1", std::to_string(master.port()), "--repl-diskless-load", "on-empty-db"};
+}
+
+// Until the replica has synced (WAIT answers 1): writes after that reach it by the stream alone.
+void waitUntilInSync(Pipeline& on_master) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (shown(on_master.command({"WAIT", "1", "100"}).get()) != "1") {
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("the module answers bad arguments with an error that names them, and writes nothing") {
@@ -113,13 +127,10 @@ TEST_CASE("a set of swl 0.3's layout is left to the script, which renumbers it o
 
 TEST_CASE("a replica holds exactly the master's set, expiry and all: the module replicates what it wrote") {
   RedisServer master({"--loadmodule", swl::test::modulePath()});
-  RedisServer replica({"--replicaof", "127.0.0.1", std::to_string(master.port())});
+  RedisServer replica(replicaArguments(master));
   Pipeline on_master(master.port());
   Pipeline on_replica(replica.port());
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (shown(on_master.command({"WAIT", "1", "100"}).get()) != "1") {
-    REQUIRE(std::chrono::steady_clock::now() < deadline);
-  }
+  waitUntilInSync(on_master);
   // One-unit entries with their trims, weighted ones with their sums, refusals that count, a window left
   // quiet (dropped with UNLINK), on Redis's clock and on the caller's.
   std::int64_t now = 1700000000000000;
@@ -245,9 +256,10 @@ TEST_CASE("over maxmemory SWL.DECIDEALL refuses before its first write, so no ru
 
 TEST_CASE("SWL.DECIDEALL's writes reach a replica as what they did, and its counted keys are declared for Cluster") {
   RedisServer master({"--loadmodule", swl::test::modulePath()});
-  RedisServer replica({"--replicaof", "127.0.0.1", std::to_string(master.port())});
+  RedisServer replica(replicaArguments(master));
   Pipeline on_master(master.port());
   Pipeline on_replica(replica.port());
+  waitUntilInSync(on_master);
   std::int64_t now = 1700000000000000;
   for (int i = 0; i < 200; ++i) {
     now += i % 40 == 39 ? 2000000 : 1000 + i % 7;
