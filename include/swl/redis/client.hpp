@@ -34,7 +34,10 @@ class Script {
   /// How a module's command that does what the script does takes the script's keys: `one`, the script's
   /// one key and then its arguments, in the same order (the log's SWL.DECIDE); `counted`, as EVALSHA takes
   /// them, their count first (MultiLimiter's SWL.DECIDEALL).
-  enum class NativeKeys { one, counted };
+  enum class NativeKeys {
+    one,      ///< the script's one key, then its arguments (its count dropped): the log's SWL.DECIDE
+    counted,  ///< the keys counted first, as EVALSHA takes them: MultiLimiter's SWL.DECIDEALL
+  };
 
   /// A script of `text`, which must outlive it, named `name` in messages; its SHA-1 is computed once, here.
   /// `native_command`, when not empty, is a module's command that does what the script does, taking its
