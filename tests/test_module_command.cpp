@@ -10,6 +10,7 @@
 #include "support/redis_server.hpp"
 
 #include <chrono>
+#include <initializer_list>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,19 +32,36 @@ std::string setOf(Pipeline& redis, const std::string& key) {
   return shown(redis.command({"ZRANGE", key, "0", "-1", "WITHSCORES"}).get());
 }
 
-// A replica of `master` that loads the sync from the socket (repl-diskless-load): a replica that saved
-// it would leave a dump.rdb in the tests' directory, which every server started there later would load.
-std::vector<std::string> replicaArguments(const RedisServer& master) {
-  return {"--replicaof", "127.0.0.1", std::to_string(master.port()), "--repl-diskless-load", "on-empty-db"};
-}
-
-// Until the replica has synced (WAIT answers 1): writes after that reach it by the stream alone.
-void waitUntilInSync(Pipeline& on_master) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (shown(on_master.command({"WAIT", "1", "100"}).get()) != "1") {
-    REQUIRE(std::chrono::steady_clock::now() < deadline);
+// A master that loaded the module and its replica, in sync before the test writes. The replica loads the
+// sync from the socket (repl-diskless-load): one that saved it would leave a dump.rdb in the tests'
+// directory, which every server started there later would load.
+struct MasterAndReplica {
+  MasterAndReplica() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (shown(on_master.command({"WAIT", "1", "100"}).get()) != "1") {
+      REQUIRE(std::chrono::steady_clock::now() < deadline);
+    }
   }
-}
+
+  // Once the replica has every write so far: it holds each of `keys` exactly as the master does, set and
+  // expiry time.
+  void checkReplicaHolds(std::initializer_list<const char*> keys) {
+    REQUIRE(shown(on_master.command({"WAIT", "1", "10000"}).get()) == "1");
+    for (const char* key : keys) {
+      INFO(key);
+      CHECK(setOf(on_replica, key) == setOf(on_master, key));
+      const std::int64_t master_expiry = on_master.command({"PEXPIRETIME", key})->integer;
+      CHECK(master_expiry > 0);
+      CHECK(on_replica.command({"PEXPIRETIME", key})->integer == master_expiry);
+    }
+  }
+
+  RedisServer master{{"--loadmodule", swl::test::modulePath()}};
+  RedisServer replica{
+      {"--replicaof", "127.0.0.1", std::to_string(master.port()), "--repl-diskless-load", "on-empty-db"}};
+  Pipeline on_master{master.port()};
+  Pipeline on_replica{replica.port()};
+};
 
 }  // namespace
 
@@ -126,11 +144,8 @@ TEST_CASE("a set of swl 0.3's layout is left to the script, which renumbers it o
 }
 
 TEST_CASE("a replica holds exactly the master's set, expiry and all: the module replicates what it wrote") {
-  RedisServer master({"--loadmodule", swl::test::modulePath()});
-  RedisServer replica(replicaArguments(master));
-  Pipeline on_master(master.port());
-  Pipeline on_replica(replica.port());
-  waitUntilInSync(on_master);
+  MasterAndReplica servers;
+  Pipeline& on_master = servers.on_master;
   // One-unit entries with their trims, weighted ones with their sums, refusals that count, a window left
   // quiet (dropped with UNLINK), on Redis's clock and on the caller's.
   std::int64_t now = 1700000000000000;
@@ -142,14 +157,7 @@ TEST_CASE("a replica holds exactly the master's set, expiry and all: the module 
     on_master.command({"SWL.DECIDE", "units", "1000000", "30", cost, std::to_string(now), "u" + std::to_string(i),
                        "60000", i % 4 ? "0" : "1"});
   }
-  REQUIRE(shown(on_master.command({"WAIT", "1", "10000"}).get()) == "1");
-  for (const char* key : {"entries", "units"}) {
-    INFO(key);
-    CHECK(setOf(on_replica, key) == setOf(on_master, key));
-    const std::int64_t master_expiry = on_master.command({"PEXPIRETIME", key})->integer;
-    CHECK(master_expiry > 0);
-    CHECK(on_replica.command({"PEXPIRETIME", key})->integer == master_expiry);
-  }
+  servers.checkReplicaHolds({"entries", "units"});
   CHECK(setOf(on_master, "units").find('#') != std::string::npos);  // counted by units: its sums replicated too
 }
 
@@ -255,11 +263,8 @@ TEST_CASE("over maxmemory SWL.DECIDEALL refuses before its first write, so no ru
 }
 
 TEST_CASE("SWL.DECIDEALL's writes reach a replica as what they did, and its counted keys are declared for Cluster") {
-  RedisServer master({"--loadmodule", swl::test::modulePath()});
-  RedisServer replica(replicaArguments(master));
-  Pipeline on_master(master.port());
-  Pipeline on_replica(replica.port());
-  waitUntilInSync(on_master);
+  MasterAndReplica servers;
+  Pipeline& on_master = servers.on_master;
   std::int64_t now = 1700000000000000;
   for (int i = 0; i < 200; ++i) {
     now += i % 40 == 39 ? 2000000 : 1000 + i % 7;
@@ -269,12 +274,7 @@ TEST_CASE("SWL.DECIDEALL's writes reach a replica as what they did, and its coun
     call[6] = i % 5 ? "0" : "1";           // recording: refusals counted too, now and then
     on_master.command(call);
   }
-  REQUIRE(shown(on_master.command({"WAIT", "1", "10000"}).get()) == "1");
-  for (const char* key : {"x", "y"}) {
-    INFO(key);
-    CHECK(setOf(on_replica, key) == setOf(on_master, key));
-    CHECK(on_replica.command({"PEXPIRETIME", key})->integer == on_master.command({"PEXPIRETIME", key})->integer);
-  }
+  servers.checkReplicaHolds({"x", "y"});
   CHECK(setOf(on_master, "y").find('#') != std::string::npos);
   // COMMAND GETKEYS reads the keys as Cluster does: counted by the first argument.
   const OwnedReply keys = on_master.command({"COMMAND", "GETKEYS", "SWL.DECIDEALL", "2", "{u}a", "{u}b", "", "m", "0",
