@@ -26,6 +26,9 @@ inline constexpr std::int64_t kUnitsTrim = 8;
 inline constexpr std::size_t kLow = kUnitsTrim + 3;
 // Entries read at once where a search costs least (freedAfter).
 inline constexpr std::int64_t kNear = 16;
+// At most this many members are walked from a place in the set before asking Redis's command, which finds
+// a rank in O(log n) (module/sorted_set.hpp).
+inline constexpr std::int64_t kWalk = 32;
 // The first byte of a member says what it is.
 inline constexpr char kMarkByte = '!';
 inline constexpr char kBookkeepingByte = '#';

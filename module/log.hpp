@@ -54,7 +54,7 @@ class LogDecision {
     const Request& r = request_;
     const bool records = r.cost > 0;  // a cost of 0 peeks
     const std::int64_t start = r.now - r.window;
-    const std::int64_t live = set_.countAfter(start);
+    const std::int64_t live = liveAfter(start);
     if (r.redis_time) {
       if (std::optional<Answer> answer = fastPath(start, live, records)) return *answer;
     }
@@ -71,7 +71,7 @@ class LogDecision {
   // Phase one: whether this rule has room for its cost.
   bool open() {
     const std::int64_t start = request_.now - request_.window;
-    open(start, set_.countAfter(start));
+    open(start, liveAfter(start));
     return fits_;
   }
   // Phase two: `member` recorded at this rule's cost, or nothing.
@@ -111,8 +111,13 @@ class LogDecision {
     std::vector<std::pair<std::int64_t, std::string>> writes;
     std::vector<std::string> removals;
     std::vector<std::pair<std::int64_t, std::int64_t>> dropped;
-    std::vector<std::string> read;
+    std::vector<std::string> read;  // the entries the last search read, from number `read_from`
     std::int64_t read_from = 0;
+
+    // Where the window's entries start among the set's ranks: the bookkeeping member, then the `slid`
+    // entries at or before `start`. Entries near the window's start are walked to from there, where
+    // their ranks deep in a large set would take a ZRANGE.
+    SortedSet::RankHint windowStart() const { return {static_cast<double>(start), 1 + slid}; }
   };
 
   // The sums' `io` over a window of a set counted by units (the Lua's Window methods).
@@ -134,9 +139,9 @@ class LogDecision {
       const std::int64_t base = w_.book->oldest - 1;
       std::vector<std::int64_t> found;
       w_.read.clear();
-      for (Scored& entry : set_.byRank(first - base, last - base)) {
-        found.push_back(unitsOf(entry.member));
-        w_.read.push_back(std::move(entry.member));
+      for (std::string& entry : set_.membersByRank(first - base, last - base, w_.windowStart())) {
+        found.push_back(unitsOf(entry));
+        w_.read.push_back(std::move(entry));
       }
       w_.read_from = first;
       return found;
@@ -165,6 +170,17 @@ class LogDecision {
   std::optional<std::int64_t> redisMilliseconds() const {
     if (!request_.redis_time) return std::nullopt;
     return floorDiv(request_.now, 1000);
+  }
+
+  // The entries after `start`: the Lua's ZCOUNT key (start (2^53).
+  std::int64_t liveAfter(std::int64_t start) const {
+    return set_.countAfter(start, [this]() -> std::optional<std::int64_t> {
+      const std::vector<Scored> lowest = set_.lowest({}, 1);
+      if (lowest.empty()) return std::nullopt;
+      const std::optional<Book> book = bookkeepingOf(lowest[0].member);
+      if (!book) return std::nullopt;
+      return book->next - book->oldest;
+    });
   }
 
   static ScoreRange after(std::int64_t start) {
@@ -222,7 +238,7 @@ class LogDecision {
   std::int64_t oldestToLeave(std::int64_t held, std::int64_t cost, std::int64_t limit, std::int64_t start,
                              bool held_lie_after_start) const {
     const std::int64_t from_start = held + cost - limit;
-    if (held_lie_after_start && from_start >= 1 && from_start <= SortedSet::kWalk && from_start <= limit - cost + 1) {
+    if (held_lie_after_start && from_start >= 1 && from_start <= kWalk && from_start <= limit - cost + 1) {
       if (const std::optional<Scored> leaving = set_.lowestAt(after(start), from_start - 1)) {
         return static_cast<std::int64_t>(leaving->score);
       }
@@ -283,7 +299,7 @@ class LogDecision {
     }
     if (w.horizon && *w.horizon > start) {
       w.start = *w.horizon;
-      w.live = set_.countAfter(*w.horizon);
+      w.live = liveAfter(*w.horizon);
     }
     w.held = w.live;
     return w;
@@ -324,7 +340,7 @@ class LogDecision {
     }
     if (book.horizon > w.start) {
       w.start = book.horizon;
-      w.live = set_.countAfter(book.horizon);
+      w.live = liveAfter(book.horizon);
     }
     for (std::size_t i = from; i < low.size(); ++i) w.slid_read.push_back(unitsOf(low[i].member));
     w.slid = book.next - book.oldest - w.live;
@@ -463,11 +479,10 @@ class LogDecision {
   }
 
   // The first of `members` whose units, added in turn to `before`, bring the sum to `target`.
-  static std::optional<std::string> memberReaching(std::vector<Scored>& members, std::int64_t target,
-                                                   std::int64_t before) {
+  static std::optional<Scored> memberReaching(std::vector<Scored>& members, std::int64_t target, std::int64_t before) {
     for (Scored& found : members) {
       before += unitsOf(found.member);
-      if (before >= target) return std::move(found.member);
+      if (before >= target) return std::move(found);
     }
     return std::nullopt;
   }
@@ -476,10 +491,10 @@ class LogDecision {
   std::int64_t freedAfter(Window& w, std::int64_t needed) {
     const Book& book = *w.book;
     const std::int64_t entries = book.next - book.oldest;
-    std::optional<std::string> entry;
+    std::optional<Scored> entry;
     if (needed <= kNear) {
       const std::int64_t first = w.slid + 1;
-      std::vector<Scored> near = set_.byRank(first, std::min(first + kNear - 1, entries));
+      std::vector<Scored> near = set_.byRank(first, std::min(first + kNear - 1, entries), w.windowStart());
       entry = memberReaching(near, needed, 0);
     }
     const std::int64_t target = w.slid_units + needed;
@@ -493,10 +508,10 @@ class LogDecision {
       SumsIo io(set_, w);
       const auto found = searches::entryOfUnit(book, io, target);
       if (!found) throw CommandError("ERR swl: the log " + set_.name() + " holds fewer units than its sums say");
-      entry = w.read[static_cast<std::size_t>(found->number - w.read_from)];
+      const std::string& member = w.read[static_cast<std::size_t>(found->number - w.read_from)];
+      entry = Scored{member, set_.score(member).value_or(0)};
     }
-    const std::optional<double> score = set_.score(*entry);
-    return static_cast<std::int64_t>(score.value_or(0)) + w.window - request_.now;
+    return static_cast<std::int64_t>(entry->score) + w.window - request_.now;
   }
 
   // The answer (answerOf); `recorded` says whether phase two recorded an entry.

@@ -4,9 +4,10 @@
 // and the AOF hold exactly this set. Included by swl_native.cpp alone (redismodule.h defines its API's
 // pointers in the one file that includes it).
 //
-// Reads stay bounded as the Lua's are: a read walks at most kWalk members from either end of a range;
-// past that (a count over many entries that slid out, an entry deep inside a large set) it asks Redis's
-// own command through RedisModule_Call, which finds a rank in O(log n), as the Lua's redis.call does.
+// Reads stay bounded as the Lua's are: a read walks at most kWalk members from either end of a range, or
+// from a place the log knows the rank of (its window's start); past that (a count over many entries that
+// slid out, an entry deep inside a large set) it asks Redis's own command through RedisModule_Call, which
+// finds a rank in O(log n), as the Lua's redis.call does.
 
 #include "layout.hpp"
 
@@ -128,9 +129,6 @@ inline void freeSharedWords() {
 
 class SortedSet {
  public:
-  // At most this many members walked from either end of a range before asking Redis's command.
-  static constexpr std::int64_t kWalk = 32;
-
   // The set at key `name`; its writes pass `guard`, the command's one (a command of several keys writes
   // through several sets).
   SortedSet(RedisModuleCtx* ctx, RedisModuleString* name, MemoryGuard& guard)
@@ -166,15 +164,24 @@ class SortedSet {
     return callInteger("ZCOUNT", range);
   }
 
-  // The entries after `start` (ZCOUNT key (start (2^53): the set's size less the few members below and
+  // The entries after `start` (ZCOUNT key (start (2^53)): the set's size less the few members below and
   // above, walked. Only a set counted by units holds members above (its sums); in any other, Redis finds
-  // the range above empty from the highest member alone.
-  std::int64_t countAfter(std::int64_t start) const {
+  // the range above empty from the highest member alone. A few hundred weighted entries keep more sums
+  // than a walk passes: then `entries()`, when it knows how many entries the set holds (its bookkeeping
+  // says), gives them less the few at or before `start`. Entries have times above 0, where only the
+  // bookkeeping member lies below (checked: a mark at 0 or a time of 0 is counted by Redis's command).
+  template <class Entries>
+  std::int64_t countAfter(std::int64_t start, const Entries& entries) const {
     const std::int64_t below =
         countUpTo({REDISMODULE_NEGATIVE_INFINITE, static_cast<double>(start), false, false}, kWalk);
-    const std::int64_t above =
-        countUpTo({static_cast<double>(kTimesEnd), REDISMODULE_POSITIVE_INFINITE, false, false}, kWalk);
-    if (below <= kWalk && above <= kWalk) return size() - below - above;
+    if (below <= kWalk) {
+      const std::int64_t above =
+          countUpTo({static_cast<double>(kTimesEnd), REDISMODULE_POSITIVE_INFINITE, false, false}, kWalk);
+      if (above <= kWalk) return size() - below - above;
+      if (start > 0 && countUpTo({REDISMODULE_NEGATIVE_INFINITE, 0, false, false}, 1) == 1) {
+        if (const std::optional<std::int64_t> held = entries()) return *held - (below - 1);
+      }
+    }
     return count({static_cast<double>(start), static_cast<double>(kTimesEnd), true, true});
   }
 
@@ -216,22 +223,26 @@ class SortedSet {
     return found;
   }
 
-  // ZRANGE from to WITHSCORES, by rank (below 0: from the highest).
-  std::vector<Scored> byRank(std::int64_t from, std::int64_t to) const {
-    const std::int64_t members = size();
-    if (from < 0) from += members;
-    if (to < 0) to += members;
-    if (from < 0) from = 0;
-    if (to >= members) to = members - 1;
-    if (from > to) return {};
-    const ScoreRange all;
-    if (to < kWalk) return walk(all, from, to - from + 1, true);
-    if (members - 1 - from < kWalk) {  // near the highest: walked down to `from`, then turned round
-      std::vector<Scored> found = walk(all, members - 1 - to, to - from + 1, false);
-      std::reverse(found.begin(), found.end());
-      return found;
-    }
-    return callRange(from, to);
+  // Where ranks can also be walked to: the members scored at or below `score` are the `below` lowest
+  // (a log knows how many of its entries slid out of its window, and where the window starts).
+  struct RankHint {
+    double score = 0;
+    std::int64_t below = 0;
+  };
+
+  // ZRANGE from to WITHSCORES, by rank (below 0: from the highest). Walked when the ranks lie near either
+  // end, or near `hint`'s when one is given; asked of Redis's ZRANGE otherwise.
+  std::vector<Scored> byRank(std::int64_t from, std::int64_t to,
+                             const std::optional<RankHint>& hint = std::nullopt) const {
+    return byRank(from, to, hint, Scores::read);
+  }
+
+  // ZRANGE from to: the members alone. Where Redis's command is asked, it leaves the scores out: it
+  // would format each as text and this side read it back, which costs more than the rest of the read.
+  std::vector<std::string> membersByRank(std::int64_t from, std::int64_t to, const RankHint& hint) const {
+    std::vector<std::string> members;
+    for (Scored& found : byRank(from, to, hint, Scores::skipped)) members.push_back(std::move(found.member));
+    return members;
   }
 
   // Writes, each replicated as what it did ----------------------------------------------------------
@@ -395,6 +406,44 @@ class SortedSet {
     return found;
   }
 
+  // Whether a read by Redis's ZRANGE asks for the scores (WITHSCORES).
+  enum class Scores { read, skipped };
+
+  std::vector<Scored> byRank(std::int64_t from, std::int64_t to, const std::optional<RankHint>& hint,
+                             Scores scores) const {
+    const std::int64_t members = size();
+    if (from < 0) from += members;
+    if (to < 0) to += members;
+    if (from < 0) from = 0;
+    if (to >= members) to = members - 1;
+    if (from > to) return {};
+    const ScoreRange all;
+    if (to < kWalk) return walk(all, from, to - from + 1, true);
+    if (members - 1 - from < kWalk) return walkDown(all, members - 1 - to, to - from + 1);
+    if (hint) {
+      const ScoreRange at_or_below{REDISMODULE_NEGATIVE_INFINITE, hint->score, false, false};
+      const ScoreRange above{hint->score, REDISMODULE_POSITIVE_INFINITE, true, false};
+      const std::int64_t skipped_down = hint->below - 1 - to;  // from the highest at or below
+      const std::int64_t skipped_up = from - hint->below;      // from the lowest above
+      if (skipped_up >= 0 && skipped_up < kWalk) return walk(above, skipped_up, to - from + 1, true);
+      if (skipped_down >= 0 && skipped_down < kWalk) return walkDown(at_or_below, skipped_down, to - from + 1);
+      if (skipped_up < 0 && skipped_down < 0 && hint->below - from <= kWalk && to - hint->below < kWalk) {
+        std::vector<Scored> found = walkDown(at_or_below, 0, hint->below - from);
+        std::vector<Scored> rest = walk(above, 0, to - hint->below + 1, true);
+        std::move(rest.begin(), rest.end(), std::back_inserter(found));
+        return found;
+      }
+    }
+    return callRange(from, to, scores);
+  }
+
+  // walk() downward, the members then put lowest first.
+  std::vector<Scored> walkDown(const ScoreRange& range, std::int64_t skip, std::int64_t limit) const {
+    std::vector<Scored> found = walk(range, skip, limit, false);
+    std::reverse(found.begin(), found.end());
+    return found;
+  }
+
   std::int64_t callInteger(const char* command, const ScoreRange& range) const {
     const std::string min = rangeEnd(range.min, range.min_open);
     const std::string max = rangeEnd(range.max, range.max_open);
@@ -405,22 +454,26 @@ class SortedSet {
     return RedisModule_CallReplyInteger(reply.get());
   }
 
-  std::vector<Scored> callRange(std::int64_t from, std::int64_t to) const {
-    const Reply reply(RedisModule_Call(ctx_, "ZRANGE", "sllc", name_, static_cast<long long>(from),
-                                       static_cast<long long>(to), "WITHSCORES"));
+  // ZRANGE from to [WITHSCORES]; each score 0 when `scores` skips them.
+  std::vector<Scored> callRange(std::int64_t from, std::int64_t to, Scores scores) const {
+    const bool with_scores = scores == Scores::read;
+    const Reply reply(with_scores ? RedisModule_Call(ctx_, "ZRANGE", "sllc", name_, static_cast<long long>(from),
+                                                     static_cast<long long>(to), "WITHSCORES")
+                                  : RedisModule_Call(ctx_, "ZRANGE", "sll", name_, static_cast<long long>(from),
+                                                     static_cast<long long>(to)));
     if (!reply || RedisModule_CallReplyType(reply.get()) != REDISMODULE_REPLY_ARRAY) {
       throw CommandError("ERR swl: ZRANGE failed inside the module");
     }
+    const auto text = [&reply](std::size_t at) {
+      std::size_t length = 0;
+      const char* bytes = RedisModule_CallReplyStringPtr(RedisModule_CallReplyArrayElement(reply.get(), at), &length);
+      return std::string(bytes, length);
+    };
     std::vector<Scored> found;
     const std::size_t length = RedisModule_CallReplyLength(reply.get());
-    for (std::size_t i = 0; i + 1 < length; i += 2) {
-      std::size_t member_length = 0;
-      std::size_t score_length = 0;
-      const char* member =
-          RedisModule_CallReplyStringPtr(RedisModule_CallReplyArrayElement(reply.get(), i), &member_length);
-      const char* score =
-          RedisModule_CallReplyStringPtr(RedisModule_CallReplyArrayElement(reply.get(), i + 1), &score_length);
-      found.push_back({std::string(member, member_length), std::stod(std::string(score, score_length))});
+    const std::size_t step = with_scores ? 2 : 1;
+    for (std::size_t i = 0; i + step - 1 < length; i += step) {
+      found.push_back({text(i), with_scores ? std::stod(text(i + 1)) : 0});
     }
     return found;
   }

@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "../module/layout.hpp"
 #include "support/log_traces.hpp"
 #include "support/raw_redis.hpp"
 #include "support/redis_server.hpp"
@@ -178,4 +179,82 @@ TEST_CASE("the module answers as the script does and leaves the same set, on ran
         reached.settles, reached.leases, reached.units_sets}) {
     CHECK(count > 0);
   }
+}
+
+// The module walks to a rank near the window's start, and counts a set's entries from its bookkeeping,
+// where the reads above would ask Redis's ZRANGE or ZCOUNT (module/sorted_set.hpp): both matter only in sets
+// of hundreds of members, which the traces above seldom build. Here every trace fills a window of 300 to
+// 4,000 units, then lets parts of it slide out while it decides, so that the window's start lies deep
+// inside the set, and weighted entries keep more sums than a walk passes.
+TEST_CASE("the module answers as the script does on windows of hundreds of entries read deep inside") {
+  RedisServer server({"--loadmodule", swl::test::modulePath()});
+  Pipeline redis(server.port());
+  const LogScripts scripts(redis);
+  Chances random;
+  const std::int64_t steps_wanted = swl::test::wanted("SWL_MODULE_DECISIONS", 100000) / 25;
+  const std::string kTtl = "600000";
+  const std::string times_end = std::to_string(swl::native::kTimesEnd);  // entries below, sums above
+  // How often each situation came up.
+  std::int64_t steps = 0, traces = 0, admitted = 0, refused = 0, weighted = 0, deep_start = 0, many_sums = 0,
+               units_sets = 0;
+  while (steps < steps_wanted) {
+    ++traces;
+    const std::string by_script = "script:deep:" + std::to_string(traces);
+    const std::string by_module = "module:deep:" + std::to_string(traces);
+    const std::int64_t window = random.chance(50) ? 1000000 : 60000000;
+    // The kinds in turn: weighted entries enough to keep more sums than a walk passes (entries of 1 or 2
+    // units, 16 to a sum); some weighted; one unit each.
+    const std::int64_t kind = traces % 3;
+    const std::int64_t limit = kind == 0 ? random.between(1200, 2000) : random.between(300, 1200);
+    const int weighted_percent = kind == 0 ? 100 : kind == 1 ? 50 : 0;
+    const std::int64_t filled = kind == 0 ? limit * 2 / 3 : limit;  // about the steps the burst takes
+    const std::int64_t trace_steps = filled + random.between(100, 300);
+    const std::int64_t burst_start = 1700000000000000 + traces * 10000000000;
+    std::int64_t now = burst_start;
+    for (std::int64_t step = 0; step < trace_steps && steps < steps_wanted; ++step, ++steps) {
+      // A burst fills the window; then the clock jumps to where part of the burst slid out, and on by
+      // sixteenths of the window now and then.
+      if (step == filled) {
+        now = burst_start + window + random.between(0, now - burst_start);
+      } else if (step > filled && random.chance(2)) {
+        now += random.between(0, window / 16);
+      } else {
+        now += random.between(0, window / (4 * limit) + 1);
+      }
+      LogArguments arguments{window, limit, 1, std::to_string(now), "m:" + std::to_string(step), kTtl, false};
+      if (random.chance(weighted_percent)) {
+        // Large costs only once the burst is in: before, one would fill the window.
+        const bool large = step > filled && random.chance(10);
+        arguments.cost = large ? random.between(1, limit) : random.between(1, kind == 0 ? 2 : 4);
+      }
+      if (random.chance(3)) arguments.cost = 0;
+      arguments.count_rejected = random.chance(10);
+      const std::string start = std::to_string(now - window);
+      redis.send({"ZCOUNT", by_module, "(0", start});
+      redis.send({"ZCOUNT", by_module, "(" + start, "(" + times_end});
+      redis.send({"ZCOUNT", by_module, times_end, "+inf"});
+      const std::vector<std::string> call = swl::test::sendStep(redis, swl::test::logCall(scripts.decide, arguments),
+                                                                by_script, by_module, !random.chance(10));
+      const OwnedReply slid = redis.receive(), live = redis.receive(), sums = redis.receive();
+      const StepReplies replies(redis);
+      if (!replies.agree()) {
+        FAIL("trace " << traces << ": " << swl::test::describedCall(call, scripts) << "\n  " << replies.disagreement());
+      }
+      deep_start += slid->integer > swl::native::kWalk && live->integer > swl::native::kWalk ? 1 : 0;
+      many_sums += sums->integer > swl::native::kWalk ? 1 : 0;
+      weighted += arguments.cost > 1 ? 1 : 0;
+      if (arguments.cost > 0) (replies.admitted() ? admitted : refused) += 1;
+    }
+    const OwnedReply first = redis.command({"ZRANGE", by_module, "0", "0"});
+    if (first->elements == 1 && first->element[0]->len > 0 && first->element[0]->str[0] == '#') ++units_sets;
+    redis.command({"DEL", by_script, by_module});
+  }
+  std::printf(
+      "module vs script, deep windows: %lld steps in %lld traces; %lld admitted, %lld refused, %lld weighted; %lld "
+      "calls with more entries than a walk passes on either side of the window's start, %lld on sets with more "
+      "sums than a walk passes; %lld traces ended counted by units\n",
+      static_cast<long long>(steps), static_cast<long long>(traces), static_cast<long long>(admitted),
+      static_cast<long long>(refused), static_cast<long long>(weighted), static_cast<long long>(deep_start),
+      static_cast<long long>(many_sums), static_cast<long long>(units_sets));
+  for (const std::int64_t count : {admitted, refused, weighted, deep_start, many_sums, units_sets}) CHECK(count > 0);
 }
