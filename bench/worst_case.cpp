@@ -3,7 +3,7 @@
 // the server spent executing that one EVALSHA), reported as the median and the maximum over the
 // scenario's calls and as their ratios to a cost-1 admitted decision of the same run.
 //
-//   build-bench/bench/worst_case [largest window in entries = 100000]
+//   build-bench/bench/worst_case [largest window in entries = 100000] [module]
 //
 // Windows of 10^3 to the largest number of entries (10^5 by default) are built through the limiters
 // themselves (pipelined batches) on a manual clock, so every run sees the same sets. The baseline is
@@ -14,7 +14,7 @@
 // Where the module is built (module/, -DSWL_MODULE_SOURCE), a second table: the log's decisions again on
 // a server that loaded it, so that the library sends them as SWL.DECIDE, against the module's own cost-1
 // decision (issue 53: its worst call within 5x of one of its decisions). Settles, leases and the other
-// algorithms stay scripts, measured in the first table.
+// algorithms stay scripts, measured in the first table. `module` prints the second table alone.
 
 #include <swl/swl.hpp>
 
@@ -510,7 +510,8 @@ class Bench {
 
 int main(int argc, char** argv) try {
   const long largest = argc > 1 ? std::stol(argv[1]) : 100'000;
-  Bench(largest, "").run();
+  const bool module_alone = argc > 2 && std::string(argv[2]) == "module";
+  if (!module_alone) Bench(largest, "").run();
   const char* named = std::getenv("SWL_NATIVE_MODULE");
   const std::string module = named ? named : SWL_NATIVE_MODULE;
   if (module.empty()) {
