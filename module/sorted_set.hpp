@@ -292,19 +292,24 @@ class SortedSet {
   }
   void remove(std::initializer_list<std::string_view> members) { remove<decltype(members)>(members); }
 
-  // ZREMRANGEBYRANK key first last, for ranks counted from the lowest member (first >= 0), few of them.
+  // ZREMRANGEBYRANK key first last and ZREMRANGEBYSCORE key min max: Redis's own commands, replicated as
+  // they are (as the Lua's are), where reading each member to remove it and name it to the replicas costs
+  // more. A decision removes only after it has written, so that the set never empties under the key
+  // this one holds open.
   void removeByRank(std::int64_t first, std::int64_t last) {
     if (last < first) return;
-    std::vector<std::string> doomed;
-    for (Scored& found : byRank(first, last)) doomed.push_back(std::move(found.member));
-    remove(doomed);
+    guard_.beforeWrite(false);
+    const Reply reply(RedisModule_Call(ctx_, "ZREMRANGEBYRANK", "!sll", name_, static_cast<long long>(first),
+                                       static_cast<long long>(last)));
+    expectInteger(reply, "ZREMRANGEBYRANK");
   }
-
-  // ZREMRANGEBYSCORE over `range`, which holds few members (the callers count them first).
   void removeByScore(const ScoreRange& range) {
-    std::vector<std::string> doomed;
-    for (Scored& found : lowest(range, -1)) doomed.push_back(std::move(found.member));
-    remove(doomed);
+    guard_.beforeWrite(false);
+    const std::string min = rangeEnd(range.min, range.min_open);
+    const std::string max = rangeEnd(range.max, range.max_open);
+    const Reply reply(
+        RedisModule_Call(ctx_, "ZREMRANGEBYSCORE", "!sbb", name_, min.data(), min.size(), max.data(), max.size()));
+    expectInteger(reply, "ZREMRANGEBYSCORE");
   }
 
   // PEXPIRE ttl, replicated as the PEXPIREAT it sets (as Redis replicates a script's PEXPIRE). `now`, when
@@ -448,6 +453,11 @@ class SortedSet {
     const std::string min = rangeEnd(range.min, range.min_open);
     const std::string max = rangeEnd(range.max, range.max_open);
     const Reply reply(RedisModule_Call(ctx_, command, "sbb", name_, min.data(), min.size(), max.data(), max.size()));
+    return expectInteger(reply, command);
+  }
+
+  // The integer Redis's `command` answered.
+  static std::int64_t expectInteger(const Reply& reply, const char* command) {
     if (!reply || RedisModule_CallReplyType(reply.get()) != REDISMODULE_REPLY_INTEGER) {
       throw CommandError(std::string("ERR swl: ") + command + " failed inside the module");
     }
