@@ -44,7 +44,10 @@ module_header_tree() {
 # further redis-server arguments given after the work directory. Sets REDIS_PORT and REDIS_PID, and
 # remembers the pid: stop_private_redis stops every server started this way and no other process.
 # Ports stay below 55536, so a cluster node's bus port (port + 10000) is a valid port too.
+# REDIS_LAUNCHER, when set, names a program the server runs under (bench/native_instructions.sh: valgrind), which
+# then gets 30 s to answer instead of 5.
 REDIS_PIDS=()
+REDIS_LAUNCHER=()
 start_private_redis() {
   local workdir=$1 attempt port
   shift
@@ -53,11 +56,11 @@ start_private_redis() {
     # something listens there, or on the cluster bus port beside it, already
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue
     (exec 3<>"/dev/tcp/127.0.0.1/$((port + 10000))") 2>/dev/null && continue
-    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+    "${REDIS_LAUNCHER[@]}" redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
       --logfile "$workdir/redis-$port.log" --dir "$workdir" "$@" >/dev/null &
     REDIS_PID=$!
     REDIS_PIDS+=("$REDIS_PID")
-    for _ in $(seq 100); do
+    for _ in $(seq $((${#REDIS_LAUNCHER[@]} > 0 ? 600 : 100))); do
       if redis-cli -p "$port" ping 2>/dev/null | grep -q PONG; then
         REDIS_PORT=$port
         return 0
