@@ -146,6 +146,12 @@ struct StepReplies {
   OwnedReply script_answer, module_answer, script_set, module_set;
 };
 
+// Whether the log at `key` is counted by units: its lowest member is the bookkeeping member ('#').
+inline bool countedByUnits(Pipeline& redis, const std::string& key) {
+  const OwnedReply first = redis.command({"ZRANGE", key, "0", "0"});
+  return first->elements == 1 && first->element[0]->len > 0 && first->element[0]->str[0] == '#';
+}
+
 // A call as a failure's message prints it, each script's SHA-1 by the script's name.
 inline std::string describedCall(const std::vector<std::string>& call, const LogScripts& scripts) {
   std::string words;
