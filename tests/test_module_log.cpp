@@ -195,7 +195,7 @@ TEST_CASE("the module answers as the script does on windows of hundreds of entri
   const std::string times_end = std::to_string(swl::native::kTimesEnd);  // entries below, sums above
   // How often each situation came up.
   std::int64_t steps = 0, traces = 0, admitted = 0, refused = 0, weighted = 0, deep_start = 0, many_sums = 0,
-               units_sets = 0;
+               units_sets = 0, settles = 0, leases = 0;
   while (steps < steps_wanted) {
     ++traces;
     const std::string by_script = "script:deep:" + std::to_string(traces);
@@ -210,6 +210,7 @@ TEST_CASE("the module answers as the script does on windows of hundreds of entri
     const std::int64_t trace_steps = filled + random.between(100, 300);
     const std::int64_t burst_start = 1700000000000000 + traces * 10000000000;
     std::int64_t now = burst_start;
+    std::vector<std::pair<std::string, std::int64_t>> recorded;  // members sent with a cost, with it
     for (std::int64_t step = 0; step < trace_steps && steps < steps_wanted; ++step, ++steps) {
       // A burst fills the window; then the clock jumps to where part of the burst slid out, and on by
       // sixteenths of the window now and then.
@@ -221,24 +222,49 @@ TEST_CASE("the module answers as the script does on windows of hundreds of entri
         now += random.between(0, window / (4 * limit) + 1);
       }
       LogArguments arguments{window, limit, 1, std::to_string(now), "m:" + std::to_string(step), kTtl, false};
-      if (random.chance(weighted_percent)) {
-        // Large costs only once the burst is in: before, one would fill the window.
-        const bool large = step > filled && random.chance(10);
-        arguments.cost = large ? random.between(1, limit) : random.between(1, kind == 0 ? 2 : 4);
+      // Now and then, on weighted windows, a reservation settled or a lease, by the script on both keys: a
+      // settled entry is still an entry, and a lease's lies ahead of the clock, both of which the count
+      // from the bookkeeping must hold to. (Windows of one unit each stay so: counted by entries, they keep
+      // their slid entries longest.)
+      std::vector<std::string> script_call;
+      const std::int64_t other = weighted_percent > 0 ? random.between(0, 99) : 100;
+      if (other < 3 && !recorded.empty()) {
+        const auto& [member, cost] = random.anyOf(recorded);
+        arguments.cost = random.between(0, cost + 3);
+        arguments.member = member;
+        script_call = swl::test::settleCall(scripts, arguments, cost);
+        ++settles;
+      } else if (other < 5) {
+        arguments.cost = random.between(1, 4);
+        arguments.member = "lease:" + std::to_string(step);
+        script_call = swl::test::leaseCall(scripts, arguments, random.between(arguments.cost, 8),
+                                           random.between(1, window / 4 + 1));
+        ++leases;
       }
-      if (random.chance(3)) arguments.cost = 0;
-      arguments.count_rejected = random.chance(10);
+      if (script_call.empty()) {
+        if (random.chance(weighted_percent)) {
+          // Large costs only once the burst is in: before, one would fill the window.
+          const bool large = step > filled && random.chance(10);
+          arguments.cost = large ? random.between(1, limit) : random.between(1, kind == 0 ? 2 : 4);
+        }
+        if (random.chance(3)) arguments.cost = 0;
+        arguments.count_rejected = random.chance(10);
+        if (arguments.cost > 0) recorded.emplace_back(arguments.member, arguments.cost);
+      }
       const std::string start = std::to_string(now - window);
       redis.send({"ZCOUNT", by_module, "(0", start});
       redis.send({"ZCOUNT", by_module, "(" + start, "(" + times_end});
       redis.send({"ZCOUNT", by_module, times_end, "+inf"});
-      const std::vector<std::string> call = swl::test::sendStep(redis, swl::test::logCall(scripts.decide, arguments),
-                                                                by_script, by_module, !random.chance(10));
+      const bool decision = script_call.empty();
+      const std::vector<std::string> call =
+          swl::test::sendStep(redis, decision ? swl::test::logCall(scripts.decide, arguments) : std::move(script_call),
+                              by_script, by_module, decision && !random.chance(10));
       const OwnedReply slid = redis.receive(), live = redis.receive(), sums = redis.receive();
       const StepReplies replies(redis);
       if (!replies.agree()) {
         FAIL("trace " << traces << ": " << swl::test::describedCall(call, scripts) << "\n  " << replies.disagreement());
       }
+      if (!decision) continue;
       deep_start += slid->integer > swl::native::kWalk && live->integer > swl::native::kWalk ? 1 : 0;
       many_sums += sums->integer > swl::native::kWalk ? 1 : 0;
       weighted += arguments.cost > 1 ? 1 : 0;
@@ -250,9 +276,12 @@ TEST_CASE("the module answers as the script does on windows of hundreds of entri
   std::printf(
       "module vs script, deep windows: %lld steps in %lld traces; %lld admitted, %lld refused, %lld weighted; %lld "
       "calls with more entries than a walk passes on either side of the window's start, %lld on sets with more "
-      "sums than a walk passes; %lld traces ended counted by units\n",
+      "sums than a walk passes; %lld settles, %lld leases; %lld traces ended counted by units\n",
       static_cast<long long>(steps), static_cast<long long>(traces), static_cast<long long>(admitted),
       static_cast<long long>(refused), static_cast<long long>(weighted), static_cast<long long>(deep_start),
-      static_cast<long long>(many_sums), static_cast<long long>(units_sets));
-  for (const std::int64_t count : {admitted, refused, weighted, deep_start, many_sums, units_sets}) CHECK(count > 0);
+      static_cast<long long>(many_sums), static_cast<long long>(settles), static_cast<long long>(leases),
+      static_cast<long long>(units_sets));
+  for (const std::int64_t count : {admitted, refused, weighted, deep_start, many_sums, settles, leases, units_sets}) {
+    CHECK(count > 0);
+  }
 }
