@@ -64,7 +64,7 @@ calls = int(sys.argv[2])
 def instructions(profile, inclusive):
     text = subprocess.run(["callgrind_annotate", "--inclusive=" + inclusive, profile],
                           capture_output=True, text=True, check=True).stdout
-    pattern = r"^\s*([\d,]+) .*PROGRAM TOTALS" if inclusive == "no" else r"^\s*([\d,]+) \([^)]*\)\s+\?\?\?:call \["
+    pattern = r"^\s*([\d,]+) .*PROGRAM TOTALS" if inclusive == "no" else r"^\s*([\d,]+) \([^)]*\)\s+[^\s:]*:call \["
     return int(re.search(pattern, text, re.M).group(1).replace(",", ""))
 rows = {}
 for line in open(sys.argv[1]):
