@@ -44,8 +44,8 @@ module_header_tree() {
 # further redis-server arguments given after the work directory. Sets REDIS_PORT and REDIS_PID, and
 # remembers the pid: stop_private_redis stops every server started this way and no other process.
 # Ports stay below 55536, so a cluster node's bus port (port + 10000) is a valid port too.
-# REDIS_LAUNCHER, when set, names a program the server runs under (bench/native_instructions.sh: valgrind), which
-# then gets 30 s to answer instead of 5.
+# REDIS_LAUNCHER, when set, names a program the server runs under (bench/native_instructions.sh:
+# valgrind), which then gets 30 s to answer instead of 5.
 REDIS_PIDS=()
 REDIS_LAUNCHER=()
 start_private_redis() {

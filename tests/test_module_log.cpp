@@ -183,7 +183,7 @@ TEST_CASE("the module answers as the script does and leaves the same set, on ran
 // The module walks to a rank near the window's start, and counts a set's entries from its bookkeeping,
 // where the reads above would ask Redis's ZRANGE or ZCOUNT (module/sorted_set.hpp): both matter only in sets
 // of hundreds of members, which the traces above seldom build. Here every trace fills a window of 300 to
-// 4,000 units, then lets parts of it slide out while it decides, so that the window's start lies deep
+// 2,000 units, then lets parts of it slide out while it decides, so that the window's start lies deep
 // inside the set, and weighted entries keep more sums than a walk passes.
 TEST_CASE("the module answers as the script does on windows of hundreds of entries read deep inside") {
   RedisServer server({"--loadmodule", swl::test::modulePath()});
