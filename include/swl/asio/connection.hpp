@@ -38,10 +38,9 @@
 namespace swl {
 
 /// One hiredis async context on an Asio executor (asio/connection.hpp says how it times calls out and
-/// reconnects). A handle, movable. Destroying it closes the connection: the calls in flight end with a
-/// ConnectionError. Like every Asio I/O object it goes before its io_context; an io_context destroyed
-/// first (or shut down) ends the calls still in flight without running their handlers, and frees the
-/// connection.
+/// reconnects). A handle, movable. Destroying it closes the connection (close()). Like every Asio I/O
+/// object it goes before its io_context; an io_context destroyed first (or shut down) ends the calls still
+/// in flight without running their handlers, and frees the connection.
 class AsioConnection {
  public:
   /// The strand every call's work runs on.
@@ -74,8 +73,9 @@ class AsioConnection {
   ~AsioConnection() { close(); }
 
   /// Closes the connection for good, from any thread: the calls in flight end with a ConnectionError,
-  /// and so do later ones, the calls of limiters made over it afterwards included. The handle stays
-  /// valid.
+  /// and so do later ones, the calls of limiters made over it afterwards included; each gets its failure
+  /// policy's answer (under FailurePolicy::deny at its deadline, before which Redis might still run it).
+  /// The handle stays valid.
   void close() {
     if (!session_) return;
     asio::dispatch(session_->strand(), [session = session_] { session->close(); });

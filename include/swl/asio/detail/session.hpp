@@ -92,12 +92,15 @@ class AsioSession : public AsyncCalls<AsioSession, AsioCallTerms>, public std::e
     }
   }
 
-  // For good: the calls in flight end with a ConnectionError, and later ones too.
+  // For good: the calls in flight end with a ConnectionError, and later ones too. A call that carried its
+  // deadline to Redis is answered at that deadline (AsyncCalls::answer holds it): the timer stays for
+  // those, and only for those, so that an io_context with nothing else to do is let go.
   void close() {
     if (closed_) return;
     closed_ = true;
-    deadline_timer_.cancel();
     if (context_ != nullptr) drop(context_, std::make_exception_ptr(ConnectionError(closedMessage())));
+    stopTimer();
+    if (!held_.empty()) watchDeadline(earliestHeld());
   }
 
   // The context it runs on shuts down (or the session goes): nothing of the context will run again, so
@@ -105,8 +108,8 @@ class AsioSession : public AsyncCalls<AsioSession, AsioCallTerms>, public std::e
   // destroyed with its handler, unrun.
   void shutdown() {
     tearing_down_ = true;
-    close();
     forgetHeld();
+    close();
   }
 
  private:
@@ -146,6 +149,12 @@ class AsioSession : public AsyncCalls<AsioSession, AsioCallTerms>, public std::e
       session->timer_armed_ = false;
       session->endOverdue();
     });
+  }
+
+  // The wait ends without running endOverdue(); the next watchDeadline() arms it afresh.
+  void stopTimer() {
+    timer_armed_ = false;
+    deadline_timer_.cancel();
   }
 
   // How long past a call's deadline its reply may still come. A server that lets that pass without

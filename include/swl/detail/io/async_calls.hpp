@@ -171,6 +171,12 @@ class AsyncCalls {
     for (Held& each : due) each.done(ReplyView(), each.error);
   }
 
+  // When the first held failure is due; held_ is not empty.
+  Time earliestHeld() const {
+    return std::min_element(held_.begin(), held_.end(), [](const Held& a, const Held& b) { return a.until < b.until; })
+        ->until;
+  }
+
   // Every held failure, answered now (the owner is going away).
   void releaseAllHeld() {
     std::vector<Held> all;
@@ -255,11 +261,6 @@ class AsyncCalls {
     formatNative(native_, pending.command, pending.native_head, pending.native_rest_at,
                  pending.script->nativeCommand());
     return native_;
-  }
-
-  Time earliestHeld() const {
-    return std::min_element(held_.begin(), held_.end(), [](const Held& a, const Held& b) { return a.until < b.until; })
-        ->until;
   }
 
   // The deadline of `pending`, written into it on Redis's clock; none while the clock is not known.
