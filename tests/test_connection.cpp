@@ -98,7 +98,9 @@ TEST_CASE("after a failed connect, commands fail fast until the breaker's cool-d
   CHECK_NOTHROW(eager.ping());
 }
 
-TEST_CASE("a server-side disconnect is noticed before the next command, which goes out on a new connection") {
+TEST_CASE(
+    "a server-side disconnect of an idle connection is noticed before the next command, which goes out on a new "
+    "connection") {
   RedisServer server;
   auto connection = server.connect(failFast());
   swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{10, 60s});
@@ -106,10 +108,46 @@ TEST_CASE("a server-side disconnect is noticed before the next command, which go
 
   auto admin = server.connect();
   CHECK(integerReply(admin, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"}) >= 1);
+  swl::test::idlePastCheck();
   swl::Decision after_kill = limiter.tryAcquire("k");
   CHECK(after_kill.tier == swl::Tier::redis);
   CHECK(after_kill.remaining == 8);
   CHECK(logEntries(admin, "swl:k") == 2);  // nothing counted twice
+}
+
+TEST_CASE(
+    "a busy connection sends without asking first: one the server closed since its last answer fails the next "
+    "call, which it never sends again, and the call after connects afresh") {
+  RedisServer server;
+  swl::ConnectionOptions busy = failFast();
+  busy.idle_check_after = 1h;  // however slowly this machine runs the test, the connection counts as busy
+  auto connection = server.connect(busy);
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{10, 60s});
+  CHECK(limiter.tryAcquire("k").remaining == 9);
+
+  auto admin = server.connect();
+  CHECK(integerReply(admin, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"}) >= 1);
+  CHECK_THROWS_AS(limiter.tryAcquire("k"), swl::ConnectionError);
+  CHECK_FALSE(connection.isConnected());
+  const swl::Decision after = limiter.tryAcquire("k");
+  CHECK(after.tier == swl::Tier::redis);
+  CHECK(after.remaining == 8);
+  CHECK(logEntries(admin, "swl:k") == 2);  // the failed call reached no one
+}
+
+TEST_CASE("idle_check_after 0 asks before every command: a connection killed just after a call is replaced first") {
+  RedisServer server;
+  swl::ConnectionOptions always = failFast();
+  always.idle_check_after = 0ms;
+  auto connection = server.connect(always);
+  swl::SlidingWindowLimiter<> limiter(connection, swl::Limit{10, 60s});
+  auto admin = server.connect();
+  for (int i = 0; i < 3; ++i) {
+    CHECK(limiter.tryAcquire("k").tier == swl::Tier::redis);
+    CHECK(integerReply(admin, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"}) >= 1);
+  }
+  CHECK(limiter.tryAcquire("k").remaining == 6);
+  CHECK(logEntries(admin, "swl:k") == 4);
 }
 
 TEST_CASE("a frozen server makes a command fail with a TimeoutError, and the connection recovers after") {
@@ -293,6 +331,7 @@ TEST_CASE("SELECT puts the limiter's keys in the chosen database, after every re
   limiter.tryAcquire("k");
   auto admin = server.connect();
   CHECK(integerReply(admin, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"}) >= 1);
+  swl::test::idlePastCheck();
   limiter.tryAcquire("k");
   CHECK(integerReply(admin, {"DBSIZE"}) == 0);
   textReply(admin, {"SELECT", "3"});
@@ -320,6 +359,7 @@ TEST_CASE("an adopted context is used and owned, and once it breaks it is not re
 
   auto admin = server.connect();
   integerReply(admin, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+  swl::test::idlePastCheck();
   CHECK_THROWS_WITH(limiter.tryAcquire("k"), Catch::Contains("cannot remake"));
 }
 
@@ -336,6 +376,7 @@ TEST_CASE("an adopted context factory is called again for every reconnect") {
   CHECK(limiter.tryAcquire("k").remaining == 4);
   auto admin = server.connect();
   integerReply(admin, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+  swl::test::idlePastCheck(failFast());
   CHECK(limiter.tryAcquire("k").remaining == 3);
   CHECK(contexts_made == 2);
   CHECK(connection.endpoint() == "my tls redis");
@@ -350,6 +391,9 @@ TEST_CASE("bad connection settings are refused with a named reason") {
   swl::ConnectionOptions negative;
   negative.command_timeout = -1ms;
   CHECK_THROWS_AS(swl::Connection::tcp("127.0.0.1", 6379, negative), swl::InvalidArgument);
+  swl::ConnectionOptions never_idle;
+  never_idle.idle_check_after = -1ms;
+  CHECK_THROWS_WITH(swl::Connection::tcp("127.0.0.1", 6379, never_idle), Catch::Contains("idle_check_after"));
   swl::ConnectionOptions user_only;
   user_only.user = "limiter";
   CHECK_THROWS_WITH(swl::Connection::tcp("127.0.0.1", 6379, user_only), Catch::Contains("without a password"));

@@ -124,6 +124,7 @@ TEST_CASE("a pooled connection killed by the server is replaced, not used again"
   }
   auto observer = server.connect();
   CHECK(integerReply(observer, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"}) == 2);
+  swl::test::idlePastCheck();
 
   for (int i = 0; i < 5; ++i) CHECK(limiter.tryAcquire("k").tier == swl::Tier::redis);
   auto first = pool.borrow(), second = pool.borrow();

@@ -123,17 +123,20 @@ TEST_CASE("connections killed by the server are reopened by the next call, and n
 
   for (int i = 0; i < 10; ++i) {
     CHECK(integerReply(admin, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"}) >= (i == 0 ? 0 : 1));
+    swl::test::idlePastCheck();
     const swl::Decision decision = limiter.tryAcquire("k");
     REQUIRE(decision.allowed);
     CHECK(decision.tier == swl::Tier::redis);
     CHECK(decision.remaining == 9 - i);
   }
   integerReply(admin, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+  swl::test::idlePastCheck();
   CHECK_FALSE(limiter.tryAcquire("k").allowed);
   CHECK(logEntries(admin, "swl:k") == 10);  // one entry per admission, none twice
 
   // A batch goes out on a fresh connection as well.
   integerReply(admin, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+  swl::test::idlePastCheck();
   const std::vector<swl::Outcome> batch = limiter.tryAcquireMany({{"a", 1}, {"b", 1}});
   CHECK(batch[0].value().allowed);
   CHECK(batch[1].value().allowed);
@@ -149,6 +152,7 @@ TEST_CASE("a Redis restarted empty, script cache included, is used again by the 
 
   server.stop();
   server.start();  // same port, nothing in it
+  swl::test::idlePastCheck();
   const swl::Decision after = limiter.tryAcquire("k");
   CHECK(after.allowed);  // the window was lost with the data: a fresh one starts
   CHECK(after.tier == swl::Tier::redis);

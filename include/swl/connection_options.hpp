@@ -86,6 +86,14 @@ struct ConnectionOptions {
   /// (CircuitOpenError, which the failure policy answers) for this long; then one call at a time probes
   /// it, and the first answer closes the circuit. 0 turns the breaker off: every call may try.
   std::chrono::milliseconds breaker_cooldown{250};
+  /// A blocking connection left unused this long asks its socket, before its next command, whether the
+  /// server has closed it meanwhile (a restart, CLIENT KILL, the server's `timeout`): one non-blocking
+  /// peek, and the command goes out on a fresh connection instead of failing. A connection answered more
+  /// recently sends at once, as a busy one should: one the server closed since then fails the command
+  /// that finds it (a ConnectionError, which the failure policy answers; it is never sent again), and the
+  /// next command connects afresh. 0 peeks before every command. (Redis's `timeout` is whole seconds, so
+  /// the default never meets it; event-loop connections hear of a close from their loop and never peek.)
+  std::chrono::milliseconds idle_check_after{100};
   /// Replicas that must acknowledge each call's writes (WAIT) before its answer is trusted; 0 (the default)
   /// does not wait. With 1, a decision Redis admitted survives a failover to that replica; a call whose
   /// write no replica acknowledged within half the command timeout fails with TimeoutError.

@@ -37,6 +37,13 @@ inline swl::ConnectionOptions patient() {
   return options;
 }
 
+// Waits until a blocking connection that answered just now has been idle past `options`'
+// idle_check_after: its next command then first asks whether the server closed it (a connection answered
+// more recently sends at once, and fails the call that finds it closed).
+inline void idlePastCheck(const swl::ConnectionOptions& options = {}) {
+  std::this_thread::sleep_for(options.idle_check_after + std::chrono::milliseconds(20));
+}
+
 class RedisServer {
  public:
   explicit RedisServer(std::vector<std::string> extra_arguments = {})

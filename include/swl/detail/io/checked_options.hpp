@@ -12,8 +12,9 @@ namespace swl::detail {
 
 inline const ConnectionOptions& checkedOptions(const ConnectionOptions& options) {
   if (options.connect_timeout.count() < 0 || options.command_timeout.count() < 0 ||
-      options.breaker_cooldown.count() < 0) {
-    throw InvalidArgument("swl::ConnectionOptions: timeouts and breaker_cooldown must not be negative");
+      options.breaker_cooldown.count() < 0 || options.idle_check_after.count() < 0) {
+    throw InvalidArgument(
+        "swl::ConnectionOptions: timeouts, breaker_cooldown and idle_check_after must not be negative");
   }
   if (options.db < 0)
     throw InvalidArgument("swl::ConnectionOptions: db " + std::to_string(options.db) + " is negative");

@@ -197,7 +197,7 @@ class Link {
       if (!context_ || redisGetReply(context_.get(), &reply) != REDIS_OK || reply == nullptr) {
         broke("waiting for pipelined replies");
       }
-      breaker_->recordSuccess();
+      answered();
       try {
         on_reply(i, Reply(static_cast<redisReply*>(reply)));
       } catch (...) {
@@ -237,7 +237,8 @@ class Link {
   // The live context, connecting first when there is none; throws CircuitOpenError while the server's
   // circuit is open.
   redisContext& connected() {
-    const bool usable = context_ && !closedByServer(*context_) && (!epoch_ || epoch_() == connected_epoch_);
+    const bool usable =
+        context_ && (answeredLately() || !closedByServer(*context_)) && (!epoch_ || epoch_() == connected_epoch_);
     breaker_->admit(endpoint_);  // an open circuit refuses the call even on a usable connection
     if (usable) return *context_;
     context_.reset();
@@ -246,6 +247,7 @@ class Link {
     try {
       connected_epoch_ = epoch_ ? epoch_() : 0;
       context_ = handshake(open_());
+      answered_at_ = RedisClock::Local::now();
       return *context_;
     } catch (const Error& error) {
       breaker_->recordFailure(error.what(), detail::causeOf(error));
@@ -344,6 +346,13 @@ class Link {
     }
   }
 
+  // Whether the context answered within ConnectionOptions::idle_check_after: a busy connection sends
+  // without asking its socket first, as a bare hiredis loop does (bench/one_in_flight.sh).
+  bool answeredLately() const noexcept {
+    return options_.idle_check_after.count() != 0 &&
+           RedisClock::Local::now() - answered_at_ < options_.idle_check_after;
+  }
+
   // A server that restarted, or closed an idle client, has already sent EOF: a peek sees it, so the
   // command goes out on a fresh connection instead of failing on a dead one. It costs one syscall. Over
   // TLS the close-notify record comes before the EOF, so bytes waiting there are OpenSSL's to judge.
@@ -389,8 +398,14 @@ class Link {
   // What redisCommandArgv returned: the reply, or (null) the context's error, which breaks it.
   Reply received(void* reply) {
     if (reply == nullptr) broke("waiting for a reply");
-    breaker_->recordSuccess();
+    answered();
     return Reply(static_cast<redisReply*>(reply));
+  }
+
+  // A reply came: the server is up, and the connection was alive just now.
+  void answered() {
+    breaker_->recordSuccess();
+    answered_at_ = RedisClock::Local::now();
   }
 
   Open open_;
@@ -405,7 +420,8 @@ class Link {
   std::function<std::uint64_t()> epoch_;
   std::uint64_t connected_epoch_ = 0;
   RedisClock clock_;
-  bool module_loaded_ = false;  // the server answered the handshake's question: it has the module
+  bool module_loaded_ = false;                   // the server answered the handshake's question: it has the module
+  RedisClock::Local::time_point answered_at_{};  // the context's last reply (its handshake's, at first)
 };
 
 // One call run to its answer on `link`, from its first `reply`: an answer ends it there (no steps, no
