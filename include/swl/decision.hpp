@@ -3,6 +3,8 @@
 /// The plain values of the API: what a limiter enforces (Limit), what a caller asks for (AcquireRequest),
 /// what it answers (Decision, and Outcome where an answer cannot be thrown) and what a key has used (Usage).
 
+#include <swl/borrowed_text.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -30,10 +32,10 @@ inline bool operator!=(const Limit& a, const Limit& b) noexcept { return !(a == 
 
 /// One request of a batch (tryAcquireMany): `cost` units for `key`, under `limit` when one is given (a
 /// limit chosen per call, as tryAcquire(key, cost, limit) takes) or else the limiter's own. The key is
-/// viewed, not copied.
+/// viewed, not copied: a temporary string does not compile (BorrowedText).
 struct AcquireRequest {
   /// The caller's key, viewed: it must outlive the call.
-  std::string_view key;
+  BorrowedText key;
   /// Units this request asks for.
   std::int64_t cost = 1;
   /// A limit chosen for this request; none: the limiter's own.

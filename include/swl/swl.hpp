@@ -22,6 +22,7 @@
 #include <swl/algorithms/gcra.hpp>
 #include <swl/algorithms/sliding_counter.hpp>
 #include <swl/algorithms/sliding_window.hpp>
+#include <swl/borrowed_text.hpp>
 #include <swl/composites/leasing_limiter.hpp>
 #include <swl/composites/multi_limiter.hpp>
 #include <swl/composites/sharded_limiter.hpp>

@@ -24,8 +24,9 @@ namespace swl {
 
 /// One policy as a response reports it: its name, its limit and the key's decision under it.
 struct PolicyReport {
-  /// The policy's name, sent as an sf-string: printable ASCII only.
-  std::string_view name;
+  /// The policy's name, sent as an sf-string: printable ASCII only. Viewed: a temporary string does not
+  /// compile (BorrowedText).
+  BorrowedText name;
   /// The policy's limit: the quota (q) and window (w) of RateLimit-Policy.
   Limit limit;
   /// The key's decision under it: the remaining (r) and reset (t) of RateLimit.
