@@ -6,8 +6,8 @@
 //   ratelimit_service --mode service|in-process --config FILE --redis-port P [--server HOST:PORT]
 //                     [--in-flight 16] [--requests 40000] [--keys 10000]
 
-#include <ratelimit/config.hpp>
-#include <ratelimit/decider.hpp>
+#include <ratelimit/config/configuration.hpp>
+#include <ratelimit/decide/decider.hpp>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 

@@ -1,12 +1,12 @@
-// swl-ratelimit's configuration (ratelimit/config.hpp): envoyproxy/ratelimit's files load as its Go loader
+// swl-ratelimit's configuration (ratelimit/config/): envoyproxy/ratelimit's files load as its Go loader
 // loads them, with what swl adds; every file it refuses is refused with the file, the line and what is
 // wrong; any text at all is either a domain or a ConfigError. The cases of envoyproxy/ratelimit's
 // test/config/config_test.go are here, each file written again in our own words; at the end, the
-// loader's parts without I/O alone (yaml_scalar.hpp, yaml_events.hpp).
+// loader's parts without I/O alone (config/yaml/scalar.hpp, config/yaml/events.hpp).
 
-#include <ratelimit/config.hpp>
-#include <ratelimit/yaml_events.hpp>
-#include <ratelimit/yaml_scalar.hpp>
+#include <ratelimit/config/configuration.hpp>
+#include <ratelimit/config/yaml/events.hpp>
+#include <ratelimit/config/yaml/scalar.hpp>
 
 #include "support/ratelimit_yaml.hpp"
 
@@ -1048,8 +1048,8 @@ TEST_CASE("a file of 100,000 rules loads, each rule where it is written") {
 }
 
 // ------------------------------------------------------------------------------------------------------
-// The loader's parts alone: a scalar as yaml.v2 resolves it (yaml_scalar.hpp), and a document's events
-// with aliases replayed and merge keys expanded (yaml_events.hpp).
+// The loader's parts alone: a scalar as yaml.v2 resolves it (config/yaml/scalar.hpp), and a document's events
+// with aliases replayed and merge keys expanded (config/yaml/events.hpp).
 
 namespace {
 

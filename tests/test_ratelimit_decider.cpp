@@ -1,11 +1,11 @@
-// swl-ratelimit's Decider (ratelimit/decider.hpp) against a real redis-server: the requests a deciding
+// swl-ratelimit's Decider (ratelimit/decide/decider.hpp) against a real redis-server: the requests a deciding
 // thread takes together, decided in one round trip per round (decideMany), answer exactly as each decided
 // alone does, in the order they were taken, whatever the batch mixes: shadow refusals that take a second
 // round, a descriptor that never fits, a request of too many descriptors, and one that asks Redis
 // nothing. A request decided again (its shadow rules refused) is recorded after the batch's others.
 
-#include <ratelimit/config.hpp>
-#include <ratelimit/decider.hpp>
+#include <ratelimit/config/configuration.hpp>
+#include <ratelimit/decide/decider.hpp>
 
 #include "support/ratelimit_requests.hpp"
 #include "support/redis_server.hpp"

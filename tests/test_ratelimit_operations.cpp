@@ -7,10 +7,10 @@
 #include "support/ratelimit_server.hpp"
 #include "support/redis_server.hpp"
 
-#include <ratelimit/http.hpp>
-#include <ratelimit/log.hpp>
-#include <ratelimit/settings.hpp>
-#include <ratelimit/watcher.hpp>
+#include <ratelimit/reload/watcher.hpp>
+#include <ratelimit/serve/http.hpp>
+#include <ratelimit/settings/settings.hpp>
+#include <ratelimit/telemetry/log.hpp>
 
 #include <csignal>
 

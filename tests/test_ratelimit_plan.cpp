@@ -1,9 +1,9 @@
-// swl-ratelimit's plan of a request (ratelimit/plan.hpp), without Redis: which descriptors are limited,
+// swl-ratelimit's plan of a request (ratelimit/decide/plan.hpp), without Redis: which descriptors are limited,
 // what each costs and where it is counted, and the answer its decisions make. The server's own tests
 // (test_ratelimit_service.cpp) decide the same requests in Redis.
 
-#include <ratelimit/config.hpp>
-#include <ratelimit/plan.hpp>
+#include <ratelimit/config/configuration.hpp>
+#include <ratelimit/decide/plan.hpp>
 
 #include "support/ratelimit_requests.hpp"
 

@@ -1,10 +1,10 @@
-// swl-ratelimit's matching (ratelimit/rules.hpp): which rule a request's descriptor reaches, as
+// swl-ratelimit's matching (ratelimit/config/rule_tree.hpp): which rule a request's descriptor reaches, as
 // envoyproxy/ratelimit finds it, checked case by case (its test/config/config_test.go's among them) and
 // against a brute-force search of random files; and a pattern's match against a brute-force one. That
 // finding allocates nothing: test_ratelimit_rules_allocations.cpp.
 
-#include <ratelimit/config.hpp>
-#include <ratelimit/rules.hpp>
+#include <ratelimit/config/configuration.hpp>
+#include <ratelimit/config/rule_tree.hpp>
 
 #include "support/ratelimit_yaml.hpp"
 

@@ -2,8 +2,8 @@
 // allocation is counted (operator new replaced). Built where no sanitizer replaces the allocator itself
 // (tests/CMakeLists.txt): ASan takes the replaced operators' frees for a mismatch.
 
-#include <ratelimit/config.hpp>
-#include <ratelimit/rules.hpp>
+#include <ratelimit/config/configuration.hpp>
+#include <ratelimit/config/rule_tree.hpp>
 
 #include <catch2/catch.hpp>
 

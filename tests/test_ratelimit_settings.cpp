@@ -2,8 +2,8 @@
 // into Settings without starting anything; the server's own tests (test_ratelimit_service.cpp,
 // test_ratelimit_operations.cpp) start it on each kind of Redis, and with envoyproxy's variables alone.
 
-#include <ratelimit/go_values.hpp>
-#include <ratelimit/settings.hpp>
+#include <ratelimit/settings/go_values.hpp>
+#include <ratelimit/settings/settings.hpp>
 
 #include <swl/detail/io/tls.hpp>
 

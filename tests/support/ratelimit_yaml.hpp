@@ -1,7 +1,7 @@
 #pragma once
 // A domain read from YAML text, as swl-ratelimit reads a file ("test.yaml" in its errors).
 
-#include <ratelimit/config.hpp>
+#include <ratelimit/config/configuration.hpp>
 
 #include <string>
 

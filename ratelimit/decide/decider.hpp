@@ -12,9 +12,9 @@
 ///
 /// Redis's failures answer by the failure policy (open by default, as Envoy's filter expects).
 
-#include <ratelimit/config.hpp>
-#include <ratelimit/plan.hpp>
-#include <ratelimit/rule.hpp>
+#include <ratelimit/config/configuration.hpp>
+#include <ratelimit/config/rule.hpp>
+#include <ratelimit/decide/plan.hpp>
 
 #include <swl/calendar.hpp>
 #include <swl/composites/multi_limiter.hpp>

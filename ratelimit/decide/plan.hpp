@@ -14,8 +14,8 @@
 /// bounds below (INVALID_ARGUMENT past them), so that no client makes the server write keys or headers
 /// of any size it likes.
 
-#include <ratelimit/config.hpp>
-#include <ratelimit/rule.hpp>
+#include <ratelimit/config/configuration.hpp>
+#include <ratelimit/config/rule.hpp>
 
 #include <swl/decision.hpp>
 #include <swl/error.hpp>

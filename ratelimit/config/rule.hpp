@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// What the configuration says about one descriptor: its rate limit and how swl keeps it. Plain values,
-/// made by the configuration (config.hpp) and found for a request by a RuleTree (rules.hpp).
+/// made by the configuration (configuration.hpp) and found for a request by a RuleTree (rule_tree.hpp).
 
 #include <swl/decision.hpp>
 

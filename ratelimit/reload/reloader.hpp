@@ -5,9 +5,9 @@
 /// when the watcher sees the files change, all alike. A configuration that is wrong is refused whole,
 /// with its file and line, and the one in force stays.
 
-#include <ratelimit/config.hpp>
-#include <ratelimit/log.hpp>
-#include <ratelimit/settings.hpp>
+#include <ratelimit/config/configuration.hpp>
+#include <ratelimit/settings/settings.hpp>
+#include <ratelimit/telemetry/log.hpp>
 
 #include <swl/error.hpp>
 

@@ -14,9 +14,9 @@
 /// Redis for kPatience; then the standby answers the queue's calls that need no Redis, and keeps the
 /// others for the thread's next round.
 
-#include <ratelimit/config.hpp>
-#include <ratelimit/decider.hpp>
-#include <ratelimit/health.hpp>
+#include <ratelimit/config/configuration.hpp>
+#include <ratelimit/decide/decider.hpp>
+#include <ratelimit/serve/health.hpp>
 
 #include <swl/error.hpp>
 

@@ -7,7 +7,7 @@
 /// says what becomes of each of envoyproxy/ratelimit's variables: applied, ignored (and why), or refused.
 /// Reading settings does no I/O: every file they name is opened later, by what uses it.
 
-#include <ratelimit/log.hpp>
+#include <ratelimit/telemetry/log.hpp>
 
 #include <swl/connection_options.hpp>
 #include <swl/error.hpp>

@@ -16,9 +16,9 @@
 /// of the node it is in, a merge of what is not a map, nesting past kMostYamlLevels, aliases that replay
 /// more than kMostReplayedEvents events.
 
-#include <ratelimit/config_error.hpp>
-#include <ratelimit/yaml_scalar.hpp>
-#include <ratelimit/yaml_text.hpp>
+#include <ratelimit/config/error.hpp>
+#include <ratelimit/config/yaml/scalar.hpp>
+#include <ratelimit/config/yaml/text.hpp>
 
 #include <yaml.h>
 

@@ -5,7 +5,7 @@
 /// in a comment, and so does swl-ratelimit, at the line of that byte. A domain, key or value in any other
 /// encoding could never match Envoy's strings, which are UTF-8. No I/O: text in, text out.
 
-#include <ratelimit/config_error.hpp>
+#include <ratelimit/config/error.hpp>
 
 #include <algorithm>
 #include <cstddef>

@@ -3,21 +3,21 @@
 //   swl-ratelimit --config /etc/ratelimit/config --redis 127.0.0.1:6379 --listen 0.0.0.0:8081
 //
 // or, as a drop-in for envoyproxy/ratelimit, with its environment alone (RUNTIME_ROOT, REDIS_URL, ...).
-// (`swl-ratelimit --help` lists every flag: settings.cpp; docs/ratelimit.md, envoyproxy's variables.)
+// (`swl-ratelimit --help` lists every flag: settings/settings.cpp; docs/ratelimit.md, envoyproxy's variables.)
 //
 // SIGHUP reads the configuration again, and so does a change of its files when they are watched
-// (watcher.hpp): a file that is wrong is refused with its line, and the rules in force stay. SIGTERM and
+// (reload/watcher.hpp): a file that is wrong is refused with its line, and the rules in force stay. SIGTERM and
 // SIGINT fail the health check, then stop the server after the calls in progress.
 
-#include <ratelimit/config.hpp>
-#include <ratelimit/decider.hpp>
-#include <ratelimit/http.hpp>
-#include <ratelimit/log.hpp>
-#include <ratelimit/metrics.hpp>
-#include <ratelimit/reload.hpp>
-#include <ratelimit/service.hpp>
-#include <ratelimit/settings.hpp>
-#include <ratelimit/watcher.hpp>
+#include <ratelimit/config/configuration.hpp>
+#include <ratelimit/decide/decider.hpp>
+#include <ratelimit/reload/reloader.hpp>
+#include <ratelimit/reload/watcher.hpp>
+#include <ratelimit/serve/grpc_server.hpp>
+#include <ratelimit/serve/http.hpp>
+#include <ratelimit/settings/settings.hpp>
+#include <ratelimit/telemetry/log.hpp>
+#include <ratelimit/telemetry/metrics.hpp>
 
 #include <swl/swl.hpp>
 

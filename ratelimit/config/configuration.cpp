@@ -1,23 +1,23 @@
 // Loading envoyproxy/ratelimit's YAML files and directories as its Go loader (gopkg.in/yaml.v2, then its
 // own checks) and lyft/goruntime load them. One file's text goes through four parts, each a header of
 // its own and none doing I/O:
-//  1. yaml_text.hpp, checkedText: the bytes are UTF-8 (or UTF-16, converted) of the characters YAML
+//  1. yaml/text.hpp, checkedText: the bytes are UTF-8 (or UTF-16, converted) of the characters YAML
 //     allows, as yaml.v2 refuses a file for any other byte, even in a comment.
-//  2. yaml_events.hpp, readFirstDocument: libyaml's events (yaml.v2 is a port of libyaml) with YAML 1.1's
+//  2. yaml/events.hpp, readFirstDocument: libyaml's events (yaml.v2 is a port of libyaml) with YAML 1.1's
 //     aliases replayed and merge keys (`<<`) expanded in yaml.v2's order, so that what follows sees plain
-//     maps, lists and scalars; yaml_scalar.hpp reads a scalar as yaml.v2 does (`yes` is true, `0x10` is
+//     maps, lists and scalars; yaml/scalar.hpp reads a scalar as yaml.v2 does (`yes` is true, `0x10` is
 //     16, `1.5` is a float).
-//  3. config_reader.hpp, DomainReader: what each map and list is for, by where it is (the file, a
-//     descriptor, a rate_limit...; config_keys.hpp), into small records of what each descriptor says.
+//  3. yaml/domain_reader.hpp, DomainReader: what each map and list is for, by where it is (the file, a
+//     descriptor, a rate_limit...; yaml/keys.hpp), into small records of what each descriptor says.
 //  4. DomainReader::finish: the records laid out as the domain's RuleTree.
 // The text is read once, event by event; no tree of YAML nodes is ever built: that was most of a large
 // file's time and memory. What is left here is the files: which are read, in what order, and how their
 // domains come together.
 
-#include <ratelimit/config.hpp>
-#include <ratelimit/config_reader.hpp>
-#include <ratelimit/yaml_events.hpp>
-#include <ratelimit/yaml_text.hpp>
+#include <ratelimit/config/configuration.hpp>
+#include <ratelimit/config/yaml/domain_reader.hpp>
+#include <ratelimit/config/yaml/events.hpp>
+#include <ratelimit/config/yaml/text.hpp>
 
 #if defined(__GLIBC__)
 #include <malloc.h>

@@ -52,12 +52,12 @@
 /// deep, 1,000,000 descriptors in one file, and 4,000,000 nodes replayed by YAML aliases (aliases can
 /// make a tree of any size, or a cycle, from a few lines). Warnings: 100 per file, then a count.
 ///
-/// A file is read in one pass of libyaml's events, with no tree of YAML nodes (config.cpp says how):
+/// A file is read in one pass of libyaml's events, with no tree of YAML nodes (configuration.cpp says how):
 /// 100,000 rules (9 MB) load in about 0.5 s, into 85 MB (bench/README.md).
 
-#include <ratelimit/config_error.hpp>
-#include <ratelimit/rule.hpp>
-#include <ratelimit/rules.hpp>
+#include <ratelimit/config/error.hpp>
+#include <ratelimit/config/rule.hpp>
+#include <ratelimit/config/rule_tree.hpp>
 
 #include <filesystem>
 #include <functional>

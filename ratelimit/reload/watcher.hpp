@@ -17,8 +17,8 @@
 /// again, so that a directory that came (a ConfigMap's new `..2026_yy/`, the tree behind a swapped root)
 /// is watched, and one that went is not.
 
-#include <ratelimit/log.hpp>
-#include <ratelimit/settings.hpp>
+#include <ratelimit/settings/settings.hpp>
+#include <ratelimit/telemetry/log.hpp>
 
 #include <swl/error.hpp>
 

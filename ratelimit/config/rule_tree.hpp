@@ -10,7 +10,7 @@
 /// Keys and values are matched apart, where envoyproxy/ratelimit matches the text `key_value`: a node
 /// for the key `a_b` is not reached by the entry (a, b), nor the pattern `b*` of the key `a` by (a_b, c).
 
-#include <ratelimit/rule.hpp>
+#include <ratelimit/config/rule.hpp>
 
 #include <algorithm>
 #include <cstddef>

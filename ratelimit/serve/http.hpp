@@ -13,8 +13,8 @@
 /// same answer on either port. The answers are made by functions without I/O (answerHealthCheck,
 /// answerJson); HttpEndpoints only serves them, with cpp-httplib.
 
-#include <ratelimit/health.hpp>
-#include <ratelimit/log.hpp>
+#include <ratelimit/serve/health.hpp>
+#include <ratelimit/telemetry/log.hpp>
 
 #include <swl/error.hpp>
 

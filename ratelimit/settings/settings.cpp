@@ -1,8 +1,8 @@
 // swl-ratelimit's settings: one table gives each of our flags its variable, its usage line and what it
 // sets; below it, envoyproxy/ratelimit's variables, each applied, ignored with a reason, or refused.
 
-#include <ratelimit/go_values.hpp>
-#include <ratelimit/settings.hpp>
+#include <ratelimit/settings/go_values.hpp>
+#include <ratelimit/settings/settings.hpp>
 
 #include <swl/redis/cluster_connection.hpp>
 #include <swl/redis/connection.hpp>

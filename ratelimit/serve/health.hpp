@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// Whether swl-ratelimit is healthy: what /healthcheck (http.hpp) and gRPC's health check (service.hpp)
+/// Whether swl-ratelimit is healthy: what /healthcheck (http.hpp) and gRPC's health check (grpc_server.hpp)
 /// both answer.
 
 #include <atomic>

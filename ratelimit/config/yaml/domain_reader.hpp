@@ -1,10 +1,10 @@
 #pragma once
 /// \file
 /// The reader of envoyproxy/ratelimit's files: a yaml::Handler that takes the first document's maps,
-/// lists and scalars (yaml_events.hpp) and knows what each is for by where it is (the file, a
+/// lists and scalars (events.hpp) and knows what each is for by where it is (the file, a
 /// descriptor, a rate_limit...), then makes the domain's tree from what the descriptors said. A key is
 /// read where it belongs, validated and ignored (with a warning) where it means nothing, as
-/// envoyproxy/ratelimit does, and refused where it is unknown (config_keys.hpp).
+/// envoyproxy/ratelimit does, and refused where it is unknown (keys.hpp).
 ///
 /// envoyproxy/ratelimit checks a file in three passes over different decodings of it: a check of every
 /// key and scalar (validateYamlKeys) on a decoding where a key given twice keeps its last value, a typed
@@ -19,13 +19,13 @@
 ///   yaml::readFirstDocument(text, file, reader);
 ///   Domain domain = reader.finish();
 
-#include <ratelimit/config.hpp>
-#include <ratelimit/config_error.hpp>
-#include <ratelimit/config_keys.hpp>
-#include <ratelimit/rule.hpp>
-#include <ratelimit/rules.hpp>
-#include <ratelimit/yaml_events.hpp>
-#include <ratelimit/yaml_scalar.hpp>
+#include <ratelimit/config/configuration.hpp>
+#include <ratelimit/config/error.hpp>
+#include <ratelimit/config/rule.hpp>
+#include <ratelimit/config/rule_tree.hpp>
+#include <ratelimit/config/yaml/events.hpp>
+#include <ratelimit/config/yaml/keys.hpp>
+#include <ratelimit/config/yaml/scalar.hpp>
 
 #include <swl/algorithms/fixed_window.hpp>
 #include <swl/algorithms/gcra.hpp>

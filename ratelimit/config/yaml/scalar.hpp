@@ -6,7 +6,7 @@
 /// or block scalar is text; a scalar tagged !!bool, !!int, !!float or !!null must read as one. No I/O:
 /// these are plain functions of the scalar's text.
 
-#include <ratelimit/config_error.hpp>
+#include <ratelimit/config/error.hpp>
 
 #include <algorithm>
 #include <cerrno>

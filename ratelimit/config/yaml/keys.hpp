@@ -1,11 +1,11 @@
 #pragma once
 /// \file
 /// The keys of envoyproxy/ratelimit's files and where each is read: the table the reader
-/// (config_reader.hpp) goes by. envoyproxy/ratelimit accepts any of its own keys in any map of the file
+/// (domain_reader.hpp) goes by. envoyproxy/ratelimit accepts any of its own keys in any map of the file
 /// (validateYamlKeys checks one flat set) and reads each only where it belongs; swl's own are read in a
 /// rate_limit only. Plain tables and functions, no I/O.
 
-#include <ratelimit/rule.hpp>
+#include <ratelimit/config/rule.hpp>
 
 #include <algorithm>
 #include <array>
