@@ -8,7 +8,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "../module/layout.hpp"
+#include "../module/log/layout.hpp"
+#include "../module/log/set.hpp"
 #include "support/log_traces.hpp"
 #include "support/raw_redis.hpp"
 #include "support/redis_server.hpp"
@@ -181,7 +182,7 @@ TEST_CASE("the module answers as the script does and leaves the same set, on ran
 }
 
 // The module walks to a rank near the window's start, and counts a set's entries from its bookkeeping,
-// where the reads above would ask Redis's ZRANGE or ZCOUNT (module/sorted_set.hpp): both matter only in sets
+// where the reads above would ask Redis's ZRANGE or ZCOUNT (module/redis/sorted_set.hpp): both matter only in sets
 // of hundreds of members, which the traces above seldom build. Here every trace fills a window of 300 to
 // 2,000 units, then lets parts of it slide out while it decides, so that the window's start lies deep
 // inside the set, and weighted entries keep more sums than a walk passes.

@@ -1,4 +1,4 @@
-// The module's sums (module/sums.hpp) beside the Lua's own part (SlidingWindowLog::kParts), run inside
+// The module's sums (module/log/sums.hpp) beside the Lua's own part (SlidingWindowLog::kParts), run inside
 // liblua5.1 on the same operations: adds, settles (changes to 0, to fewer units, to more), trims and both
 // searches, from sets that start just below every level's roll-over. After every operation the two
 // bookkeeping members must be the same bytes, the two node stores the same nodes, and every search the
@@ -6,8 +6,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "../module/layout.hpp"
-#include "../module/sums.hpp"
+#include "../module/log/layout.hpp"
+#include "../module/log/sums.hpp"
 #include "support/wanted.hpp"
 
 #include <swl/algorithms/sliding_window_log.hpp>
@@ -123,8 +123,8 @@ class LuaSums {
     lua_setfield(lua_.get(), -2, "unpack");
     lua_setglobal(lua_.get(), "struct");
     // The part's functions are locals of its chunk: the driver runs in the same chunk to reach them.
-    const std::string chunk =
-        std::string(swl::SlidingWindowLog::kLayout) + std::string(swl::SlidingWindowLog::kParts) + kDriver;
+    const std::string chunk = swl::detail::wholePart(swl::SlidingWindowLog::kLayout) +
+                              swl::detail::wholePart(swl::SlidingWindowLog::kParts) + kDriver;
     if (luaL_loadbuffer(lua_.get(), chunk.data(), chunk.size(), "sums") != 0 || lua_pcall(lua_.get(), 0, 0, 0) != 0) {
       FAIL("the Lua sums did not load: " << lua_tostring(lua_.get(), -1));
     }

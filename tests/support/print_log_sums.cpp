@@ -5,10 +5,10 @@
 #include <swl/algorithms/sliding_window.hpp>
 
 #include <cstdio>
+#include <string>
 
 int main() {
-  for (const std::string_view part : {swl::SlidingWindowLog::kLayout, swl::SlidingWindowLog::kParts}) {
-    if (std::fwrite(part.data(), 1, part.size(), stdout) != part.size()) return 1;
-  }
-  return 0;
+  const std::string text =
+      swl::detail::wholePart(swl::SlidingWindowLog::kLayout) + swl::detail::wholePart(swl::SlidingWindowLog::kParts);
+  return std::fwrite(text.data(), 1, text.size(), stdout) == text.size() ? 0 : 1;
 }

@@ -22,6 +22,7 @@
 #include <swl/algorithms/detail/sliding_window_log/sums.hpp>
 #include <swl/decision.hpp>
 #include <swl/detail/script/lua_text.hpp>
+#include <swl/detail/script/wire.hpp>
 
 #include <array>
 #include <cstdint>
@@ -41,10 +42,11 @@ struct SlidingWindowLog {
   static void check(const Limit&) {}
   /// The swl-native module's command (module/, docs/operations.md): kScript's decision, inside the server,
   /// on the same keys and taking the same arguments, for a fifth of its cost.
-  static constexpr std::string_view kNativeCommand = "SWL.DECIDE";
+  static constexpr std::string_view kNativeCommand = detail::wire::kDecideCommand;
 
-  /// The log's layout and its numbers, read by every script of the log and by MultiLimiter's.
-  static constexpr std::string_view kLayout = detail::sliding_window_log::kLayout;
+  /// The log's layout and its numbers (made from its wire format, detail/script/wire.hpp, which the
+  /// module reads too), read by every script of the log and by MultiLimiter's.
+  static constexpr std::array<std::string_view, 2> kLayout = detail::sliding_window_log::kLayout;
 
   /// The busiest paths, run before kParts and kFunctions define anything (a Lua function costs Redis on
   /// every call that defines it): on Redis's clock, one unit that a set counted by entries under this
@@ -56,12 +58,12 @@ struct SlidingWindowLog {
   /// takes both back and goes on to kScript. A call without a member (recorded under its millisecond,
   /// which repeats) goes to kScript at once: its repeat, taken for the mark's, would hide a set counted
   /// by units.
-  static constexpr std::string_view kFastPath = detail::sliding_window_log::kFastPath;
+  static constexpr std::array<std::string_view, 3> kFastPath = detail::sliding_window_log::kFastPath;
 
   /// The log's parts without I/O, run before kFunctions: the sums a set counted by units keeps, and the
   /// searches over them. Their reads and writes come in as methods of an `io` object, so they are tested
   /// alone in plain Lua 5.1, after kLayout, whose numbers they read (tests/lua/test_log_sums.lua).
-  static constexpr std::string_view kParts = detail::sliding_window_log::kSums;
+  static constexpr std::array<std::string_view, 3> kParts = detail::sliding_window_log::kSums;
 
   /// The log's steps, shared by its scripts below and MultiLimiter's, which keeps one log per rule. A
   /// decision on one key is two phases: openWindow reads the window (for every rule of a MultiLimiter
@@ -69,8 +71,11 @@ struct SlidingWindowLog {
   /// only a set counted by units needs is built only for such a set (countedByUnits): a Lua function
   /// costs Redis on every call that defines it. Numbers go to redis.call as numbers where they can: Redis
   /// formats them with 17 significant digits, exact below 2^53 (unlike Lua's own 14 when concatenating).
-  static constexpr std::array<std::string_view, 2> kFunctions{detail::sliding_window_log::kCountedByUnits,
-                                                              detail::sliding_window_log::kPhases};
+  static constexpr std::array<std::string_view, 8> kFunctions{
+      detail::sliding_window_log::kCountedByUnits[0], detail::sliding_window_log::kCountedByUnits[1],
+      detail::sliding_window_log::kCountedByUnits[2], detail::sliding_window_log::kCountedByUnits[3],
+      detail::sliding_window_log::kCountedByUnits[4], detail::sliding_window_log::kPhases[0],
+      detail::sliding_window_log::kPhases[1],         detail::sliding_window_log::kPhases[2]};
 
   /// Every other decision: count, record when admitted (or when refusals count), answer. After kFastPath,
   /// which has read `start` and `live`.

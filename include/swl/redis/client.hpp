@@ -14,6 +14,7 @@
 
 #include <swl/detail/io/hiredis.hpp>
 #include <swl/detail/script/sha1.hpp>
+#include <swl/detail/script/wire.hpp>
 #include <swl/error.hpp>
 
 #include <array>
@@ -270,9 +271,10 @@ namespace detail {
 // deadline it carried (ScriptCall::deadlineWord), recording nothing: a TimeoutError, as its client had
 // stopped waiting.
 inline std::exception_ptr scriptError(std::string_view endpoint, const Script& script, ReplyView reply) {
-  if (reply.isError("EXPIRED")) {
+  if (reply.isError(wire::kExpiredError)) {
     return std::make_exception_ptr(detail::redisError<TimeoutError>(
-        endpoint, ": script ", script.name(), " ran after the call's deadline: ", reply.text().substr(8)));
+        endpoint, ": script ", script.name(),
+        " ran after the call's deadline: ", reply.text().substr(wire::kExpiredError.size() + 1)));
   }
   return std::make_exception_ptr(
       detail::redisError<ReplyError>(endpoint, ": script ", script.name(), " failed: ", reply.text()));

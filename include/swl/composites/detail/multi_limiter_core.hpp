@@ -12,6 +12,7 @@
 #include <swl/detail/script/now.hpp>
 #include <swl/detail/script/periods.hpp>
 #include <swl/detail/script/reply.hpp>
+#include <swl/detail/script/wire.hpp>
 #include <swl/error.hpp>
 #include <swl/options.hpp>
 #include <swl/periods.hpp>
@@ -129,12 +130,13 @@ return result
 
 // The swl-native module's command (module/, docs/operations.md) that decides a multi-window call whose
 // rules are all logs in the script's place, taking its keys, counted, and its arguments as they are.
-inline constexpr std::string_view kEveryRuleALogCommand = "SWL.DECIDEALL";
+inline constexpr std::string_view kEveryRuleALogCommand = wire::kDecideAllCommand;
 
 // How many arguments the multi-window script takes before its rules' (now, member, recording), and
-// per rule (cost, window, limit, expiry, how it counts): kMultiWindowArguments has the layout.
-inline constexpr std::size_t kMultiWindowSharedArguments = 3;
-inline constexpr std::size_t kMultiWindowArgumentsPerRule = 5;
+// per rule (cost, window, limit, expiry, how it counts): kMultiWindowArguments has the layout, and the
+// wire format (detail/script/wire.hpp) their places, which the module reads too.
+inline constexpr std::size_t kMultiWindowSharedArguments = wire::kSharedMultiArguments;
+inline constexpr std::size_t kMultiWindowArgumentsPerRule = wire::kMultiArgumentsPerRule;
 // The 3 are EVALSHA, the SHA-1 and the key count: the words every call spends before its keys.
 static_assert(3 + ScriptCall::kMaxKeys + kMultiWindowSharedArguments +
                       kMultiWindowArgumentsPerRule * ScriptCall::kMaxKeys <=
@@ -164,14 +166,22 @@ struct MultiWindowCall {
     std::array<std::string_view, ScriptCall::kMaxKeys> keys;
     std::copy(redis_keys.begin(), redis_keys.begin() + static_cast<std::ptrdiff_t>(rule_count), keys.begin());
     std::array<std::string_view, kMultiWindowSharedArguments + kMultiWindowArgumentsPerRule * ScriptCall::kMaxKeys>
-        args{now.argument(), member, recording};
-    std::size_t arg_count = kMultiWindowSharedArguments;
+        args{};
+    args[wire::kMultiNowArgument - 1] = now.argument();
+    args[wire::kMultiMemberArgument - 1] = member;
+    args[wire::kMultiRecordingArgument - 1] = recording;
     for (std::size_t i = 0; i < rule_count; ++i) {
-      for (std::size_t j = 0; j < 4; ++j) args[arg_count++] = rule_numbers[4 * i + j];
-      args[arg_count++] = counting[i];
+      std::string_view* rule = &args[kMultiWindowSharedArguments + kMultiWindowArgumentsPerRule * i];
+      const IntegerText* numbers = &rule_numbers[4 * i];  // cost, window, limit, expiry
+      rule[wire::kRuleCostArgument - 1] = numbers[0];
+      rule[wire::kRuleWindowArgument - 1] = numbers[1];
+      rule[wire::kRuleLimitArgument - 1] = numbers[2];
+      rule[wire::kRuleTtlArgument - 1] = numbers[3];
+      rule[wire::kRuleCountingArgument - 1] = counting[i];
     }
+    const std::size_t arg_count = kMultiWindowSharedArguments + kMultiWindowArgumentsPerRule * rule_count;
     ScriptCall call(script, keys.data(), rule_count, args.data(), arg_count);
-    if (now.carriesDeadline()) call.carryDeadlineIn(1);  // ARGV[1], now
+    if (now.carriesDeadline()) call.carryDeadlineIn(wire::kMultiNowArgument);
     return call;
   }
 };

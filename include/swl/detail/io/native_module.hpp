@@ -7,6 +7,7 @@
 
 #include <swl/connection_options.hpp>
 #include <swl/detail/io/hiredis.hpp>
+#include <swl/detail/script/wire.hpp>
 #include <swl/redis/client.hpp>
 
 #include <charconv>
@@ -34,7 +35,7 @@ inline bool asksForModule(const ConnectionOptions& options) noexcept {
 }
 
 // The question the handshake asks: the command the log's decisions go to.
-inline constexpr std::string_view kModuleQuestion[] = {"COMMAND", "INFO", "SWL.DECIDE"};
+inline constexpr std::string_view kModuleQuestion[] = {"COMMAND", "INFO", wire::kDecideCommand};
 
 // COMMAND INFO's answer: one element per command asked, nil for a command the server does not have. An
 // error (an ACL without COMMAND) reads as no module: the script decides, as it always could.
@@ -68,7 +69,7 @@ inline bool containsIgnoringCase(std::string_view text, std::string_view word) n
 inline NativeRefusal nativeRefusalOf(ReplyView reply, const Script& script) noexcept {
   const std::string_view native = script.nativeCommand();
   if (native.empty() || !reply.isError()) return NativeRefusal::none;
-  if (reply.isError("LAYOUT")) return NativeRefusal::layout;
+  if (reply.isError(wire::kLayoutError)) return NativeRefusal::layout;
   const std::string_view text = reply.text();
   const bool unknown = text.substr(0, 19) == "ERR unknown command" || reply.isError("NOPERM");
   if (unknown && containsIgnoringCase(text, native)) return NativeRefusal::out_of_reach;

@@ -7,6 +7,7 @@
 #include <swl/detail/request_checks.hpp>
 #include <swl/detail/script/deadline.hpp>
 #include <swl/detail/script/lua_text.hpp>
+#include <swl/detail/script/wire.hpp>
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 #include <swl/redis/hash_slot.hpp>
@@ -58,7 +59,7 @@ local now_text = ARGV[4]
 
 // The second part of every prelude, MultiLimiter's too, once its arguments have set now_text: the clock,
 // and integer helpers.
-inline constexpr std::string_view kClockAndIntegers = R"lua(
+inline constexpr std::string_view kClockAndIntegersOpening = R"lua(
 -- Times sent back to Redis are built from integer parts: Lua formats a concatenated number with 14
 -- significant digits and would cut the last digits off a 16-digit microsecond time.
 -- A deadline ('-' and the microseconds) comes on Redis's clock: a call that starts past it answers an
@@ -77,7 +78,9 @@ if redis_time then
 end
 local now = tonumber(now_text)  -- below 2^53, so exact in a Lua double
 if deadline > 0 and now > deadline then
-  return redis.error_reply('EXPIRED swl: the call ran ' .. (now - deadline) .. ' us past its deadline; nothing recorded')
+  return redis.error_reply(')lua"sv;
+inline constexpr std::string_view kClockAndIntegersClosing =
+    R"lua( swl: the call ran ' .. (now - deadline) .. ' us past its deadline; nothing recorded')
 end
 
 -- Every value below stays an integer under 2^53, exact in a Lua double; two helpers keep it so.
@@ -90,10 +93,13 @@ end
 -- An integer as Redis should store it: Lua would print only 14 significant digits.
 local function text(n) return string.format('%.0f', n) end
 )lua"sv;
+// Its error word for a call past its deadline is the wire format's (wire.hpp), which the module answers too.
+inline constexpr std::array<std::string_view, 3> kClockAndIntegers{kClockAndIntegersOpening, wire::kExpiredError,
+                                                                   kClockAndIntegersClosing};
 
 // The opening of every algorithm's script: its arguments, the clock and the integer helpers.
 inline const std::string& scriptPrelude() {
-  static const std::string prelude = std::string(kOneKeyArguments).append(kClockAndIntegers);
+  static const std::string prelude = std::string(kOneKeyArguments) + wholePart(kClockAndIntegers);
   return prelude;
 }
 
@@ -135,20 +141,15 @@ inline constexpr bool hasNativeCommand = Provides<NativeCommandPart, T>::value;
 template <class Algorithm>
 std::string scriptText(std::string_view part, bool with_fast_path = false,
                        std::string_view arguments = kOneKeyArguments) {
-  std::string whole = std::string(arguments).append(kClockAndIntegers);
-  if constexpr (hasLayout<Algorithm>) whole.append(Algorithm::kLayout);
+  std::string whole(arguments);
+  appendPart(whole, kClockAndIntegers);
+  // each part one text, or several in order (the log's: written texts and the wire format's numbers)
+  if constexpr (hasLayout<Algorithm>) appendPart(whole, Algorithm::kLayout);
   if constexpr (hasFastPath<Algorithm>) {
-    if (with_fast_path) whole.append(Algorithm::kFastPath);
+    if (with_fast_path) appendPart(whole, Algorithm::kFastPath);
   }
-  if constexpr (hasParts<Algorithm>) whole.append(Algorithm::kParts);
-  if constexpr (hasFunctions<Algorithm>) {
-    // one text, or several in order (the log's steps are written in two headers)
-    if constexpr (std::is_convertible_v<FunctionsPart<Algorithm>, std::string_view>) {
-      whole.append(Algorithm::kFunctions);
-    } else {
-      for (const std::string_view functions : Algorithm::kFunctions) whole.append(functions);
-    }
-  }
+  if constexpr (hasParts<Algorithm>) appendPart(whole, Algorithm::kParts);
+  if constexpr (hasFunctions<Algorithm>) appendPart(whole, Algorithm::kFunctions);
   return whole.append(part);
 }
 
@@ -279,13 +280,19 @@ inline ScriptCall preludeCall(const Script& script, const std::string_view& key,
                               std::initializer_list<std::string_view> own = {},
                               const std::optional<BlockArguments>& block = std::nullopt) {
   const std::string_view keys[] = {key, block ? block->key : std::string_view()};
-  const std::string_view in_order[] = {prelude.window, prelude.limit, prelude.cost,          prelude.now,
-                                       prelude.member, prelude.ttl,   prelude.count_rejected};
-  ScriptCall call(script, keys, block ? 2 : 1, in_order, std::size(in_order));
+  // In the places the wire format gives them (wire.hpp), which the module reads too.
+  std::array<std::string_view, wire::kDecideArguments> in_order{};
+  in_order[wire::kWindowArgument - 1] = prelude.window;
+  in_order[wire::kLimitArgument - 1] = prelude.limit;
+  in_order[wire::kCostArgument - 1] = prelude.cost;
+  in_order[wire::kNowArgument - 1] = prelude.now;
+  in_order[wire::kMemberArgument - 1] = prelude.member;
+  in_order[wire::kTtlArgument - 1] = prelude.ttl;
+  in_order[wire::kCountRejectedArgument - 1] = prelude.count_rejected;
+  ScriptCall call(script, keys, block ? 2 : 1, in_order.data(), in_order.size());
   call.append(own);
   if (block) call.append({block->length});
-  constexpr std::size_t kNowArgument = 4;
-  if (prelude.now == kNoDeadline) call.carryDeadlineIn(kNowArgument);
+  if (prelude.now == kNoDeadline) call.carryDeadlineIn(wire::kNowArgument);
   return call;
 }
 

@@ -2,6 +2,7 @@
 // The log's check: one key's log recomputed from its entries (SlidingWindowLog::kCheckScript).
 
 #include <swl/detail/script/lua_text.hpp>
+#include <swl/detail/script/wire.hpp>
 
 #include <string_view>
 
@@ -10,18 +11,19 @@ namespace swl::detail::sliding_window_log {
 // After the prelude and the log's functions. Its work grows with the set, as it must: never a decision's.
 inline constexpr std::string_view kCheck = R"lua(
 local counted = countedByUnits()
-local unitsOf, NODE_BAND = counted.unitsOf, counted.NODE_BAND
+local unitsOf, NODE_BAND, LEVELS = counted.unitsOf, counted.NODE_BAND, counted.sums.LEVELS
 local members = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
 local function bad(what) return redis.error_reply('swl: the log ' .. key .. ' ' .. what) end
-local books, marks, names, times, nodes = {}, {}, {}, {}, {{}, {}, {}, {}}
+local books, marks, names, times, nodes = {}, {}, {}, {}, {}
+for level = 1, LEVELS do nodes[level] = {} end
 for i = 1, #members, 2 do
   local member, score = members[i], tonumber(members[i + 1])
   if score < 0 then books[#books + 1] = member
   elseif score == 0 then marks[#marks + 1] = member
-  elseif score < 9007199254740992 then names[#names + 1], times[#times + 1] = member, score
+  elseif score < NODE_BAND[1] then names[#names + 1], times[#times + 1] = member, score
   else
     local level = string.byte(member, 2)
-    if string.byte(member) ~= BOOKKEEPING_BYTE or #member ~= 18 or level < 1 or level > 4 then return bad('holds a sum of another layout: ' .. member) end
+    if string.byte(member) ~= BOOKKEEPING_BYTE or #member ~= NODE_BYTES or level < 1 or level > LEVELS then return bad('holds a sum of another layout: ' .. member) end
     local sum, index = struct.unpack('>dd', member, 3)
     if score ~= NODE_BAND[level] + 2 * index then return bad('holds node ' .. index .. ' of level ' .. level .. ' at score ' .. text(score)) end
     nodes[level][index] = sum
@@ -31,7 +33,7 @@ for i = 2, #times do
   if times[i] <= times[i - 1] then return bad('holds two entries out of time order at ' .. text(times[i])) end
 end
 if #books == 0 then
-  for level = 1, 4 do
+  for level = 1, LEVELS do
     if next(nodes[level]) then return bad('is counted by entries but holds sums') end
   end
   if #marks > 1 then return bad('holds ' .. #marks .. ' marks') end
@@ -61,7 +63,7 @@ if last_unit and book.last_unit ~= -1 and book.last_unit ~= last_unit then
   return bad('says its newest unit is at ' .. text(book.last_unit) .. ', not ' .. text(last_unit))
 end
 local counts = {}
-for level = 1, 4 do
+for level = 1, LEVELS do
   local size = log_sums.SIZE[level]
   local oldest_node, open = math.floor(book.oldest / size), math.floor((book.next - 1) / size)
   -- Each node's sum over the entries still in the set, recomputed.

@@ -3,14 +3,17 @@
 // (SlidingWindowLog::kFunctions is this, then phases.hpp).
 
 #include <swl/detail/script/lua_text.hpp>
+#include <swl/detail/script/wire.hpp>
 
+#include <array>
 #include <string_view>
 
 namespace swl::detail::sliding_window_log {
 
 // How a set counted by units is read and written, and the helpers every step shares. Only a set counted
-// by units builds countedByUnits (a Lua function costs Redis on every call that defines it).
-inline constexpr std::string_view kCountedByUnits = R"lua(
+// by units builds countedByUnits (a Lua function costs Redis on every call that defines it). Its text is
+// cut where the numbers of the wire format (wire.hpp) go in: the nodes' bands, and NEAR.
+inline constexpr std::string_view kCountedByUnitsOpening = R"lua(
 local openWindow  -- phase one, below: settling a set counted by units opens its window too
 
 local function newestTime(key)
@@ -35,10 +38,11 @@ local units = nil  -- built once a call meets a set counted by units
 local function countedByUnits()
   if units then return units end
   local log_sums = logSums(struct.pack, struct.unpack)
-  -- 2^53 and 2^50 beyond it, again and again: the scores of each level's nodes (even numbers)
-  local NODE_BAND = {9007199254740992, 10133099161583616, 11258999068426240, 12384898975268864}
-
-  -- An entry's units: '*' or '+' and a double, then the member; 0.2's 'member*units' and
+  -- The scores of each level's nodes (even numbers), from these on
+)lua"sv;
+inline constexpr auto kNodeBands = wire::luaNodeBands();
+inline constexpr std::string_view kCountedByUnitsMiddle = R"lua(
+  -- An entry's units: UNITS or SETTLED and a double, then the member; 0.2's 'member*units' and
   -- 'member=units'; otherwise one.
   local function unitsOf(member)
     local mark = string.byte(member)
@@ -47,10 +51,10 @@ local function countedByUnits()
     return at and tonumber(string.sub(member, at + 1)) or 1
   end
 
-  -- A node's member: '#', its level, its sum and its index (two big-endian doubles). The sum is in the
-  -- name so that a run of nodes is one read of names (Redis formats every score it returns); the level
-  -- keeps names of equal sums and indexes on different levels apart.
-  local function nodeName(level, sum, index) return '#' .. string.char(level) .. struct.pack('>dd', sum, index) end
+  -- A node's member: BOOKKEEPING, its level, its sum and its index (two big-endian doubles). The sum is
+  -- in the name so that a run of nodes is one read of names (Redis formats every score it returns); the
+  -- level keeps names of equal sums and indexes on different levels apart.
+  local function nodeName(level, sum, index) return BOOKKEEPING .. string.char(level) .. struct.pack('>dd', sum, index) end
 
   local function writeNode(self, level, index, sum, was)
     if was then
@@ -147,9 +151,9 @@ local function countedByUnits()
     -- Marked even for one unit: kFastPath's ZADD of an unmarked member then never finds it here.
     -- LT never moves an entry already there (every entry is older than `recorded`), so a member policy
     -- that repeats itself cannot take an entry out of its place: the repeat gets a suffix instead.
-    local named = '*' .. struct.pack('>d', count) .. member
+    local named = UNITS .. struct.pack('>d', count) .. member
     if redis.call('ZADD', key, 'LT', recorded, named, unpack(writes)) == #writes / 2 then
-      redis.call('ZADD', key, recorded, named .. ')' .. text(book.next - 1))
+      redis.call('ZADD', key, recorded, named .. REPEAT .. text(book.next - 1))
     end
     -- The old bookkeeping member (or the marks) sorts after the new one, then the entries that left.
     redis.call('ZREMRANGEBYRANK', key, 1, #trimmed + (w.replaced or 1))
@@ -177,8 +181,9 @@ local function countedByUnits()
   -- settle or the numbering of an older set (changing).
   local function searching()
     if units.searches then return units end
-    local NEAR = 16  -- entries read at once where a search costs least
-    units.searches = logSearches(log_sums)
+)lua"sv;
+inline constexpr auto kNear = wire::luaNear();
+inline constexpr std::string_view kCountedByUnitsClosing = R"lua(    units.searches = logSearches(log_sums)
 
     -- A run of at most FANOUT sums (more only at the top level past 2^20 entries), built at that size.
     function Window:nodes(level, first, last)
@@ -255,7 +260,7 @@ local function countedByUnits()
     if units.settle then return units end
     searching()
 
-    -- Numbers the entries of a set written by swl 0.2 or 0.3 ('#' alone, or a bookkeeping member of
+    -- Numbers the entries of a set written by swl 0.2 or 0.3 (BOOKKEEPING alone, or a bookkeeping member of
     -- another layout, nodes named without their level) and keeps their sums in this layout. Once per
     -- such set: its work grows with the set, as 0.2's own did. Nothing is known of its horizon, so none
     -- is kept.
@@ -280,12 +285,12 @@ local function countedByUnits()
 
     -- Settles the entry `member` recorded with `recorded` units in a window of `window` us: it now
     -- holds `actual` (0 keeps it as an entry of no units, so that entries stay numbered), at its own
-    -- time. A settled entry is marked ('+' instead of '*'), so settling it again finds nothing; an entry
+    -- time. A settled entry is marked (SETTLED instead of UNITS), so settling it again finds nothing; an entry
     -- that has left the window, or a key that expired, is left alone: its units no longer count.
     -- Returns 1 when it settled the entry.
     function units.settle(key, member, recorded, actual, window)
       -- Recorded as counted by units, or, for one unit, as counted by entries.
-      local recorded_member = '*' .. struct.pack('>d', recorded) .. member
+      local recorded_member = UNITS .. struct.pack('>d', recorded) .. member
       local score = redis.call('ZSCORE', key, recorded_member)
       if not score and recorded == 1 then
         recorded_member = member
@@ -297,7 +302,7 @@ local function countedByUnits()
       local w = openWindow(key, window, text(window), start, redis.call('ZCOUNT', key, '(' .. text(start), TIMES_END))
       if score <= w.start then return 0 end
       local delta = actual - recorded
-      local settled = '+' .. struct.pack('>d', actual) .. member
+      local settled = SETTLED .. struct.pack('>d', actual) .. member
       if not w.book and delta == 0 then
         -- No two entries share a time, so renamed, the entry keeps its rank.
         redis.call('ZADD', key, score, settled)
@@ -335,5 +340,7 @@ local function countedByUnits()
   return units
 end
 )lua"sv;
+inline constexpr std::array<std::string_view, 5> kCountedByUnits{
+    kCountedByUnitsOpening, kNodeBands.view(), kCountedByUnitsMiddle, kNear.view(), kCountedByUnitsClosing};
 
 }  // namespace swl::detail::sliding_window_log

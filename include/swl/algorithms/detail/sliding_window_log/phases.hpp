@@ -2,14 +2,16 @@
 // The log's steps, second half: a decision on one key in two phases, and its answer
 // (SlidingWindowLog::kFunctions is counted_by_units.hpp, then this).
 
+#include <swl/algorithms/detail/sliding_window_log/layout.hpp>
 #include <swl/detail/script/lua_text.hpp>
 
+#include <array>
 #include <string_view>
 
 namespace swl::detail::sliding_window_log {
 
-// openWindow, closeWindow and answerOf.
-inline constexpr std::string_view kPhases = R"lua(
+// openWindow, closeWindow and answerOf: up to closeWindow's trim, the trim (layout.hpp), and the rest.
+inline constexpr std::string_view kPhasesOpening = R"lua(
 -- Phase one: one key's window as this call finds it, for a window of `window` microseconds (sent as
 -- `window_text`) ending now, which starts at `start` and holds `live` entries after it: how its set
 -- counts, where the window really starts (the horizon may lie later), and the units it holds (held).
@@ -30,16 +32,16 @@ openWindow = function(key, window, window_text, start, live, start_text)
     units.open(w, book, low)
     return w
   end
-  -- Counted by entries: its marks sort first. The mark says where the horizon lies: '!' and the window
+  -- Counted by entries: its marks sort first. The mark says where the horizon lies: MARK and the window
   -- of the call that recorded the newest entry, whose start it is; or, when that entry was recorded
-  -- ahead of its call's clock (1 us after the one before), '@' and the horizon after them. A set of 0.3,
-  -- marked '!' alone, has none: nothing in it has left for good.
-  w.mark, w.marks, w.low = '!' .. window_text, {}, {}
+  -- ahead of its call's clock (1 us after the one before), HORIZON and the horizon after them. A set of
+  -- 0.3, marked MARK alone, has none: nothing in it has left for good.
+  w.mark, w.marks, w.low = MARK .. window_text, {}, {}
   for _, member in ipairs(low) do
     if string.byte(member) == MARK_BYTE and #w.low == 0 then w.marks[#w.marks + 1] = member else w.low[#w.low + 1] = member end
   end
   if w.marks[1] ~= nil and w.marks[1] ~= w.mark then
-    local marked_window, horizon = string.match(w.marks[1], '^!(%d+)@?(%d*)$')
+    local marked_window, horizon = string.match(w.marks[1], '^%' .. MARK .. '(%d+)%' .. HORIZON .. '?(%d*)$')
     if horizon ~= nil and horizon ~= '' then
       w.horizon = tonumber(horizon)
     elseif marked_window ~= nil then
@@ -68,7 +70,7 @@ local function closeWindow(w, member, count, at, ttl, by_units)
   if not member then return w.held end
   if w.quiet then
     redis.call('UNLINK', w.key)
-    w.book, w.mark, w.marks, w.newest, w.quiet = nil, '!' .. w.window_text, {}, 0, false
+    w.book, w.mark, w.marks, w.newest, w.quiet = nil, MARK .. w.window_text, {}, 0, false
     w.held, w.live, w.low, w.slid_read = 0, 0, {}, nil
   end
   if w.book or count ~= 1 or by_units then
@@ -80,7 +82,7 @@ local function closeWindow(w, member, count, at, ttl, by_units)
   -- The mark this call leaves tells the horizon after it: this window's start, or a later one kept.
   local horizon, mark = now - w.window, w.mark
   if w.horizon ~= nil and w.horizon > horizon then horizon = w.horizon end
-  if horizon ~= recorded - w.window then mark = mark .. '@' .. text(horizon) end
+  if horizon ~= recorded - w.window then mark = mark .. HORIZON .. text(horizon) end
   local added = redis.call('ZADD', key, 'NX', recorded, member, 0, mark) - 1  -- less the mark, new or not
   if w.marks[1] ~= mark or #w.marks > 1 then
     local stale = {}
@@ -92,16 +94,10 @@ local function closeWindow(w, member, count, at, ttl, by_units)
     added = added + 1
   end
   redis.call('PEXPIRE', key, math.max(ttl, math.ceil((recorded + w.window - now) / 1000)))
-  -- Up to TRIM entries that slid out go, the oldest first (after the mark), on one call in TRIM_EVERY:
-  -- they no longer count, so removing them is only for memory, and each removal costs Redis a command.
+  -- On one call in TRIM_EVERY, entries that slid out go.
   if now % TRIM_EVERY == 0 then
-    local through = text(horizon)
-    local slid = redis.call('ZCOUNT', key, '(0', through)
-    if slid > TRIM then
-      redis.call('ZREMRANGEBYRANK', key, 1, TRIM)
-    elseif slid > 0 then
-      redis.call('ZREMRANGEBYSCORE', key, '(0', through)
-    end
+    local through = text(horizon))lua"sv;
+inline constexpr std::string_view kPhasesClosing = R"lua(
   end
   if added > 0 then w.newest = recorded end
   w.held = w.held + added
@@ -139,5 +135,6 @@ local function answerOf(w, allowed, cost, limit)
   return {allowed and 1 or 0, limit - w.held, retry_after, reset_after}
 end
 )lua"sv;
+inline constexpr std::array<std::string_view, 3> kPhases{kPhasesOpening, kTrimSlid, kPhasesClosing};
 
 }  // namespace swl::detail::sliding_window_log

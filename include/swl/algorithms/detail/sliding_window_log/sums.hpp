@@ -3,12 +3,15 @@
 // without I/O (SlidingWindowLog::kParts), tested alone in plain Lua 5.1 (tests/lua/test_log_sums.lua).
 
 #include <swl/detail/script/lua_text.hpp>
+#include <swl/detail/script/wire.hpp>
 
+#include <array>
 #include <string_view>
 
 namespace swl::detail::sliding_window_log {
 
-inline constexpr std::string_view kSums = R"lua(
+// The sums: their notes and logSums' opening, its numbers (wire.hpp), and the rest.
+inline constexpr std::string_view kSumsOpening = R"lua(
 -- The log's sums: what keeps every count and every search over a set counted by units bounded. A part
 -- without I/O: it reads and writes the set only through `io`, so it is tested alone, in plain Lua 5.1,
 -- against a brute-force model (tests/lua/test_log_sums.lua); the log's functions wire `io` to redis.call.
@@ -20,10 +23,10 @@ inline constexpr std::string_view kSums = R"lua(
 -- level's newest node, the one holding entry next - 1, is still open and lives in the bookkeeping
 -- (`tail`); an older node is stored once complete, only when it is not 0, and dropped once every entry
 -- of it has left. So a count or a search reads at most one run of FANOUT nodes per level and FANOUT
--- entries (more at the top level only past 16 x 65,536 entries), and a write changes at most one node
+-- entries (more at the top level only past FANOUT x SIZE[LEVELS] entries), and a write changes at most one node
 -- per level: nothing grows with the window or with a request's cost.
 --
--- The bookkeeping (`book`), one member of the set: '#' and fifteen big-endian doubles, in this order:
+-- The bookkeeping (`book`), one member of the set: BOOKKEEPING and big-endian doubles, in this order:
 --   extra      the extra units of the entries in the set
 --   oldest     the number of the oldest entry in the set
 --   next       the number the next entry recorded gets
@@ -45,10 +48,9 @@ inline constexpr std::string_view kSums = R"lua(
 --   io:dropNodes(level, first, last)       removes the stored nodes first..last of `level`
 -- `pack` and `unpack` are struct.pack and struct.unpack (Redis's Lua has them).
 local function logSums(pack, unpack)
-  local LEVELS = 4
-  local SIZE = {16, 256, 4096, 65536}  -- 16 ^ level: quotients of entry numbers below 2^52 are exact
-  local FIELDS = '>ddddddddddddddd'   -- 7 + 2 LEVELS doubles
-  local floor = math.floor
+)lua"sv;
+inline constexpr auto kSumsConstants = wire::luaSumsConstants();
+inline constexpr std::string_view kSumsClosing = R"lua(  local floor = math.floor
 
   -- A set of `count` entries of one unit each, numbered 0 .. count - 1: one-unit entries need no node.
   local function fresh(count)
@@ -59,11 +61,11 @@ local function logSums(pack, unpack)
   -- The bookkeeping member's name for `book`, and back; nil for a name of another layout (0.2's or 0.3's).
   local function encode(book)
     local tail, gone = book.tail, book.gone
-    return '#' .. pack(FIELDS, book.extra, book.oldest, book.next, book.newest, book.last_unit, book.horizon,
+    return BOOKKEEPING .. pack(FIELDS, book.extra, book.oldest, book.next, book.newest, book.last_unit, book.horizon,
                        book.writes, tail[1], tail[2], tail[3], tail[4], gone[1], gone[2], gone[3], gone[4])
   end
   local function decode(name)
-    if #name ~= 121 or string.byte(name) ~= BOOKKEEPING_BYTE then return nil end  -- '#' then fifteen doubles
+    if #name ~= BOOK_BYTES or string.byte(name) ~= BOOKKEEPING_BYTE then return nil end
     local extra, oldest, next, newest, last_unit, horizon, writes, t1, t2, t3, t4, g1, g2, g3, g4 =
       unpack(FIELDS, name, 2)
     return {extra = extra, oldest = oldest, next = next, newest = newest, last_unit = last_unit, horizon = horizon,
@@ -126,7 +128,7 @@ local function logSums(pack, unpack)
     book.extra, book.oldest = book.extra - left, to
   end
 
-  return {LEVELS = LEVELS, SIZE = SIZE, fresh = fresh, encode = encode, decode = decode, total = total, add = add,
+  return {LEVELS = LEVELS, FANOUT = FANOUT, SIZE = SIZE, fresh = fresh, encode = encode, decode = decode, total = total, add = add,
           change = change, trim = trim}
 end
 
@@ -134,7 +136,7 @@ end
 -- on every call that defines it. Each reads at most one run of FANOUT nodes per level, from the highest
 -- level whose nodes span the range down, then at most FANOUT entries.
 local function logSearches(sums)
-  local FANOUT, LEVELS, SIZE = 16, sums.LEVELS, sums.SIZE
+  local FANOUT, LEVELS, SIZE = sums.FANOUT, sums.LEVELS, sums.SIZE
   local floor, min, max = math.floor, math.min, math.max
 
   -- The lowest level whose nodes over entries first..last number at most FANOUT (those entries share a
@@ -202,5 +204,6 @@ local function logSearches(sums)
   return {unitsBefore = unitsBefore, entryOfUnit = entryOfUnit}
 end
 )lua"sv;
+inline constexpr std::array<std::string_view, 3> kSums{kSumsOpening, kSumsConstants.view(), kSumsClosing};
 
 }  // namespace swl::detail::sliding_window_log

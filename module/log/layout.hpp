@@ -1,10 +1,13 @@
 #pragma once
-// The log's layout as the module reads and writes it: the same numbers and member names as the Lua's
-// (include/swl/algorithms/detail/sliding_window_log/layout.hpp says what each one is), so that one key
-// can be decided by either. No I/O and no Redis: tests/module/test_module_sums.cpp checks the names
-// against the Lua's own.
+// The log's layout as the module reads and writes it: the wire format's numbers and bytes
+// (swl/detail/script/wire.hpp), which the Lua's are made from, and its members' names, encoded and read
+// as the Lua's are (swl/algorithms/detail/sliding_window_log/ says what each one is), so that one key can
+// be decided by either. No I/O and no Redis: tests/test_module_sums.cpp checks the names against the
+// Lua's own.
 
 #include "sums.hpp"
+
+#include <swl/detail/script/wire.hpp>
 
 #include <array>
 #include <cstdint>
@@ -15,30 +18,19 @@
 
 namespace swl::native {
 
-// Every entry's time lies below 2^53; the sums' nodes lie at and above it.
-inline constexpr std::int64_t kTimesEnd = std::int64_t{1} << 53;
-// Counted by entries: at most kTrim slid-out entries go, on one call in kTrimEvery.
-inline constexpr std::int64_t kTrim = 16;
-inline constexpr std::int64_t kTrimEvery = 8;
-// Counted by units: at most kUnitsTrim go, on every call that records.
-inline constexpr std::int64_t kUnitsTrim = 8;
-// Members read at or below a window's start: marks, then entries.
-inline constexpr std::size_t kLow = kUnitsTrim + 3;
-// Entries read at once where a search costs least (freedAfter).
-inline constexpr std::int64_t kNear = 16;
-// At most this many members are walked from a place in the set before asking Redis's command, which finds
-// a rank in O(log n) (module/sorted_set.hpp).
-inline constexpr std::int64_t kWalk = 32;
-// The first byte of a member says what it is.
-inline constexpr char kMarkByte = '!';
-inline constexpr char kBookkeepingByte = '#';
-inline constexpr char kUnitsByte = '*';
-inline constexpr char kSettledByte = '+';
-// 2^53 and 2^50 beyond it, again and again: the scores of each level's nodes (even numbers).
-inline constexpr std::array<std::int64_t, kLevels> kNodeBand{9007199254740992, 10133099161583616,
-                                                             10133099161583616 + 1125899906842624,
-                                                             10133099161583616 + 2 * 1125899906842624};
-
+// The wire format's numbers, bytes and sizes (swl/detail/script/wire.hpp), under the names the module's
+// parts use.
+namespace wire = swl::detail::wire;
+using wire::kBookkeepingByte;
+using wire::kLow;
+using wire::kMarkByte;
+using wire::kNear;
+using wire::kSettledByte;
+using wire::kTimesEnd;
+using wire::kTrim;
+using wire::kTrimEvery;
+using wire::kUnitsByte;
+using wire::kUnitsTrim;
 // A double as struct.pack('>d') writes it, and back.
 inline void appendDouble(std::string& out, double value) {
   unsigned char bytes[8];
@@ -62,7 +54,7 @@ inline std::int64_t readInteger(std::string_view text, std::size_t at) {
 // The bookkeeping member's name: '#' and fifteen big-endian doubles (the Lua's logSums encode).
 inline std::string bookkeepingName(const Book& book) {
   std::string name(1, kBookkeepingByte);
-  name.reserve(121);
+  name.reserve(wire::kBookBytes);
   for (const std::int64_t field :
        {book.extra, book.oldest, book.next, book.newest, book.last_unit, book.horizon, book.writes}) {
     appendDouble(name, static_cast<double>(field));
@@ -73,7 +65,7 @@ inline std::string bookkeepingName(const Book& book) {
 }
 // The bookkeeping a name holds; nullopt for a name of another layout (0.2's or 0.3's).
 inline std::optional<Book> bookkeepingOf(std::string_view name) {
-  if (name.size() != 121 || name[0] != kBookkeepingByte) return std::nullopt;
+  if (name.size() != wire::kBookBytes || name[0] != kBookkeepingByte) return std::nullopt;
   Book book;
   std::int64_t* const fields[] = {&book.extra,     &book.oldest,  &book.next,  &book.newest,
                                   &book.last_unit, &book.horizon, &book.writes};
@@ -91,7 +83,7 @@ inline std::string nodeName(int level, std::int64_t sum, std::int64_t index) {
   appendDouble(name, static_cast<double>(index));
   return name;
 }
-inline std::int64_t nodeScore(int level, std::int64_t index) { return kNodeBand[level - 1] + 2 * index; }
+inline std::int64_t nodeScore(int level, std::int64_t index) { return wire::nodeBand(level) + 2 * index; }
 // A node member's sum and index.
 struct NodeRead {
   std::int64_t sum = 0;
@@ -120,5 +112,15 @@ inline std::int64_t unitsOf(std::string_view member) {
 
 // An integer as the Lua's text() writes it ('%.0f' of a double that holds it exactly).
 inline std::string integerText(std::int64_t value) { return std::to_string(value); }
+
+// A mark that says its horizon: the mark, HORIZON and the horizon.
+inline std::string markWithHorizon(std::string_view mark, std::int64_t horizon) {
+  return std::string(mark).append(1, wire::kHorizonSeparator).append(integerText(horizon));
+}
+
+// A repeated entry's name (a member policy that repeats itself): the name, REPEAT and its number.
+inline std::string repeatedEntryName(std::string_view named, std::int64_t number) {
+  return std::string(named).append(1, wire::kRepeatSeparator).append(integerText(number));
+}
 
 }  // namespace swl::native

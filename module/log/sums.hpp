@@ -16,6 +16,8 @@
 //                                         nullopt when none is stored
 //   io.dropNodes(level, first, last)      removes the stored nodes first..last of `level`
 
+#include <swl/detail/script/wire.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -25,11 +27,12 @@
 
 namespace swl::native {
 
-inline constexpr int kLevels = 4;
-// 16 ^ level: the entries a node of each level spans.
-inline constexpr std::array<std::int64_t, kLevels> kNodeSize{16, 256, 4096, 65536};
-// The nodes read at once by a search at each level.
-inline constexpr std::int64_t kFanout = 16;
+using detail::wire::kFanout;  // the nodes read at once by a search at each level
+using detail::wire::kLevels;
+// The entries a node of each level spans (kFanout ^ level), by level - 1.
+inline constexpr std::array<std::int64_t, kLevels> kNodeSize{detail::wire::nodeSize(1), detail::wire::nodeSize(2),
+                                                             detail::wire::nodeSize(3), detail::wire::nodeSize(4)};
+static_assert(kLevels == 4, "the Lua's sums name each level's tail and gone: four of each");
 
 // a / b rounded down, as Lua's math.floor(a / b) for the integers here (b > 0; a may be -1).
 constexpr std::int64_t floorDiv(std::int64_t a, std::int64_t b) {

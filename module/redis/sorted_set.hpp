@@ -1,25 +1,24 @@
 #pragma once
-// One limited key's sorted set, as the module reads and writes it: Redis's low-level sorted-set API, with
-// every write replicated as its effect (the ZADD, ZREM, PEXPIREAT or UNLINK it did), so that replicas
-// and the AOF hold exactly this set. Included by swl_native.cpp alone (redismodule.h defines its API's
-// pointers in the one file that includes it).
+// One limited key's sorted set over Redis's module API, as the log asks it (module/log/set.hpp): Redis's
+// low-level sorted-set API, with every write replicated as its effect (the ZADD, ZREM, PEXPIREAT or UNLINK
+// it did), so that replicas and the AOF hold exactly this set. Included by swl_native.cpp alone
+// (redismodule.h defines its API's pointers in the one file that includes it).
 //
 // Reads stay bounded as the Lua's are: a read walks at most kWalk members from either end of a range, or
 // from a place the log knows the rank of (its window's start); past that (a count over many entries that
 // slid out, an entry deep inside a large set) it asks Redis's own command through RedisModule_Call, which
 // finds a rank in O(log n), as the Lua's redis.call does.
 
-#include "layout.hpp"
+#include "../log/layout.hpp"
+#include "../log/set.hpp"
+#include "words.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdint>
-#include <initializer_list>
 #include <iterator>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -31,109 +30,15 @@ extern "C" {
 
 namespace swl::native {
 
-// An error the command answers with, its text as Redis sends it ("ERR ...", "OOM ...", "WRONGTYPE ...").
-struct CommandError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// A member and its score.
-struct Scored {
-  std::string member;
-  double score = 0;
-};
-
-// A range of scores, each end open or closed (ZCOUNT's "(x" and "x").
-struct ScoreRange {
-  double min = REDISMODULE_NEGATIVE_INFINITE;
-  double max = REDISMODULE_POSITIVE_INFINITE;
-  bool min_open = false;
-  bool max_open = false;
-};
-
-// What every write passes first: Redis over maxmemory refuses a script's first write that can grow
-// memory (a ZADD) before anything changed, and lets every later write through (the Lua's note in
-// counted_by_units.hpp). The module keeps the same rule with its own writes.
-class MemoryGuard {
- public:
-  void beforeWrite(bool grows) {
-    if (grows && !written_ && RedisModule_GetUsedMemoryRatio && RedisModule_GetUsedMemoryRatio() > 1) {
-      throw CommandError("OOM command not allowed when used memory > 'maxmemory'.");
-    }
-    written_ = true;
-  }
-
- private:
-  bool written_ = false;
-};
-
-// Words many writes replicate, made once as the module loads (makeSharedWords, in RedisModule_OnLoad)
-// and handed to every call's writes: Redis counts a string's references, so a write passes them on
-// without a copy, where making each anew costs an allocation per word per decision.
-struct SharedWords {
-  RedisModuleString* nx = nullptr;
-  RedisModuleString* lt = nullptr;
-  RedisModuleString* zero = nullptr;
-};
-inline SharedWords shared_words;
-
-// The marks of the windows calls name most, made as they are first met and kept until the module unloads:
-// every admission to a set counted by entries writes its window's mark, where making it anew costs an
-// allocation. At most kKept windows; a mark past them is made per call.
-class KeptMarks {
- public:
-  static constexpr std::size_t kKept = 8;
-
-  // The kept string of `mark`, made now when there is room; null when there is none.
-  RedisModuleString* of(std::string_view mark) {
-    for (std::size_t i = 0; i < count_; ++i) {
-      if (texts_[i] == mark) return words_[i];
-    }
-    if (count_ == kKept) return nullptr;
-    texts_[count_] = std::string(mark);
-    words_[count_] = RedisModule_CreateString(nullptr, mark.data(), mark.size());
-    return words_[count_++];
-  }
-
-  void clear() {
-    for (std::size_t i = 0; i < count_; ++i) RedisModule_FreeString(nullptr, words_[i]);
-    count_ = 0;
-  }
-
- private:
-  std::array<std::string, kKept> texts_;
-  std::array<RedisModuleString*, kKept> words_{};
-  std::size_t count_ = 0;
-};
-inline KeptMarks kept_marks;
-
-// A member as a write takes it: its text, and the string that already holds it when there is one (the
-// client's own argument, a kept mark), which the write hands on instead of making its own.
-struct Word {
-  std::string_view text;
-  RedisModuleString* made = nullptr;
-};
-
-inline void makeSharedWords() {
-  shared_words = {RedisModule_CreateString(nullptr, "NX", 2), RedisModule_CreateString(nullptr, "LT", 2),
-                  RedisModule_CreateString(nullptr, "0", 1)};
-}
-
-// As the module unloads (MODULE UNLOAD): the replication stream holds its own references.
-inline void freeSharedWords() {
-  for (RedisModuleString* word : {shared_words.nx, shared_words.lt, shared_words.zero}) {
-    if (word) RedisModule_FreeString(nullptr, word);
-  }
-  shared_words = {};
-  kept_marks.clear();
-}
-
-class SortedSet {
+class RedisSortedSet {
  public:
   // The set at key `name`; its writes pass `guard`, the command's one (a command of several keys writes
-  // through several sets).
-  SortedSet(RedisModuleCtx* ctx, RedisModuleString* name, MemoryGuard& guard)
+  // through several sets). `member`, when given, is the client's argument that holds the request's member:
+  // a write of that text hands it on instead of making its own.
+  RedisSortedSet(RedisModuleCtx* ctx, RedisModuleString* name, MemoryGuard& guard, RedisModuleString* member = nullptr)
       : ctx_(ctx),
         name_(name),
+        member_(member),
         guard_(guard),
         key_(static_cast<RedisModuleKey*>(RedisModule_OpenKey(ctx, name, REDISMODULE_READ | REDISMODULE_WRITE))) {
     const int type = RedisModule_KeyType(key_.get());
@@ -162,27 +67,6 @@ class SortedSet {
     const std::int64_t walked = countUpTo(range, kWalk);
     if (walked <= kWalk) return walked;
     return callInteger("ZCOUNT", range);
-  }
-
-  // The entries after `start` (ZCOUNT key (start (2^53)): the set's size less the few members below and
-  // above, walked. Only a set counted by units holds members above (its sums); in any other, Redis finds
-  // the range above empty from the highest member alone. A few hundred weighted entries keep more sums
-  // than a walk passes: then `entries()`, when it knows how many entries the set holds (its bookkeeping
-  // says), gives them less the few at or before `start`. Entries have times above 0, where only the
-  // bookkeeping member lies below (checked: a mark at 0 or a time of 0 is counted by Redis's command).
-  template <class Entries>
-  std::int64_t countAfter(std::int64_t start, const Entries& entries) const {
-    const std::int64_t below =
-        countUpTo({REDISMODULE_NEGATIVE_INFINITE, static_cast<double>(start), false, false}, kWalk);
-    if (below <= kWalk) {
-      const std::int64_t above =
-          countUpTo({static_cast<double>(kTimesEnd), REDISMODULE_POSITIVE_INFINITE, false, false}, kWalk);
-      if (above <= kWalk) return size() - below - above;
-      if (start > 0 && countUpTo({REDISMODULE_NEGATIVE_INFINITE, 0, false, false}, 1) == 1) {
-        if (const std::optional<std::int64_t> held = entries()) return *held - (below - 1);
-      }
-    }
-    return count({static_cast<double>(start), static_cast<double>(kTimesEnd), true, true});
   }
 
   // Whether `range` holds more than `cap` members, or else how many (min(count, cap + 1)).
@@ -223,17 +107,9 @@ class SortedSet {
     return found;
   }
 
-  // Where ranks can also be walked to: the members scored at or below `score` are the `below` lowest
-  // (a log knows how many of its entries slid out of its window, and where the window starts).
-  struct RankHint {
-    double score = 0;
-    std::int64_t below = 0;
-  };
-
   // ZRANGE from to WITHSCORES, by rank (below 0: from the highest). Walked when the ranks lie near either
   // end, or near `hint`'s when one is given; asked of Redis's ZRANGE otherwise.
-  std::vector<Scored> byRank(std::int64_t from, std::int64_t to,
-                             const std::optional<RankHint>& hint = std::nullopt) const {
+  std::vector<Scored> byRank(std::int64_t from, std::int64_t to, const std::optional<RankHint>& hint) const {
     return byRank(from, to, hint, Scores::read);
   }
 
@@ -247,21 +123,23 @@ class SortedSet {
 
   // Writes, each replicated as what it did ----------------------------------------------------------
 
-  // ZADD [NX|LT] score member [score member ...]: how many members it added. `flags` is
-  // REDISMODULE_ZADD_NX, REDISMODULE_ZADD_LT or 0; `added`, when given, is told which ones were new (one
-  // flag per member). `members` holds {score, member} pairs.
+  // ZADD [NX|LT] score member [score member ...]: how many members it added; `added`, when given, is
+  // told which ones were new (one flag per member). `members` holds {score, member} pairs.
   template <class Members>
-  std::int64_t add(const Members& members, int flags, bool* added = nullptr) {
+  std::int64_t add(const Members& members, AddMode mode, bool* added) {
     if (std::empty(members)) return 0;
     guard_.beforeWrite(true);
     ScratchWords scratch;
     std::vector<Text>& words = scratch.words();
-    if (flags == REDISMODULE_ZADD_NX) words.push_back(Text::shared(shared_words.nx));
-    if (flags == REDISMODULE_ZADD_LT) words.push_back(Text::shared(shared_words.lt));
+    const int flags = mode == AddMode::only_new     ? REDISMODULE_ZADD_NX
+                      : mode == AddMode::only_lower ? REDISMODULE_ZADD_LT
+                                                    : 0;
+    if (mode == AddMode::only_new) words.push_back(Text::held(shared_words.nx));
+    if (mode == AddMode::only_lower) words.push_back(Text::held(shared_words.lt));
     std::int64_t count = 0;
     for (const auto& [score, member] : members) {
-      words.push_back(score == 0 ? Text::shared(shared_words.zero) : Text(ctx_, score));
-      words.emplace_back(ctx_, member);
+      words.push_back(score == 0 ? Text::held(shared_words.zero) : Text(ctx_, score));
+      words.push_back(word(member, score));
       int outcome = flags;
       RedisModule_ZsetAdd(key_.get(), static_cast<double>(score), words.back().get(), &outcome);
       const bool is_new = (outcome & REDISMODULE_ZADD_ADDED) != 0;
@@ -271,26 +149,21 @@ class SortedSet {
     replicate("ZADD", words);
     return count;
   }
-  std::int64_t add(std::initializer_list<std::pair<std::int64_t, std::string_view>> members, int flags,
-                   bool* added = nullptr) {
-    return add<decltype(members)>(members, flags, added);
-  }
 
   // ZREM: removes `members` (those it holds).
-  template <class Members>
-  void remove(const Members& members) {
+  template <class Names>
+  void remove(const Names& members) {
     if (std::empty(members)) return;
     guard_.beforeWrite(false);
     ScratchWords scratch;
     std::vector<Text>& words = scratch.words();
     for (const auto& member : members) {
-      words.emplace_back(ctx_, member);
+      words.emplace_back(ctx_, std::string_view(member));
       int deleted = 0;
       RedisModule_ZsetRem(key_.get(), words.back().get(), &deleted);
     }
     replicate("ZREM", words);
   }
-  void remove(std::initializer_list<std::string_view> members) { remove<decltype(members)>(members); }
 
   // ZREMRANGEBYRANK key first last and ZREMRANGEBYSCORE key min max: Redis's own commands, replicated as
   // they are (as the Lua's are), where reading each member to remove it and name it to the replicas costs
@@ -314,7 +187,7 @@ class SortedSet {
 
   // PEXPIRE ttl, replicated as the PEXPIREAT it sets (as Redis replicates a script's PEXPIRE). `now`, when
   // given, is Redis's clock as the command already read it, in milliseconds: not read again.
-  void expireIn(std::int64_t milliseconds, std::optional<std::int64_t> now = std::nullopt) {
+  void expireIn(std::int64_t milliseconds, std::optional<std::int64_t> now) {
     guard_.beforeWrite(false);
     const std::int64_t at = (now ? *now : RedisModule_Milliseconds()) + milliseconds;
     if (RedisModule_SetAbsExpire) {
@@ -337,32 +210,20 @@ class SortedSet {
   }
 
  private:
-  // A RedisModuleString this call made, freed when it goes, or one of the shared words, left as it is.
-  class Text {
-   public:
-    static Text shared(RedisModuleString* word) { return Text(word); }
-    Text(RedisModuleCtx* ctx, std::string_view text)
-        : ctx_(ctx), string_(RedisModule_CreateString(ctx, text.data(), text.size())) {}
-    Text(RedisModuleCtx* ctx, const Word& word)
-        : ctx_(word.made ? nullptr : ctx),
-          string_(word.made ? word.made : RedisModule_CreateString(ctx, word.text.data(), word.text.size())) {}
-    Text(RedisModuleCtx* ctx, std::int64_t number)
-        : ctx_(ctx), string_(RedisModule_CreateStringFromLongLong(ctx, static_cast<long long>(number))) {}
-    Text(Text&& other) noexcept : ctx_(other.ctx_), string_(std::exchange(other.string_, nullptr)) {}
-    Text(const Text&) = delete;
-    Text& operator=(const Text&) = delete;
-    Text& operator=(Text&&) = delete;
-    ~Text() {
-      if (string_ && ctx_) RedisModule_FreeString(ctx_, string_);
+  // The string a write names `member` by: the client's argument when it holds the text, a kept mark for a
+  // mark (score 0), or one made for this write.
+  Text word(std::string_view member, std::int64_t score) const {
+    if (member_ != nullptr) {
+      std::size_t length = 0;
+      const char* bytes = RedisModule_StringPtrLen(member_, &length);
+      if (bytes == member.data() && length == member.size()) return Text::held(member_);
     }
-    RedisModuleString* get() const { return string_; }
+    if (score == 0 && !member.empty() && member[0] == kMarkByte) {
+      if (RedisModuleString* kept = kept_marks.of(member)) return Text::held(kept);
+    }
+    return Text(ctx_, member);
+  }
 
-   private:
-    explicit Text(RedisModuleString* shared) : ctx_(nullptr), string_(shared) {}
-
-    RedisModuleCtx* ctx_;
-    RedisModuleString* string_;
-  };
   struct KeyCloser {
     void operator()(RedisModuleKey* key) const { RedisModule_CloseKey(key); }
   };
@@ -496,29 +357,13 @@ class SortedSet {
     RedisModule_Replicate(ctx_, command, "v", argv.data(), argv.size());
   }
 
-  // The words of the write being made: one vector kept between calls, so that a decision allocates none
-  // (Redis runs commands on one thread, and one write is made at a time). Emptied as it goes, so that no
-  // word outlives the command whose context made it, even when the write stops on an exception.
-  class ScratchWords {
-   public:
-    ScratchWords() : words_(kept()) { words_.clear(); }
-    ~ScratchWords() { words_.clear(); }
-    ScratchWords(const ScratchWords&) = delete;
-    ScratchWords& operator=(const ScratchWords&) = delete;
-    std::vector<Text>& words() { return words_; }
-
-   private:
-    static std::vector<Text>& kept() {
-      static std::vector<Text> words;
-      return words;
-    }
-    std::vector<Text>& words_;
-  };
-
   RedisModuleCtx* ctx_;
   RedisModuleString* name_;
+  RedisModuleString* member_;
   MemoryGuard& guard_;
   std::unique_ptr<RedisModuleKey, KeyCloser> key_;
 };
+
+static_assert(isLogSet<RedisSortedSet>());
 
 }  // namespace swl::native

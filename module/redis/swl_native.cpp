@@ -14,15 +14,18 @@
 // is MultiLimiter's script (swl/composites/detail/multi_limiter_core.hpp, kMultiWindowArguments) for
 // rules that are all logs (counting ''): every key decided, and the request recorded in all or in none.
 //
-// One file includes redismodule.h, which defines the API's pointers: the parts it uses are headers.
+// One file includes redismodule.h, which defines the API's pointers: the parts it uses are headers. The
+// log (module/log/) knows nothing of Redis; this is its glue: the commands, their words, Redis's clock and
+// its sorted sets (module/redis/sorted_set.hpp). The commands' names, their arguments' places and the
+// layout's version are the wire format's (swl/detail/script/wire.hpp).
 
-#include "log.hpp"
+#include "../log/arguments.hpp"
+#include "../log/decision.hpp"
 #include "sorted_set.hpp"
 
 #include <sys/time.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <deque>
 #include <exception>
@@ -40,17 +43,6 @@ std::string_view textOf(RedisModuleString* argument) {
   return {bytes, length};
 }
 
-// An integer argument, whole and in range, or a clear error naming it.
-std::int64_t integerArgument(std::string_view text, std::string_view what) {
-  std::int64_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || value <= -kTimesEnd || value >= kTimesEnd) {
-    throw CommandError("ERR swl: the " + std::string(what) + " '" + std::string(text) +
-                       "' is not an integer below 2^53");
-  }
-  return value;
-}
-
 // Redis's own clock, as the script reads it with TIME: from Redis 7.2 on, the time Redis took when the
 // command began (RedisModule_CachedMicroseconds, which 7.0 lacks); before, gettimeofday's.
 std::int64_t redisTime() {
@@ -60,49 +52,15 @@ std::int64_t redisTime() {
   return std::int64_t{now.tv_sec} * 1000000 + now.tv_usec;
 }
 
-// The clock a call decides at, from its `now` argument: '' for Redis's own; '-' and 16 digits for Redis's
-// own and the call's deadline on it (0: none), checked before anything is written (the scripts' prelude).
-void readClock(Request& request, std::string_view now_text) {
-  std::int64_t deadline = 0;
-  if (!now_text.empty() && now_text[0] < '0') {
-    deadline = -integerArgument(now_text, "deadline");
-    now_text = "";
+// ARGV[index] of a command whose key is argv[1] and whose arguments follow it; nullopt past the last.
+struct ArgumentsAfter {
+  RedisModuleString** first;  // ARGV[1]
+  int count;
+  std::optional<std::string_view> operator()(int index) const {
+    if (index < 1 || index > count) return std::nullopt;
+    return textOf(first[index - 1]);
   }
-  request.redis_time = now_text.empty();
-  request.now = request.redis_time ? redisTime() : integerArgument(now_text, "time");
-  if (deadline > 0 && request.now > deadline) {
-    throw CommandError("EXPIRED swl: the call ran " + std::to_string(request.now - deadline) +
-                       " us past its deadline; nothing recorded");
-  }
-}
-
-// A limit's window and its number, and the call's cost and the set's ttl when given, read and checked.
-void readLimit(Request& request, std::string_view window, std::string_view limit, std::optional<std::string_view> cost,
-               std::optional<std::string_view> ttl) {
-  request.window_text = window;
-  request.window = integerArgument(window, "window");
-  request.limit = integerArgument(limit, "limit");
-  if (request.window <= 0) throw CommandError("ERR swl: the window must be at least 1 us");
-  if (cost) request.cost = integerArgument(*cost, "cost");
-  if (request.cost < 0) throw CommandError("ERR swl: a cost cannot be below 0");
-  if (ttl && !ttl->empty()) request.ttl = integerArgument(*ttl, "ttl");
-  if (request.ttl && *request.ttl <= 0) throw CommandError("ERR swl: a ttl must be at least 1 ms");
-}
-
-// SWL.DECIDE's arguments, the log's script's ARGV (argv[1] is its key).
-Request requestOf(RedisModuleString** argv, int argc) {
-  const auto argument = [argv, argc](int index) -> std::optional<std::string_view> {
-    if (index + 1 >= argc) return std::nullopt;  // ARGV[index] is argv[index + 1], after the key
-    return textOf(argv[index + 1]);
-  };
-  Request request;
-  readLimit(request, *argument(1), *argument(2), argument(3), argument(6));
-  readClock(request, argument(4).value_or(""));
-  request.member = argument(5).value_or("");
-  if (argc > 6) request.member_word = argv[6];
-  request.count_rejected = argument(7).value_or("") == "1";
-  return request;
-}
+};
 
 void replyWith(RedisModuleCtx* ctx, const Answer& answer) {
   for (const std::int64_t value : {answer.remaining, answer.retry_after, answer.reset_after}) {
@@ -124,63 +82,46 @@ int answering(RedisModuleCtx* ctx, Decision&& decision) {
 }
 
 int decideCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  if (argc < 4 || argc > 9) return RedisModule_WrongArity(ctx);
+  if (argc < 2 + wire::kLimitArgument || argc > 2 + wire::kDecideArguments) return RedisModule_WrongArity(ctx);
   return answering(ctx, [&] {
-    const Request request = requestOf(argv, argc);
+    const Request request = decideRequest(ArgumentsAfter{argv + 2, argc - 2}, redisTime);
     MemoryGuard guard;
-    SortedSet set(ctx, argv[1], guard);
-    const Answer answer = LogDecision(set, request).decide();
+    RedisModuleString* member = argc > 1 + wire::kMemberArgument ? argv[1 + wire::kMemberArgument] : nullptr;
+    RedisSortedSet set(ctx, argv[1], guard, member);
+    const Answer answer = LogDecision<RedisSortedSet>(set, request).decide();
     RedisModule_ReplyWithArray(ctx, 4);
     RedisModule_ReplyWithLongLong(ctx, answer.allowed);
     replyWith(ctx, answer);
   });
 }
 
-// SWL.DECIDEALL's arguments per rule, after its three shared ones (MultiLimiter's script's ARGV layout,
-// kMultiWindowArguments): cost, window, limit, ttl, and how the rule counts.
-constexpr std::int64_t kSharedArguments = 3;
-constexpr std::int64_t kArgumentsPerRule = 5;
+// A key named by two rules would be read twice before either records, and recorded twice over what the
+// first read saw: refused before anything is read.
+void requireKeysApart(RedisModuleString** keys, std::int64_t rules) {
+  for (std::int64_t i = 0; i < rules; ++i) {
+    for (std::int64_t j = 0; j < i; ++j) {
+      if (textOf(keys[i]) == textOf(keys[j])) {
+        throw CommandError("ERR swl: the key '" + std::string(textOf(keys[i])) +
+                           "' is named twice; each rule takes a key of its own");
+      }
+    }
+  }
+}
 
 int decideAllCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc < 2) return RedisModule_WrongArity(ctx);
   return answering(ctx, [&] {
     const std::int64_t rules = integerArgument(textOf(argv[1]), "key count");
-    if (rules < 1 || argc != 2 + rules + kSharedArguments + kArgumentsPerRule * rules) {
-      throw CommandError(
-          "ERR swl: SWL.DECIDEALL takes a key count, its keys, now, member, recording, then "
-          "cost, window, limit, ttl and counting for each key: " +
-          std::to_string(argc - 1) + " arguments do not fit the count " + std::to_string(rules));
-    }
     RedisModuleString** keys = argv + 2;
-    RedisModuleString** args = keys + rules;  // the script's ARGV[i] is args[i - 1]
-    const std::string_view recording = textOf(args[2]);
-    std::vector<Request> requests(static_cast<std::size_t>(rules));
-    for (std::int64_t i = 0; i < rules; ++i) {
-      RedisModuleString** rule = args + kSharedArguments + kArgumentsPerRule * i;
-      Request& request = requests[static_cast<std::size_t>(i)];
-      readLimit(request, textOf(rule[1]), textOf(rule[2]), textOf(rule[0]), textOf(rule[3]));
-      if (!textOf(rule[4]).empty()) {
-        throw CommandError("ERR swl: rule " + std::to_string(i + 1) +
-                           " counts by periods or as a GCRA bucket, which only MultiLimiter's script decides");
-      }
-      readClock(request, textOf(args[0]));
-      request.member = textOf(args[1]);
-      request.member_word = args[1];
-    }
-    // A key named by two rules would be read twice before either records, and recorded twice over what
-    // the first read saw: refused before anything is read.
-    for (std::int64_t i = 0; i < rules; ++i) {
-      for (std::int64_t j = 0; j < i; ++j) {
-        if (textOf(keys[i]) == textOf(keys[j])) {
-          throw CommandError("ERR swl: the key '" + std::string(textOf(keys[i])) +
-                             "' is named twice; each rule takes a key of its own");
-        }
-      }
-    }
+    const std::int64_t sent = argc - 2 - std::max<std::int64_t>(rules, 0);
+    if (rules < 1 || sent < 0) throw CommandError("ERR swl: the key count " + std::to_string(rules) + " does not fit");
+    const ArgumentsAfter arguments{keys + rules, static_cast<int>(sent)};
+    std::vector<Request> requests = decideAllRequests(rules, sent, arguments, redisTime);
+    requireKeysApart(keys, rules);
     MemoryGuard guard;
-    std::deque<SortedSet> sets;  // in place: each decision holds its set
+    std::deque<RedisSortedSet> sets;  // in place: each decision holds its set
     for (std::int64_t i = 0; i < rules; ++i) sets.emplace_back(ctx, keys[i], guard);
-    std::vector<LogDecision> decisions;
+    std::vector<LogDecision<RedisSortedSet>> decisions;
     decisions.reserve(requests.size());
     bool allowed = true;
     for (std::size_t i = 0; i < requests.size(); ++i) {
@@ -188,12 +129,13 @@ int decideAllCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       allowed = decisions.back().open() && allowed;
     }
     // Recorded in every rule, each at its own cost, or in none ('-' is a dry run).
+    const std::string_view recording = *arguments(wire::kMultiRecordingArgument);
     std::optional<std::string> member;
     if (recording != "-" && (allowed || recording == "1")) member = decisions[0].memberOrTimestamp();
     // Each rule recorded and then answered, in turn, as the script does: the reply begins only once
     // nothing can fail.
     std::vector<Answer> answers;
-    for (LogDecision& decision : decisions) {
+    for (auto& decision : decisions) {
       decision.record(member);
       answers.push_back(decision.answer());
     }
@@ -213,17 +155,34 @@ namespace {
 // goes without them). Not deny-oom: like the script, a decision that writes nothing (a refusal, a peek)
 // is answered over maxmemory, and one that writes is refused before its first write (MemoryGuard). Its
 // keys are argv[first..last] when `first` is not 0.
-RedisModuleCommand* registerCommand(RedisModuleCtx* ctx, const char* name, RedisModuleCmdFunc run, int first,
+RedisModuleCommand* registerCommand(RedisModuleCtx* ctx, std::string_view name, RedisModuleCmdFunc run, int first,
                                     int last) {
-  if (RedisModule_CreateCommand(ctx, name, run, "write", first, last, first == 0 ? 0 : 1) == REDISMODULE_ERR) {
+  std::string lower(name);  // as Redis names it in its replies and its ACL rules
+  for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  if (RedisModule_CreateCommand(ctx, lower.c_str(), run, "write", first, last, first == 0 ? 0 : 1) == REDISMODULE_ERR) {
     return nullptr;
   }
-  RedisModuleCommand* command = RedisModule_GetCommand(ctx, name);
+  RedisModuleCommand* command = RedisModule_GetCommand(ctx, lower.c_str());
   if (command && RedisModule_SetCommandACLCategories &&
       RedisModule_SetCommandACLCategories(command, "write sortedset") == REDISMODULE_ERR) {
     return nullptr;
   }
   return command;
+}
+
+// The tip COMMAND INFO shows with each command: the layout's version, which the handshake reads
+// (swl/detail/io/native_module.hpp), so that a client sends the commands only to a module of its layout.
+const char* layoutTip() {
+  static const std::string tip = std::string(wire::kLayoutTipName) + ":" + std::to_string(wire::kLayoutVersion);
+  return tip.c_str();
+}
+
+// SWL.DECIDE's info: its tip (its keys are CreateCommand's: argv[1]).
+int tellLayout(RedisModuleCommand* command) {
+  RedisModuleCommandInfo info = {};
+  info.version = REDISMODULE_COMMAND_INFO_VERSION;
+  info.tips = layoutTip();
+  return RedisModule_SetCommandInfo(command, &info);
 }
 
 // SWL.DECIDEALL's keys, counted by its first argument, as EVAL's are: declared so that Cluster sends it
@@ -239,7 +198,8 @@ int declareCountedKeys(RedisModuleCommand* command) {
   specs[0].fk.keynum.keystep = 1;
   RedisModuleCommandInfo info = {};
   info.version = REDISMODULE_COMMAND_INFO_VERSION;
-  info.arity = -(2 + 1 + static_cast<int>(kSharedArguments + kArgumentsPerRule));  // one rule at least
+  info.arity = -(2 + 1 + static_cast<int>(decideAllArguments(1)));  // one rule at least
+  info.tips = layoutTip();
   info.key_specs = specs;
   return RedisModule_SetCommandInfo(command, &info);
 }
@@ -249,13 +209,16 @@ int declareCountedKeys(RedisModuleCommand* command) {
 
 extern "C" int RedisModule_OnLoad(RedisModuleCtx* ctx, RedisModuleString** /*argv*/, int /*argc*/) {
   using namespace swl::native;
-  if (RedisModule_Init(ctx, "swl", 1, REDISMODULE_APIVER_1) == REDISMODULE_ERR) return REDISMODULE_ERR;
+  if (RedisModule_Init(ctx, "swl", wire::kLayoutVersion, REDISMODULE_APIVER_1) == REDISMODULE_ERR) {
+    return REDISMODULE_ERR;
+  }
   if (!RedisModule_SetCommandInfo) {
     RedisModule_Log(ctx, "warning", "swl-native needs Redis 7.0 or later (RedisModule_SetCommandInfo)");
     return REDISMODULE_ERR;
   }
-  if (!registerCommand(ctx, "swl.decide", decideCommand, 1, 1)) return REDISMODULE_ERR;
-  RedisModuleCommand* decide_all = registerCommand(ctx, "swl.decideall", decideAllCommand, 0, 0);
+  RedisModuleCommand* decide = registerCommand(ctx, wire::kDecideCommand, decideCommand, 1, 1);
+  if (!decide || tellLayout(decide) == REDISMODULE_ERR) return REDISMODULE_ERR;
+  RedisModuleCommand* decide_all = registerCommand(ctx, wire::kDecideAllCommand, decideAllCommand, 0, 0);
   if (!decide_all || declareCountedKeys(decide_all) == REDISMODULE_ERR) return REDISMODULE_ERR;
   makeSharedWords();
   return REDISMODULE_OK;
