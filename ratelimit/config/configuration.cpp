@@ -1,23 +1,9 @@
-// Loading envoyproxy/ratelimit's YAML files and directories as its Go loader (gopkg.in/yaml.v2, then its
-// own checks) and lyft/goruntime load them. One file's text goes through four parts, each a header of
-// its own and none doing I/O:
-//  1. yaml/text.hpp, checkedText: the bytes are UTF-8 (or UTF-16, converted) of the characters YAML
-//     allows, as yaml.v2 refuses a file for any other byte, even in a comment.
-//  2. yaml/events.hpp, readFirstDocument: libyaml's events (yaml.v2 is a port of libyaml) with YAML 1.1's
-//     aliases replayed and merge keys (`<<`) expanded in yaml.v2's order, so that what follows sees plain
-//     maps, lists and scalars; yaml/scalar.hpp reads a scalar as yaml.v2 does (`yes` is true, `0x10` is
-//     16, `1.5` is a float).
-//  3. yaml/domain_reader.hpp, DomainReader: what each map and list is for, by where it is (the file, a
-//     descriptor, a rate_limit...; yaml/keys.hpp), into small records of what each descriptor says.
-//  4. DomainReader::finish: the records laid out as the domain's RuleTree.
-// The text is read once, event by event; no tree of YAML nodes is ever built: that was most of a large
-// file's time and memory. What is left here is the files: which are read, in what order, and how their
-// domains come together.
+// The files a configuration is read from (--config's file or directory, envoyproxy/ratelimit's runtime
+// directory as lyft/goruntime walks it): which are read, in what order, and how their domains come
+// together. Each file's text is made a Domain by the YAML reader (yaml/read.cpp).
 
 #include <ratelimit/config/configuration.hpp>
-#include <ratelimit/config/yaml/domain_reader.hpp>
-#include <ratelimit/config/yaml/events.hpp>
-#include <ratelimit/config/yaml/text.hpp>
+#include <ratelimit/config/domain.hpp>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -132,20 +118,6 @@ void Configuration::add(Domain domain, bool merge_domains) {
 }
 
 void Configuration::warn(std::string warning) { warnings_.push_back(std::move(warning)); }
-
-Domain parseDomain(std::string_view contents, const std::string& file) {
-  std::string converted;
-  const std::string_view text = yaml::checkedText(contents, converted, file);
-  reader::DomainReader reader(file);
-  const yaml::FirstDocument read = yaml::readFirstDocument(text, file, reader);
-  if (!read.found) throw ConfigError(lineAt(file, 1) + "the file is empty: it must name its domain");
-  Domain domain = reader.finish();
-  if (read.next_document_line != 0) {
-    domain.warnings.push_back(lineAt(file, read.next_document_line) +
-                              "a second YAML document: ignored, as envoyproxy/ratelimit reads the first only");
-  }
-  return domain;
-}
 
 Configuration loadConfiguration(const std::filesystem::path& path, bool merge_domains) {
   Configuration configuration;

@@ -39,8 +39,9 @@
 ///   no unit and is refused. `replaces` names no empty name and not the rule's own.
 /// - share_threshold needs a pattern. Two siblings with one key and value are refused, and so are the
 ///   key `a_b` and the key `a` with the value `b`, which envoyproxy/ratelimit takes for one.
-/// - The file is UTF-8 (or UTF-16 with its byte order mark) of the characters YAML allows, everywhere:
-///   a domain, key or value that is not could never match Envoy's strings.
+/// - The file is UTF-8 (or UTF-16 with its byte order mark) of the characters YAML allows, everywhere in
+///   its first document, comments included: a domain, key or value that is not could never match
+///   Envoy's strings.
 ///
 /// What swl adds is read in a rate_limit only, and refused where it cannot be kept: `calendar` needs a
 /// unit of a day or more and is counted as a fixed window (so `algorithm` may only say fixed_window);
@@ -52,9 +53,10 @@
 /// deep, 1,000,000 descriptors in one file, and 4,000,000 nodes replayed by YAML aliases (aliases can
 /// make a tree of any size, or a cycle, from a few lines). Warnings: 100 per file, then a count.
 ///
-/// A file is read in one pass of libyaml's events, with no tree of YAML nodes (configuration.cpp says how):
+/// A file is read in one pass of libyaml's events, with no tree of YAML nodes (yaml/read.cpp says how):
 /// 100,000 rules (9 MB) load in about 0.5 s, into 85 MB (bench/README.md).
 
+#include <ratelimit/config/domain.hpp>
 #include <ratelimit/config/error.hpp>
 #include <ratelimit/config/rule.hpp>
 #include <ratelimit/config/rule_tree.hpp>
@@ -67,17 +69,6 @@
 #include <vector>
 
 namespace swl::ratelimit {
-
-/// One file's domain and its descriptors.
-struct Domain {
-  std::string name;
-  /// Where `domain:` is written.
-  SourceLocation source;
-  RuleTree rules;
-  /// What the file says that is read as envoyproxy/ratelimit reads it but is likely a slip: a key
-  /// where it means nothing, a key given twice, a second YAML document. "file:line: ..." each.
-  std::vector<std::string> warnings;
-};
 
 /// Every domain the service answers for.
 class Configuration {
@@ -106,9 +97,6 @@ class Configuration {
   std::map<std::string, Domain, std::less<>> domains_;
   std::vector<std::string> warnings_;
 };
-
-/// The domain one file's text defines; `file` names it in messages. Anything wrong is a ConfigError.
-Domain parseDomain(std::string_view yaml, const std::string& file);
 
 /// The configuration at `path` (swl-ratelimit's --config): a file, or a directory whose *.yaml and
 /// *.yml files (not those whose name starts with '.', as Kubernetes' ConfigMap mounts have) are read in

@@ -12,19 +12,18 @@
 ///   Printer printer;
 ///   const yaml::FirstDocument read = yaml::readFirstDocument(text, "a.yaml", printer);
 ///
-/// Everything refused is a ConfigError "file:line: ...": text that is not YAML, an alias of no anchor or
-/// of the node it is in, a merge of what is not a map, nesting past kMostYamlLevels, aliases that replay
-/// more than kMostReplayedEvents events.
+/// Everything refused is a ConfigError "file:line: ...": bytes or text that are not YAML (parser.hpp), an alias of no
+/// anchor or of the node it is in, a merge of what is not a map, nesting past kMostYamlLevels, aliases that replay more
+/// than kMostReplayedEvents events.
 
 #include <ratelimit/config/error.hpp>
+#include <ratelimit/config/yaml/parser.hpp>
 #include <ratelimit/config/yaml/scalar.hpp>
-#include <ratelimit/config/yaml/text.hpp>
 
 #include <yaml.h>
 
 #include <cstddef>
 #include <cstdint>
-#include <new>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -52,72 +51,6 @@ class Handler {
   virtual void start(bool is_map, int line) = 0;
   /// The innermost map or list started ends.
   virtual void end() = 0;
-};
-
-/// One of libyaml's events, freed when it goes (or when Parser::next fills it again).
-class Event {
- public:
-  Event() noexcept = default;
-  ~Event() { yaml_event_delete(&event_); }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-
-  const yaml_event_t& operator*() const noexcept { return event_; }
-  const yaml_event_t* operator->() const noexcept { return &event_; }
-
- private:
-  friend class Parser;
-  yaml_event_t event_{};
-};
-
-/// libyaml's parser over a text (not copied: it must outlive the parser), freed when it goes.
-class Parser {
- public:
-  /// `file` names the text in messages.
-  Parser(std::string_view text, const std::string& file) : text_(text), file_(file) {
-    if (yaml_parser_initialize(&parser_) == 0) throw std::bad_alloc();
-    // libyaml asserts a text, even an empty one; yaml.v2 reads an empty one as a lone line break.
-    const char* bytes = text.data() != nullptr ? text.data() : "";
-    yaml_parser_set_input_string(&parser_, reinterpret_cast<const unsigned char*>(bytes), text.size());
-  }
-  ~Parser() { yaml_parser_delete(&parser_); }
-  Parser(const Parser&) = delete;
-  Parser& operator=(const Parser&) = delete;
-
-  /// The next event, into `event`. Past the stream's end, an event of type YAML_NO_EVENT. Text libyaml
-  /// refuses is a ConfigError at the line it found it.
-  void next(Event& event) {
-    if (!tryNext(event)) refuse();
-  }
-
-  /// As next, but false where next refuses.
-  bool tryNext(Event& event) noexcept {
-    yaml_event_delete(&event.event_);
-    return yaml_parser_parse(&parser_, &event.event_) != 0 && parser_.error == YAML_NO_ERROR;
-  }
-
- private:
-  [[noreturn]] void refuse() const {
-    if (parser_.error == YAML_MEMORY_ERROR) throw std::bad_alloc();
-    const std::string problem = parser_.problem != nullptr ? parser_.problem : "a text the YAML parser cannot read";
-    if (parser_.error == YAML_READER_ERROR) {
-      throw ConfigError(lineAt(file_, lineOfOffset(text_, parser_.problem_offset)) + "not valid YAML: " + problem);
-    }
-    const int line = static_cast<int>(parser_.problem_mark.line) + 1;
-    if (parser_.context == nullptr) throw ConfigError(lineAt(file_, line) + "not valid YAML: " + problem);
-    const std::string context = parser_.context;
-    const int context_line = static_cast<int>(parser_.context_mark.line) + 1;
-    // An open quote takes the rest of the file: where it starts is the line to name, not the file's end.
-    if (context == "while scanning a quoted scalar" && problem == "found unexpected end of stream") {
-      throw ConfigError(lineAt(file_, context_line) + "not valid YAML: a quoted text starts here and is never closed");
-    }
-    throw ConfigError(lineAt(file_, line) + "not valid YAML: " + problem + " (" + context +
-                      (context_line == line ? "" : " started at line " + std::to_string(context_line)) + ")");
-  }
-
-  yaml_parser_t parser_;
-  std::string_view text_;
-  const std::string& file_;
 };
 
 /// An event of the document's node, as Events takes it: the parser's, or one kept for a replay.
@@ -374,7 +307,7 @@ inline ScalarStyle styleOf(const yaml_event_t& event) {
 
 }  // namespace events_detail
 
-/// Reads the first YAML document of `text` (UTF-8, as checkedText gives it) into `handler`; `file` names
+/// Reads the first YAML document of `text` (UTF-8, or UTF-16 with its byte order mark) into `handler`; `file` names
 /// the text in messages. The text after the first document is not read (and so not refused), but for
 /// the start of a second document.
 inline FirstDocument readFirstDocument(std::string_view text, const std::string& file, Handler& handler) {
