@@ -3,6 +3,7 @@
 
 #include <swl/detail/holds_error.hpp>
 #include <swl/detail/io/call_steps.hpp>
+#include <swl/detail/io/native_module.hpp>
 #include <swl/swl.hpp>
 
 #include "support/resp.hpp"
@@ -140,4 +141,23 @@ TEST_CASE("a call the module could not take goes again as the script, and one it
   CHECK(gaveUpWith<swl::ReplyError>(refused));
   CHECK_THROWS_WITH(std::rethrow_exception(refused.error), Catch::Contains("does not have the swl-native module"));
   CHECK(next(requiring, "-LAYOUT swl: the log k is in swl 0.3's layout\r\n").step == Step::resend_as_script);
+}
+
+TEST_CASE("the handshake takes a server's module for its own only when COMMAND INFO's tips name the layout") {
+  using swl::detail::moduleIn;
+  // name, arity, flags, first, last, step, ACL categories, tips, key specs, subcommands
+  const auto info = [](const std::string& tips) {
+    return replyFrom("*1\r\n*10\r\n$10\r\nswl.decide\r\n:-1\r\n*1\r\n+write\r\n:1\r\n:1\r\n:1\r\n*0\r\n" + tips +
+                     "*0\r\n*0\r\n");
+  };
+  namespace wire = swl::detail::wire;
+  const std::string tip(wire::kLayoutTip);
+  const std::string another = std::string(wire::kLayoutTipName) + ":" + std::to_string(wire::kLayoutVersion + 1);
+  CHECK(moduleIn(*info("*1\r\n+" + tip + "\r\n")));
+  CHECK(moduleIn(*info("*2\r\n+nondeterministic_output\r\n$" + std::to_string(tip.size()) + "\r\n" + tip +
+                       "\r\n")));  // RESP3 sends it as a string
+  CHECK_FALSE(moduleIn(*info("*1\r\n+" + another + "\r\n")));
+  CHECK_FALSE(moduleIn(*info("*0\r\n")));              // a module too old to say
+  CHECK_FALSE(moduleIn(*replyFrom("*1\r\n$-1\r\n")));  // no such command
+  CHECK_FALSE(moduleIn(*replyFrom("-NOPERM this user has no permissions to run the 'command|info' command\r\n")));
 }

@@ -173,7 +173,7 @@ RedisModuleCommand* registerCommand(RedisModuleCtx* ctx, std::string_view name, 
 // The tip COMMAND INFO shows with each command: the layout's version, which the handshake reads
 // (swl/detail/io/native_module.hpp), so that a client sends the commands only to a module of its layout.
 const char* layoutTip() {
-  static const std::string tip = std::string(wire::kLayoutTipName) + ":" + std::to_string(wire::kLayoutVersion);
+  static const std::string tip(wire::kLayoutTip);  // a C string for Redis
   return tip.c_str();
 }
 

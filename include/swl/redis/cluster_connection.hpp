@@ -260,11 +260,10 @@ class ClusterConnection : public RedisClient {
   // One call on the cluster, sent to `first` (unless `reply` is its answer already, a batch's) and then
   // wherever the reply machine says (detail/io/call_steps.hpp), until it answers or gives up.
   Reply follow(const ScriptCall& call, Node& first, Clock::time_point deadline, Reply reply = Reply()) {
-    detail::CallSteps::Terms terms;
+    detail::CallSteps::Terms terms(options_.connection);
     terms.follows_redirections = true;
     terms.max_redirects = options_.max_redirects;
     terms.give_up_at = deadline;
-    terms.module_required = options_.connection.native_module == NativeModule::required;
     detail::CallSteps steps(call.script(), description_, terms);
     Node* asked = &first;
     bool asking = false;

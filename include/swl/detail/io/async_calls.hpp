@@ -27,6 +27,7 @@
 #include <swl/detail/io/checked_options.hpp>
 #include <swl/detail/io/circuit_breaker.hpp>
 #include <swl/detail/io/dial.hpp>
+#include <swl/detail/io/handshake.hpp>
 #include <swl/detail/io/hiredis.hpp>
 #include <swl/detail/io/redis_clock.hpp>
 #include <swl/detail/messages.hpp>
@@ -71,6 +72,7 @@ class AsyncCalls {
     std::size_t native_head = 0;     // the words the module's command replaces; 0: no such form (FormattedCall)
     std::size_t native_rest_at = 0;  // where the words that command keeps begin in `command`
     bool as_script = false;          // sent as the script even where the server has the module
+    bool raw = false;                // a handshake command: its error reply is its answer too
     Time answer_not_before{};        // the deadline it carried: a failure is not answered before it
     Callback done;                   // empty once the call has ended
     bool repeated = false;
@@ -234,22 +236,36 @@ class AsyncCalls {
     clock_.forget();
     time_asked_ = false;
     module_loaded_ = false;
-    handshake();
-    askTime();
-    askForModule();
+    greet();
     return context_;
   }
 
-  // Whether the server has the swl-native module (detail/io/native_module.hpp). The calls sent before the
-  // answer comes go as the script.
-  void askForModule() {
-    if (!asksForModule(options_)) return;
-    Pending asking;
-    asking.command = formattedCommand(std::data(kModuleQuestion), std::size(kModuleQuestion));
-    asking.done = [this, context = context_](ReplyView reply, std::exception_ptr error) {
-      if (!error && context == context_) module_loaded_ = moduleIn(reply);
-    };
-    send(std::move(asking));
+  // The handshake (detail/io/handshake.hpp), queued ahead of every call: the calls sent before the answer
+  // to the module's question comes go as the script. A refusal drops the connection: nothing sent behind
+  // it can succeed.
+  void greet() {
+    auto handshake = std::make_shared<const Handshake>(options_, endpoint_);
+    for (const Handshake::Command& command : handshake->commands()) {
+      Pending pending;
+      pending.command = command.formatted;
+      pending.raw = true;
+      const bool times = command.purpose == Handshake::Purpose::time;
+      time_asked_ = time_asked_ || times;
+      pending.done = [this, handshake, &command, times, context = context_](ReplyView reply, std::exception_ptr error) {
+        if (times) time_asked_ = false;
+        if (error || context != context_) return;  // the connection failed on its own: its calls know why
+        try {
+          handshake->read(command, reply, RedisClock::Local::now(), clock_, module_loaded_);
+        } catch (const Error& refusal) {
+          breaker_->recordFailure(refusal.what(), causeOf(refusal));
+          drop(context_, std::current_exception());
+        }
+      };
+      const bool greets =
+          command.purpose == Handshake::Purpose::greeting || command.purpose == Handshake::Purpose::select;
+      if (greets) owner().greeting(pending);
+      send(std::move(pending));
+    }
   }
 
   // `pending`'s command as it goes out: as the module's command where the server has it.
@@ -286,32 +302,6 @@ class AsyncCalls {
     send(std::move(asking));
   }
 
-  // The handshake's commands go first; a refusal of one drops the connection with an AuthError: nothing
-  // sent behind it can succeed.
-  void handshake() {
-    for (Greeting& greeting : handshakeOf(options_)) {
-      Pending pending;
-      pending.command = std::move(greeting.command);
-      pending.done = [this, what = std::move(greeting.what)](ReplyView, std::exception_ptr error) {
-        if (error && context_ != nullptr) refused(what, error);
-      };
-      owner().greeting(pending);
-      send(std::move(pending));
-    }
-  }
-
-  void refused(const std::string& what, const std::exception_ptr& error) {
-    try {
-      std::rethrow_exception(error);
-    } catch (const ReplyError& refusal) {
-      const std::string why = handshakeRefusal(endpoint_, what, refusal);
-      breaker_->recordFailure(why, BreakCause::refused_credentials);
-      drop(context_, std::make_exception_ptr(AuthError(why)));
-    } catch (const Error&) {
-      // the connection failed on its own: its calls have their reasons already
-    }
-  }
-
   static void onReply(redisAsyncContext* context, void* reply, void* privdata) noexcept {
     auto& pending = *static_cast<Pending*>(privdata);
     AsyncCalls& self = *pending.owner;
@@ -340,16 +330,15 @@ class AsyncCalls {
     breaker_->recordSuccess();
     if (!pending.done) return;        // ended already (at its deadline, or cancelled): the late reply is dropped
     if (pending.script == nullptr) {  // the connection's own command
-      if (!reply.isError()) return pending.done(reply, nullptr);
+      if (!reply.isError() || pending.raw) return pending.done(reply, nullptr);
       return pending.done(ReplyView(), std::make_exception_ptr(
                                            redisError<ReplyError>(endpoint_, ": a command failed: ", reply.text())));
     }
     if (!reply.isError()) return pending.done(reply, nullptr);  // the answer, as nearly every call ends
     // What an error reply calls for is the reply machine's to say (detail/io/call_steps.hpp); a call sent
     // again after NOSCRIPT loads nothing more.
-    CallSteps::Terms terms;
+    CallSteps::Terms terms(options_);
     terms.loads_script = !pending.repeated;
-    terms.module_required = options_.native_module == NativeModule::required;
     const CallSteps::Next next =
         CallSteps(*pending.script, face_, terms).replied(reply, endpoint_, CallSteps::Clock::now());
     switch (next.step) {

@@ -1,7 +1,7 @@
 #pragma once
-// What an event-loop connection (AsyncConnection on libevent, AsioConnection on Asio) sends and expects
-// around its calls, without I/O: the handshake's commands and what a refusal of one means, and when a call
-// that met NOSCRIPT needs a SCRIPT LOAD sent before it goes out again.
+// What an event-loop connection (AsyncConnection on libevent, AsioConnection on Asio) sends around its
+// calls, without I/O: a call formatted once, and when a call that met NOSCRIPT needs a SCRIPT LOAD sent
+// before it goes out again. (The handshake is every connection's: detail/io/handshake.hpp.)
 
 #include <swl/connection_options.hpp>
 #include <swl/detail/io/hiredis.hpp>
@@ -42,44 +42,6 @@ inline FormattedCall formatted(const ScriptCall& call) {
     made.native_rest_at = formattedOffset(words, last_replaced) + words.lengths[last_replaced] + 2;
   }
   return made;
-}
-
-// One command of the handshake, formatted, and how a refusal names it ("PING", "SELECT 2").
-struct Greeting {
-  std::string command;
-  std::string what;
-};
-
-// PING, or AUTH when there is a password, then SELECT when the database is not 0. As the blocking
-// connection does (see Link): a server that wants a password says so to a PING. (The question whether the
-// server has the module, which no answer refuses, is the connection's own: AsyncCalls::askForModule.)
-inline std::vector<Greeting> handshakeOf(const ConnectionOptions& options) {
-  std::vector<Greeting> greetings;
-  if (options.password.empty()) {
-    const std::string_view ping[] = {"PING"};
-    greetings.push_back({formattedCommand(ping, 1), "PING"});
-  } else if (options.user.empty()) {
-    const std::string_view auth[] = {"AUTH", options.password};
-    greetings.push_back({formattedCommand(auth, 2), "authentication"});
-  } else {
-    const std::string_view auth[] = {"AUTH", options.user, options.password};
-    greetings.push_back({formattedCommand(auth, 3), "authentication as user " + detail::quoted(options.user)});
-  }
-  if (options.db != 0) {
-    const std::string db = std::to_string(options.db);
-    const std::string_view select[] = {"SELECT", db};
-    greetings.push_back({formattedCommand(select, 2), "SELECT " + db});
-  }
-  return greetings;
-}
-
-// Why a refused greeting drops the connection: nothing sent behind it can succeed. Redis's message names
-// the problem and never repeats the password; neither does ours.
-inline std::string handshakeRefusal(std::string_view endpoint, std::string_view what, const ReplyError& refusal) {
-  if (std::string_view(refusal.what()).find("NOAUTH") != std::string_view::npos) {
-    return aboutRedis(endpoint, " requires a password, and ConnectionOptions::password is empty");
-  }
-  return aboutRedis(endpoint, " refused ", what, ": ", refusal.what());
 }
 
 // When each script was last loaded on one connection, in the connection's send order. Replies come in

@@ -59,6 +59,11 @@ class CallSteps {
   // redirections (at most `max_redirects`); and pause for a node that asks it to come back, each pause
   // ending before `give_up_at`.
   struct Terms {
+    Terms() = default;
+    // A connection's terms: whether its options require the module.
+    explicit Terms(const ConnectionOptions& options) noexcept
+        : module_required(options.native_module == NativeModule::required) {}
+
     bool loads_script = true;
     bool follows_redirections = false;
     int max_redirects = 16;

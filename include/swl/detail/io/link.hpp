@@ -9,6 +9,7 @@
 #include <swl/detail/io/checked_options.hpp>
 #include <swl/detail/io/circuit_breaker.hpp>
 #include <swl/detail/io/dial.hpp>
+#include <swl/detail/io/handshake.hpp>
 #include <swl/detail/io/hiredis.hpp>
 #include <swl/detail/io/native_module.hpp>
 #include <swl/detail/io/outgoing.hpp>
@@ -43,7 +44,6 @@ struct OneWordCommand {
 };
 inline constexpr OneWordCommand kTimeCommand{{"TIME"}, {4}};
 inline constexpr OneWordCommand kAskingCommand{{"ASKING"}, {6}};
-inline constexpr OneWordCommand kPingCommand{{"PING"}, {4}};
 
 class Link {
  public:
@@ -130,11 +130,7 @@ class Link {
   bool isConnected() const noexcept { return context_ != nullptr; }
 
   // What the reply machine may do for a call on this link.
-  CallSteps::Terms stepTerms() const noexcept {
-    CallSteps::Terms terms;
-    terms.module_required = options_.native_module == NativeModule::required;
-    return terms;
-  }
+  CallSteps::Terms stepTerms() const noexcept { return CallSteps::Terms(options_); }
 
   // `call`'s words as this link sends them: as the module's command where its server has it.
   Words wordsFor(const ScriptCall& call) const noexcept { return wordsOf(call, sendsNative(options_, module_loaded_)); }
@@ -268,82 +264,25 @@ class Link {
     }
   }
 
+  // The handshake (detail/io/handshake.hpp) in one write, its replies read in order.
   ContextPtr handshake(ContextPtr context) {
-    auto run = [&](std::initializer_list<std::string_view> argv) {
-      const HiredisArgv words(argv.begin(), argv.size());
-      const Words command = words.words();
-      void* reply = redisCommandArgv(context.get(), static_cast<int>(command.count), hiredisPointers(command.pointers),
-                                     command.lengths);
-      if (reply == nullptr) throwContextError(*context, endpoint_, "during the handshake");
-      return Reply(static_cast<redisReply*>(reply));
-    };
-    if (options_.password.empty()) {
-      // A server that wants a password answers a client without one NOAUTH, or, for a command as long as
-      // a script call, closes the connection on it with a protocol error. A PING asks first, so that is
-      // an AuthError that says so, at connect, instead.
-      const Reply ping = greet(*context, true);
-      if (ping->isError("NOAUTH")) {
-        throw redisError<AuthError>(endpoint_, " requires a password, and ConnectionOptions::password is empty (",
-                                    ping->text(), ")");
-      }
-    } else {
-      const Reply reply =
-          options_.user.empty() ? run({"AUTH", options_.password}) : run({"AUTH", options_.user, options_.password});
-      if (reply->isError()) {
-        // Redis's own message names the problem and never repeats the password; neither does ours.
-        throw redisError<AuthError>(
-            endpoint_, " refused authentication",
-            (options_.user.empty() ? std::string() : " as user " + detail::quoted(options_.user)), ": ", reply->text());
+    const Handshake handshake(options_, endpoint_);
+    for (const Handshake::Command& command : handshake.commands()) {
+      if (redisAppendFormattedCommand(context.get(), command.formatted.data(), command.formatted.size()) != REDIS_OK) {
+        throwContextError(*context, endpoint_, "during the handshake");
       }
     }
-    if (options_.db != 0) {
-      const std::string db = std::to_string(options_.db);
-      const Reply reply = run({"SELECT", db});
-      if (reply->isError()) {
-        throw redisError<ReplyError>(endpoint_, " refused SELECT ", db, ": ", reply->text());
-      }
-    }
-    if (!options_.password.empty()) greet(*context, false);
-    return context;
-  }
-
-  // TIME, for Redis's clock (a Sentinel, which has no TIME, answers an error, which leaves the clock
-  // unknown), and the question whether the server has the module, in one write, behind a PING when
-  // `ping`; returns the PING's reply.
-  Reply greet(redisContext& context, bool ping) {
-    const HiredisArgv question(std::data(kModuleQuestion), std::size(kModuleQuestion));
-    const std::size_t skipped = ping ? 0 : 1;  // replies[0] is the PING's
-    Reply replies[3];
-    pipelineOn(
-        context, 3 - skipped - (asksForModule(options_) ? 0 : 1),
-        [&](std::size_t i) {
-          const std::size_t command = i + skipped;
-          return command == 0 ? kPingCommand.words() : command == 1 ? kTimeCommand.words() : question.words();
-        },
-        [&](std::size_t i, Reply reply) { replies[i + skipped] = std::move(reply); });
-    readTime(*replies[1]);
-    module_loaded_ = moduleIn(*replies[2]);
-    return std::move(replies[0]);
-  }
-
-  // `count` commands on `context` in one write, their replies read in order (the handshake's: the context
-  // is not the link's yet).
-  template <class WordsOf, class OnReply>
-  void pipelineOn(redisContext& context, std::size_t count, WordsOf&& words_of, OnReply&& on_reply) {
-    for (std::size_t i = 0; i < count; ++i) {
-      const Words words = words_of(i);
-      if (redisAppendCommandArgv(&context, static_cast<int>(words.count), hiredisPointers(words.pointers),
-                                 words.lengths) != REDIS_OK) {
-        throwContextError(context, endpoint_, "during the handshake");
-      }
-    }
-    for (std::size_t i = 0; i < count; ++i) {
+    bool module_loaded = false;
+    for (const Handshake::Command& command : handshake.commands()) {
       void* reply = nullptr;
-      if (redisGetReply(&context, &reply) != REDIS_OK || reply == nullptr) {
-        throwContextError(context, endpoint_, "during the handshake");
+      if (redisGetReply(context.get(), &reply) != REDIS_OK || reply == nullptr) {
+        throwContextError(*context, endpoint_, "during the handshake");
       }
-      on_reply(i, Reply(static_cast<redisReply*>(reply)));
+      const Reply read(static_cast<redisReply*>(reply));
+      handshake.read(command, *read, RedisClock::Local::now(), clock_, module_loaded);
     }
+    module_loaded_ = module_loaded;
+    return context;
   }
 
   // Whether the context answered within ConnectionOptions::idle_check_after: a busy connection sends

@@ -37,9 +37,20 @@ inline bool asksForModule(const ConnectionOptions& options) noexcept {
 // The question the handshake asks: the command the log's decisions go to.
 inline constexpr std::string_view kModuleQuestion[] = {"COMMAND", "INFO", wire::kDecideCommand};
 
-// COMMAND INFO's answer: one element per command asked, nil for a command the server does not have. An
-// error (an ACL without COMMAND) reads as no module: the script decides, as it always could.
-inline bool moduleIn(ReplyView command_info) noexcept { return command_info[0].isArray(); }
+// COMMAND INFO's answer: one element per command asked, nil for a command the server does not have; a
+// command's eighth field holds its tips, and the module's say its layout (wire::kLayoutTip). A module of
+// another layout, or one too old to say, is left alone, and so is an error (an ACL without COMMAND): the
+// script decides, as it always could.
+inline constexpr std::size_t kCommandInfoTips = 7;
+inline bool moduleIn(ReplyView command_info) noexcept {
+  const ReplyView command = command_info[0];
+  if (!command.isArray() || command.size() <= kCommandInfoTips) return false;
+  const ReplyView tips = command[kCommandInfoTips];
+  for (std::size_t i = 0; i < tips.size(); ++i) {
+    if (!tips[i].isError() && tips[i].text() == wire::kLayoutTip) return true;  // a status, or a string (RESP3)
+  }
+  return false;
+}
 
 // Whether a connection that learned `loaded` at connect sends the module's commands.
 inline bool sendsNative(const ConnectionOptions& options, bool loaded) noexcept {

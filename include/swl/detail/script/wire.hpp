@@ -19,6 +19,12 @@ namespace swl::detail::wire {
 inline constexpr int kLayoutVersion = 4;
 // The command tip that carries it: "swl-layout:4".
 inline constexpr std::string_view kLayoutTipName = "swl-layout";
+inline constexpr auto kLayoutTipText = [] {
+  LuaText<32> tip;
+  tip.add(kLayoutTipName).add(":").add(std::int64_t{kLayoutVersion});
+  return tip;
+}();
+inline constexpr std::string_view kLayoutTip = kLayoutTipText.view();
 
 // Scores. Every entry's time, in microseconds, lies below 2^53 (exact in a double); marks lie at 0, the
 // bookkeeping below 0, and the sums' nodes at and above 2^53, each level in a band of its own.
