@@ -55,9 +55,9 @@ descriptors:
   return made;
 }
 
-const swl::ratelimit::Answering kAnswering;
+const swl::ratelimit::DeciderOptions kOptions;
 
-Plan planOf(const rls::RateLimitRequest& request) { return Plan(configuration(), request, kAnswering); }
+Plan planOf(const rls::RateLimitRequest& request) { return Plan(configuration(), request, kOptions); }
 
 swl::Decision admitted(std::int64_t remaining) {
   swl::Decision decision;
@@ -268,10 +268,10 @@ TEST_CASE("no two different descriptors, rules or domains share a counter: the k
 }
 
 TEST_CASE("LIMIT_RESPONSE_HEADERS_ENABLED adds the limit, remaining and reset of the descriptor nearest its limit") {
-  swl::ratelimit::Answering answering;
-  answering.limit_headers.enabled = true;
-  answering.limit_headers.remaining = "X-Left";
-  Plan plan(configuration(), request({{{"user", "a"}}, {{"route", "/other"}}}), answering);
+  swl::ratelimit::DeciderOptions options;
+  options.limit_headers.enabled = true;
+  options.limit_headers.remaining = "X-Left";
+  Plan plan(configuration(), request({{{"user", "a"}}, {{"route", "/other"}}}), options);
   plan.limited()[0].decision = admitted(1);
   plan.limited()[1].decision = admitted(50);
   rls::RateLimitResponse response = std::move(plan).answer();
@@ -279,7 +279,7 @@ TEST_CASE("LIMIT_RESPONSE_HEADERS_ENABLED adds the limit, remaining and reset of
   CHECK(header(response, "X-Left") == "1");
   CHECK(header(response, "RateLimit-Reset") == "60");
   // A refusal is the one told of, whatever its count.
-  Plan refusing(configuration(), request({{{"user", "a"}}, {{"route", "/other"}}}), answering);
+  Plan refusing(configuration(), request({{{"user", "a"}}, {{"route", "/other"}}}), options);
   refusing.limited()[0].decision = admitted(0);
   refusing.limited()[1].decision = refused(30s);
   response = std::move(refusing).answer();
@@ -289,7 +289,7 @@ TEST_CASE("LIMIT_RESPONSE_HEADERS_ENABLED adds the limit, remaining and reset of
 }
 
 TEST_CASE("quota mode: a request is refused only when every quota descriptor is, and SHADOW_MODE refuses none") {
-  swl::ratelimit::Answering quota;
+  swl::ratelimit::DeciderOptions quota;
   quota.quota_mode = true;
   Plan one_of_two(configuration(), request({{{"user", "a"}}, {{"route", "/other"}}}), quota);
   one_of_two.limited()[0].decision = refused(10s);
@@ -304,7 +304,7 @@ TEST_CASE("quota mode: a request is refused only when every quota descriptor is,
   CHECK(both.refused());
   CHECK(std::move(both).answer().overall_code() == rls::RateLimitResponse::OVER_LIMIT);
 
-  swl::ratelimit::Answering shadow;
+  swl::ratelimit::DeciderOptions shadow;
   shadow.shadow_mode = true;
   Plan shadowed(configuration(), request({{{"user", "a"}}}), shadow);
   shadowed.limited()[0].decision = refused(10s);

@@ -70,9 +70,9 @@ TEST_CASE("swl-ratelimit's settings default to one Redis on localhost, open on f
   CHECK(settings.redis.topology == RedisTopology::single);
   REQUIRE(settings.redis.addresses.size() == 1);
   CHECK(settings.redis.addresses[0].endpoint() == "127.0.0.1:6379");
-  CHECK(settings.on_failure == swl::FailurePolicy::allow);
+  CHECK(settings.decider.on_failure == swl::FailurePolicy::allow);
   CHECK(settings.redis.pool_size == 1);
-  CHECK(settings.key_prefix == "swlrl");
+  CHECK(settings.decider.key_prefix == "swlrl");
   CHECK_FALSE(settings.redis.connection.tls.enabled);
 }
 
@@ -118,8 +118,8 @@ TEST_CASE("swl-ratelimit reads every Redis flag into the connection's options") 
   CHECK(connection.tls.key_file == "/client.key");
   CHECK(connection.tls.server_name == "redis.internal");
   CHECK(settings.redis.pool_size == 16);
-  CHECK(settings.on_failure == swl::FailurePolicy::deny);
-  CHECK(settings.key_prefix == "rl");
+  CHECK(settings.decider.on_failure == swl::FailurePolicy::deny);
+  CHECK(settings.decider.key_prefix == "rl");
   CHECK(settings.metrics == "0.0.0.0:9090");
   CHECK(read({"--listen", "127.0.0.1:0"}).listen == "127.0.0.1:0");  // the OS picks the port
   CHECK(read({"--redis", "unix:/run/redis.sock"}).redis.addresses[0].unix_path == "/run/redis.sock");
@@ -217,14 +217,14 @@ TEST_CASE("swl-ratelimit's usage text gives the defaults the settings take") {
   const std::string usage = swl::ratelimit::usageText();
   const Settings settings = read({});
   CHECK_THAT(usage, Contains("wait together; default " + std::to_string(settings.redis.pool_size) + "\n"));
-  CHECK_THAT(usage, Contains("starts with; default " + settings.key_prefix + "\n"));
+  CHECK_THAT(usage, Contains("starts with; default " + settings.decider.key_prefix + "\n"));
   CHECK_THAT(usage, Contains("; default " + settings.listen + "\n"));
   CHECK_THAT(usage, Contains("metrics are served; default " + settings.metrics_path + "\n"));
   CHECK_THAT(usage, Contains("how much the log says; default info\n"));
   CHECK(settings.log_level == swl::ratelimit::LogLevel::info);
-  CHECK(settings.on_failure == swl::FailurePolicy::allow);  // "default open", above
-  CHECK(settings.http.empty());                             // "else none"
-  CHECK_FALSE(settings.watch.has_value());                  // "no with --config"
+  CHECK(settings.decider.on_failure == swl::FailurePolicy::allow);  // "default open", above
+  CHECK(settings.http.empty());                                     // "else none"
+  CHECK_FALSE(settings.watch.has_value());                          // "no with --config"
 }
 
 TEST_CASE("swl-ratelimit's Redis client is made for each topology without dialling, and TLS only where swl has it") {
@@ -373,7 +373,7 @@ TEST_CASE("swl-ratelimit's flags and SWL_RATELIMIT_* variables win over envoypro
                           {"LOG_LEVEL", "debug"},         {"USE_PROMETHEUS", "true"}};
   const Settings envoys = read({}, envoy);
   CHECK(envoys.redis.addresses.at(0).endpoint() == "redis.internal:6379");
-  CHECK(envoys.key_prefix == "envoy:");
+  CHECK(envoys.decider.key_prefix == "envoy:");
   CHECK(envoys.log_level == swl::ratelimit::LogLevel::debug);
   CHECK(envoys.metrics == "0.0.0.0:9090");
 
@@ -384,7 +384,7 @@ TEST_CASE("swl-ratelimit's flags and SWL_RATELIMIT_* variables win over envoypro
   CHECK(ours.redis.topology == RedisTopology::cluster);
   CHECK(ours.redis.addresses.at(0).endpoint() == "10.0.0.1:7000");
   CHECK(ours.redis.connection.password == "ours");
-  CHECK(ours.key_prefix == "rl");
+  CHECK(ours.decider.key_prefix == "rl");
   CHECK(ours.log_level == swl::ratelimit::LogLevel::warn);
   CHECK(ours.metrics == "127.0.0.1:9100");
 }
@@ -440,14 +440,14 @@ TEST_CASE("swl-ratelimit takes envoyproxy/ratelimit's modes, headers, health, lo
                                        {"PROMETHEUS_PATH", "/stats/prometheus"},
                                        {"GRPC_MAX_CONNECTION_AGE", "10m"},
                                        {"GRPC_MAX_CONNECTION_AGE_GRACE", "30s"}});
-  CHECK(settings.shadow_mode);
-  CHECK(settings.quota_mode);
-  CHECK(settings.limit_headers.enabled);
-  CHECK(settings.limit_headers.limit == "X-Limit");
-  CHECK(settings.limit_headers.remaining == "X-Remaining");
-  CHECK(settings.limit_headers.reset == "X-Reset");
+  CHECK(settings.decider.shadow_mode);
+  CHECK(settings.decider.quota_mode);
+  CHECK(settings.decider.limit_headers.enabled);
+  CHECK(settings.decider.limit_headers.limit == "X-Limit");
+  CHECK(settings.decider.limit_headers.remaining == "X-Remaining");
+  CHECK(settings.decider.limit_headers.reset == "X-Reset");
   CHECK(settings.healthy_only_with_a_domain);
-  CHECK(settings.key_prefix == "rl_");
+  CHECK(settings.decider.key_prefix == "rl_");
   CHECK(settings.log_level == swl::ratelimit::LogLevel::warn);
   CHECK(settings.log_format == swl::ratelimit::LogFormat::json);
   CHECK(settings.metrics == "127.0.0.1:9191");
@@ -456,10 +456,10 @@ TEST_CASE("swl-ratelimit takes envoyproxy/ratelimit's modes, headers, health, lo
   CHECK(settings.grpc_max_connection_age_grace == std::chrono::seconds(30));
 
   const Settings defaults = readEnvoy({});
-  CHECK_FALSE(defaults.shadow_mode);
-  CHECK_FALSE(defaults.limit_headers.enabled);
-  CHECK(defaults.limit_headers.limit == "RateLimit-Limit");
-  CHECK(defaults.key_prefix == "swlrl");  // its default is "", which would put keys at the top of Redis's
+  CHECK_FALSE(defaults.decider.shadow_mode);
+  CHECK_FALSE(defaults.decider.limit_headers.enabled);
+  CHECK(defaults.decider.limit_headers.limit == "RateLimit-Limit");
+  CHECK(defaults.decider.key_prefix == "swlrl");  // its default is "", which would put keys at the top of Redis's
   CHECK(defaults.log_format == swl::ratelimit::LogFormat::text);
   CHECK(defaults.metrics.empty());
   CHECK_FALSE(defaults.grpc_max_connection_age);

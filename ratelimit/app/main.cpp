@@ -85,15 +85,7 @@ int main(int argc, char** argv) {
   rl::Health health(settings.healthy_only_with_a_domain);
   health.loaded(configuration->domains().size());
 
-  rl::DeciderOptions options;
-  options.key_prefix = settings.key_prefix;
-  options.on_failure = settings.on_failure;
-  options.shadow_mode = settings.shadow_mode;
-  options.quota_mode = settings.quota_mode;
-  options.limit_headers.enabled = settings.limit_headers.enabled;
-  options.limit_headers.limit = settings.limit_headers.limit;
-  options.limit_headers.remaining = settings.limit_headers.remaining;
-  options.limit_headers.reset = settings.limit_headers.reset;
+  rl::DecisionObservers observers;
   const auto registry = std::make_shared<prometheus::Registry>();
   swl::PrometheusMetrics decisions(*registry, "swl-ratelimit");
   rl::DescriptorMetrics descriptors(*registry);
@@ -106,12 +98,12 @@ int main(int argc, char** argv) {
       return 1;
     }
     exposer->RegisterCollectable(registry, settings.metrics_path);
-    options.observer = decisions.observer();
-    options.on_descriptor = [&descriptors](std::string_view rule, rl::DescriptorOutcome outcome) {
+    observers.observer = decisions.observer();
+    observers.on_descriptor = [&descriptors](std::string_view rule, rl::DescriptorOutcome outcome) {
       descriptors.count(rule, outcome);
     };
   }
-  rl::Decider decider(*redis, options);
+  rl::Decider decider(*redis, settings.decider, std::move(observers));
   std::unique_ptr<rl::RateLimitServer> server;
   std::unique_ptr<rl::HttpEndpoints> http;
   try {

@@ -14,6 +14,7 @@
 
 #include <ratelimit/config/configuration.hpp>
 #include <ratelimit/config/rule.hpp>
+#include <ratelimit/decide/options.hpp>
 #include <ratelimit/decide/plan.hpp>
 
 #include <swl/calendar.hpp>
@@ -36,42 +37,6 @@
 
 namespace swl::ratelimit {
 
-/// What one limited descriptor of a request got, for metrics.
-enum class DescriptorOutcome {
-  ok,                 ///< admitted by Redis
-  over_limit,         ///< refused by Redis (or never fitting its limit)
-  shadow_over_limit,  ///< a shadow rule that would have refused: answered OK, recorded nothing
-  failure_policy,     ///< answered by the failure policy: Redis could not decide
-};
-
-/// The name a metric gives a DescriptorOutcome.
-inline const char* nameOf(DescriptorOutcome outcome) {
-  static constexpr const char* names[] = {"ok", "over_limit", "shadow_over_limit", "failure_policy"};
-  return names[static_cast<int>(outcome)];
-}
-
-/// How the service decides, besides its configuration.
-struct DeciderOptions {
-  /// What every Redis key of the service starts with.
-  std::string key_prefix = "swlrl";
-  /// What a request gets when Redis cannot answer: admitted (FailurePolicy::allow, Envoy's expectation)
-  /// or refused (FailurePolicy::deny).
-  FailurePolicy on_failure = FailurePolicy::allow;
-  /// Sees each decision of its MultiLimiters (swl::PrometheusMetrics::observer(), say).
-  Observer observer;
-  /// Told what each limited descriptor got, under its rule's stats key ("shop.user"; "override" for a
-  /// limit the request set): for metrics per rule. Called from the threads that decide.
-  std::function<void(std::string_view rule, DescriptorOutcome)> on_descriptor;
-  /// envoyproxy/ratelimit's SHADOW_MODE for the whole server: every request is answered OK overall, each
-  /// descriptor's status still saying what it got. The request is served, so the rules that admit it
-  /// count it; a refusing rule records nothing.
-  bool shadow_mode = false;
-  /// envoyproxy/ratelimit's QUOTA_MODE: every rule is in quota mode (Rule::quota_mode).
-  bool quota_mode = false;
-  /// envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED, and the names of its three headers.
-  LimitHeaders limit_headers;
-};
-
 /// The key policy of the service's MultiLimiters: the decider makes each descriptor's Redis key itself
 /// (whatever slot of a MultiLimiter decides it), so the key is taken as it is.
 class GivenKey {
@@ -82,16 +47,15 @@ class GivenKey {
 
 class Decider {
  public:
-  /// Decides over `redis` (a pool, a cluster, a Sentinel-watched client), which must outlive it.
-  Decider(RedisClient& redis, DeciderOptions options)
-      : redis_(&redis),
-        options_(std::move(options)),
-        answering_{options_.key_prefix, options_.shadow_mode, options_.quota_mode, options_.limit_headers} {}
+  /// Decides over `redis` (a pool, a cluster, a Sentinel-watched client), which must outlive it, and
+  /// tells `observers` what each decision came to.
+  Decider(RedisClient& redis, DeciderOptions options, DecisionObservers observers = {})
+      : redis_(&redis), options_(std::move(options)), observers_(std::move(observers)) {}
 
   /// Finds `request`'s descriptors in `config`: no Redis, no waiting. A request out of bounds throws
   /// InvalidArgument (plan.hpp).
   Plan plan(const Configuration& config, const rls::RateLimitRequest& request) const {
-    return Plan(config, request, answering_);
+    return Plan(config, request, options_);
   }
 
   /// What deciding one plan came to: Envoy's answer, or what deciding it threw (an InvalidArgument for a
@@ -121,7 +85,7 @@ class Decider {
         continue;
       }
       deciding[i].shareRepeatedDecisions();
-      if (options_.on_descriptor) report(plans[i].limited());
+      if (observers_.on_descriptor) report(plans[i].limited());
       answers[i].response = std::move(plans[i]).answer();
     }
     return answers;
@@ -320,7 +284,7 @@ class Decider {
       }
       LimiterOptions options;
       options.on_failure = options_.on_failure;
-      options.observer = options_.observer;
+      options.observer = observers_.observer;
       found = limiters_
                   .emplace(signature, std::make_unique<MultiLimiter<GivenKey>>(*redis_, std::move(slots),
                                                                                std::move(options), options_.key_prefix))
@@ -337,7 +301,7 @@ class Decider {
                                         : decision.allowed           ? DescriptorOutcome::ok
                                         : each.shadow                ? DescriptorOutcome::shadow_over_limit
                                                                      : DescriptorOutcome::over_limit;
-      options_.on_descriptor(each.rule != nullptr ? std::string_view(each.rule->stats_key) : "override", outcome);
+      observers_.on_descriptor(each.rule != nullptr ? std::string_view(each.rule->stats_key) : "override", outcome);
     }
   }
 
@@ -394,7 +358,7 @@ class Decider {
 
   RedisClient* redis_;
   DeciderOptions options_;
-  Answering answering_;
+  DecisionObservers observers_;
   std::mutex limiters_mutex_;
   std::map<std::string, std::unique_ptr<MultiLimiter<GivenKey>>> limiters_;
 };

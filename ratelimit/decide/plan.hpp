@@ -16,6 +16,7 @@
 
 #include <ratelimit/config/configuration.hpp>
 #include <ratelimit/config/rule.hpp>
+#include <ratelimit/decide/options.hpp>
 
 #include <swl/decision.hpp>
 #include <swl/error.hpp>
@@ -49,26 +50,6 @@ inline constexpr std::size_t kMostDescriptorsPerRequest = 64;
 /// What an unlimited descriptor has remaining: the most Envoy's uint32 says, as envoyproxy/ratelimit answers.
 inline constexpr std::uint32_t kUnlimitedRemaining = std::numeric_limits<std::uint32_t>::max();
 
-/// envoyproxy/ratelimit's response headers (LIMIT_RESPONSE_HEADERS_ENABLED): the limit, the hits left
-/// and the seconds to the reset of the descriptor nearest its limit, under these names.
-struct LimitHeaders {
-  bool enabled = false;
-  std::string limit = "RateLimit-Limit";
-  std::string remaining = "RateLimit-Remaining";
-  std::string reset = "RateLimit-Reset";
-};
-
-/// How requests are planned and answered, besides the configuration: the server's settings.
-struct Answering {
-  /// What every Redis key of the service starts with.
-  std::string key_prefix = "swlrl";
-  /// SHADOW_MODE: every request answered OK overall, each descriptor's status saying what it got.
-  bool shadow_mode = false;
-  /// QUOTA_MODE: every rule in quota mode (Rule::quota_mode).
-  bool quota_mode = false;
-  LimitHeaders limit_headers;
-};
-
 /// One limited descriptor of a request: where it is in the request, its rule's limit in units of its
 /// weight, its cost and its counter; and, once decided, its decision.
 struct LimitedDescriptor {
@@ -95,8 +76,8 @@ class Plan {
  public:
   /// Finds `request`'s descriptors in `config`. A request out of bounds is an InvalidArgument that
   /// says which bound; so is an override of a unit Envoy does not have.
-  Plan(const Configuration& config, const rls::RateLimitRequest& request, const Answering& answering)
-      : answering_(&answering) {
+  Plan(const Configuration& config, const rls::RateLimitRequest& request, const DeciderOptions& options)
+      : options_(&options) {
     checkBounds(request);
     for (int i = 0; i < request.descriptors_size(); ++i) response_.add_statuses()->set_code(rls::RateLimitResponse::OK);
     find(config, request);
@@ -113,7 +94,7 @@ class Plan {
   /// Whether the decisions made so far refuse the request: a refusal outside shadow and quota mode, or
   /// a refusal by every quota descriptor (envoyproxy/ratelimit's overall code), unless SHADOW_MODE
   /// admits every request. The decider decides again without the refusals that do not refuse it.
-  bool refused() const { return !answering_->shadow_mode && refusedByRules(); }
+  bool refused() const { return !options_->shadow_mode && refusedByRules(); }
 
   /// Envoy's answer, from the decisions made: each status, the overall code and the headers.
   rls::RateLimitResponse answer() && {
@@ -121,7 +102,7 @@ class Plan {
     response_.set_overall_code(refused() ? rls::RateLimitResponse::OVER_LIMIT : rls::RateLimitResponse::OK);
     if (response_.overall_code() == rls::RateLimitResponse::OVER_LIMIT) addRetryAfter();
     addRateLimitHeaders();
-    if (answering_->limit_headers.enabled) addLimitHeaders();
+    if (options_->limit_headers.enabled) addLimitHeaders();
     return std::move(response_);
   }
 
@@ -207,7 +188,7 @@ class Plan {
     each.requests_per_unit = descriptor.limit().requests_per_unit();
     each.unit = *unit;
     each.limit = Limit{each.requests_per_unit, infoOf(*unit).length};
-    each.quota = answering_->quota_mode;
+    each.quota = options_->quota_mode;
     each.counting = "log";
     each.policy = std::string(domain);
     for (const DescriptorEntry& entry : entries) each.policy.append(".").append(entry.key);
@@ -223,7 +204,7 @@ class Plan {
     each.unit = rule.unit;
     each.weight = rule.weight;
     each.shadow = rule.shadow_mode;
-    each.quota = rule.quota_mode || answering_->quota_mode;
+    each.quota = rule.quota_mode || options_->quota_mode;
     each.limit = Limit{rule.limit.max_requests / rule.weight, rule.limit.window};
     std::string_view kind = "log";  // the same whatever a log's unit: a rule's changed unit keeps its entries
     if (rule.calendar) {
@@ -250,7 +231,7 @@ class Plan {
   // the request's, or the pattern's when the level shares one counter (share_threshold).
   std::string counterKey(std::string_view domain, std::string_view kind, const Rule* rule,
                          const std::vector<DescriptorEntry>& entries) const {
-    std::string key = answering_->key_prefix;
+    std::string key = options_->key_prefix;
     key.append(":{").append(sized(domain)).append("}:").append(kind);
     for (std::size_t level = 0; level < entries.size(); ++level) {
       key.append(":").append(sized(entries[level].key));
@@ -375,7 +356,7 @@ class Plan {
       if (!each.quota && status.code() == rls::RateLimitResponse::OVER_LIMIT) chosen = &status;
     }
     if (chosen == nullptr) return;
-    const LimitHeaders& names = answering_->limit_headers;
+    const LimitHeaders& names = options_->limit_headers;
     const std::int64_t reset_seconds =
         chosen->duration_until_reset().seconds() + (chosen->duration_until_reset().nanos() > 0 ? 1 : 0);
     const std::string limit = std::to_string(chosen->current_limit().requests_per_unit());
@@ -406,7 +387,7 @@ class Plan {
     return std::nullopt;
   }
 
-  const Answering* answering_;
+  const DeciderOptions* options_;
   std::vector<LimitedDescriptor> limited_;
   rls::RateLimitResponse response_;
 };

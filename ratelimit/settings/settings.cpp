@@ -130,7 +130,7 @@ void applyKeyPrefix(Settings& s, const std::string& value, const std::string& gi
   if (value.empty() || value.find_first_of("{}") != std::string::npos) {
     throw SettingsError("swl-ratelimit: " + given_as + " \"" + value + "\": expected a prefix, without braces");
   }
-  s.key_prefix = value;
+  s.decider.key_prefix = value;
 }
 
 void applyLogLevel(Settings& s, const std::string& value, const std::string& given_as) {
@@ -214,7 +214,7 @@ constexpr std::array<Flag, 26> kFlags{{
     {"failure-mode", "open|closed", "open", "what a request gets while Redis cannot answer",
      [](Settings& s, const std::string& value, const std::string& given_as) {
        if (value != "open" && value != "closed") throw wrong(given_as, value, "expected open or closed");
-       s.on_failure = value == "open" ? FailurePolicy::allow : FailurePolicy::deny;
+       s.decider.on_failure = value == "open" ? FailurePolicy::allow : FailurePolicy::deny;
      }},
     {"key-prefix", "P", "swlrl", "what every Redis key of the server starts with", applyKeyPrefix},
     {"metrics", "HOST:PORT", "", "Prometheus metrics",
@@ -722,13 +722,14 @@ void applyEnvoyVariables(Settings& settings, const EnvoyVariables& envoy, bool o
     }
   }
 
-  if (const auto shadow = envoy.boolean("SHADOW_MODE")) settings.shadow_mode = *shadow;
-  if (const auto quota = envoy.boolean("QUOTA_MODE")) settings.quota_mode = *quota;
-  if (const auto headers = envoy.boolean("LIMIT_RESPONSE_HEADERS_ENABLED")) settings.limit_headers.enabled = *headers;
+  if (const auto shadow = envoy.boolean("SHADOW_MODE")) settings.decider.shadow_mode = *shadow;
+  if (const auto quota = envoy.boolean("QUOTA_MODE")) settings.decider.quota_mode = *quota;
+  if (const auto headers = envoy.boolean("LIMIT_RESPONSE_HEADERS_ENABLED"))
+    settings.decider.limit_headers.enabled = *headers;
   const std::pair<const char*, std::string*> header_names[] = {
-      {"LIMIT_LIMIT_HEADER", &settings.limit_headers.limit},
-      {"LIMIT_REMAINING_HEADER", &settings.limit_headers.remaining},
-      {"LIMIT_RESET_HEADER", &settings.limit_headers.reset}};
+      {"LIMIT_LIMIT_HEADER", &settings.decider.limit_headers.limit},
+      {"LIMIT_REMAINING_HEADER", &settings.decider.limit_headers.remaining},
+      {"LIMIT_RESET_HEADER", &settings.decider.limit_headers.reset}};
   for (const auto& [name, header] : header_names) {
     if (const auto value = envoy.text(name)) {
       if (value->empty()) throw wrong(name, "", "expected a header's name");

@@ -7,6 +7,7 @@
 /// says what becomes of each of envoyproxy/ratelimit's variables: applied, ignored (and why), or refused.
 /// Reading settings does no I/O: every file they name is opened later, by what uses it.
 
+#include <ratelimit/decide/options.hpp>
 #include <ratelimit/telemetry/log.hpp>
 
 #include <swl/connection_options.hpp>
@@ -71,15 +72,6 @@ struct RuntimeDirectory {
   std::filesystem::path files() const { return root / subdirectory / app_directory; }
 };
 
-/// What envoyproxy/ratelimit's LIMIT_* variables ask of each answer: headers that tell the client its
-/// limit, what remains of it and when it resets.
-struct LimitHeaderSettings {
-  bool enabled = false;
-  std::string limit = "RateLimit-Limit";
-  std::string remaining = "RateLimit-Remaining";
-  std::string reset = "RateLimit-Reset";
-};
-
 /// Everything the server is told at start.
 struct Settings {
   /// --config: a YAML file, or a directory of them. Empty when `runtime` gives the configuration.
@@ -97,14 +89,11 @@ struct Settings {
   /// HOST:PORT for /healthcheck and /json; none when empty.
   std::string http;
   RedisSettings redis;
-  FailurePolicy on_failure = FailurePolicy::allow;
-  std::string key_prefix = "swlrl";
+  /// How requests are decided: the key prefix, the failure mode, SHADOW_MODE, QUOTA_MODE and the
+  /// LIMIT_* headers.
+  DeciderOptions decider;
   std::string metrics;  ///< HOST:PORT for Prometheus's metrics; none when empty
   std::string metrics_path = "/metrics";
-  /// SHADOW_MODE and QUOTA_MODE, for the whole server.
-  bool shadow_mode = false;
-  bool quota_mode = false;
-  LimitHeaderSettings limit_headers;
   /// HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: /healthcheck fails while the configuration in force has no
   /// domain.
   bool healthy_only_with_a_domain = false;

@@ -9,7 +9,7 @@
 /// beside the library's own series for its decisions (swl/integrations/prometheus.hpp: swl_decisions_total,
 /// swl_errors_total, swl_decision_duration_seconds, labelled limiter="swl-ratelimit").
 
-#include <ratelimit/decide/decider.hpp>
+#include <ratelimit/decide/options.hpp>
 
 #include <swl/integrations/prometheus.hpp>
 

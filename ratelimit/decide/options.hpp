@@ -1,0 +1,66 @@
+#pragma once
+/// \file
+/// How swl-ratelimit decides and answers, besides its configuration: one options type, which the
+/// server's settings hold whole (settings/settings.hpp), a plan reads (plan.hpp) and the decider keeps
+/// (decider.hpp); and who is told what each decision came to, for metrics. Plain values: no I/O, no
+/// protobuf.
+
+#include <swl/observer.hpp>
+#include <swl/options.hpp>
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace swl::ratelimit {
+
+/// envoyproxy/ratelimit's response headers (LIMIT_RESPONSE_HEADERS_ENABLED): the limit, the hits left
+/// and the seconds to the reset of the descriptor nearest its limit, under these names.
+struct LimitHeaders {
+  bool enabled = false;
+  std::string limit = "RateLimit-Limit";
+  std::string remaining = "RateLimit-Remaining";
+  std::string reset = "RateLimit-Reset";
+};
+
+/// How the service decides and answers, besides its configuration.
+struct DeciderOptions {
+  /// What every Redis key of the service starts with.
+  std::string key_prefix = "swlrl";
+  /// What a request gets when Redis cannot answer: admitted (FailurePolicy::allow, Envoy's expectation)
+  /// or refused (FailurePolicy::deny).
+  FailurePolicy on_failure = FailurePolicy::allow;
+  /// envoyproxy/ratelimit's SHADOW_MODE for the whole server: every request is answered OK overall, each
+  /// descriptor's status still saying what it got. The request is served, so the rules that admit it
+  /// count it; a refusing rule records nothing.
+  bool shadow_mode = false;
+  /// envoyproxy/ratelimit's QUOTA_MODE: every rule is in quota mode (Rule::quota_mode).
+  bool quota_mode = false;
+  /// envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED, and the names of its three headers.
+  LimitHeaders limit_headers;
+};
+
+/// What one limited descriptor of a request got, for metrics.
+enum class DescriptorOutcome {
+  ok,                 ///< admitted by Redis
+  over_limit,         ///< refused by Redis (or never fitting its limit)
+  shadow_over_limit,  ///< a shadow rule that would have refused: answered OK, recorded nothing
+  failure_policy,     ///< answered by the failure policy: Redis could not decide
+};
+
+/// The name a metric gives a DescriptorOutcome.
+inline const char* nameOf(DescriptorOutcome outcome) {
+  static constexpr const char* names[] = {"ok", "over_limit", "shadow_over_limit", "failure_policy"};
+  return names[static_cast<int>(outcome)];
+}
+
+/// Who is told what each decision came to: none by default.
+struct DecisionObservers {
+  /// Sees each decision of the decider's MultiLimiters (swl::PrometheusMetrics::observer(), say).
+  Observer observer;
+  /// Told what each limited descriptor got, under its rule's stats key ("shop.user"; "override" for a
+  /// limit the request set): for metrics per rule. Called from the threads that decide.
+  std::function<void(std::string_view rule, DescriptorOutcome)> on_descriptor;
+};
+
+}  // namespace swl::ratelimit
