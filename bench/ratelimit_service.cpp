@@ -7,6 +7,7 @@
 //                     [--in-flight 16] [--requests 40000] [--keys 10000]
 
 #include <ratelimit/config/configuration.hpp>
+#include <ratelimit/config/source.hpp>
 #include <ratelimit/decide/decider.hpp>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"

@@ -5,6 +5,7 @@
 // loader's parts without I/O alone (config/yaml/scalar.hpp, config/yaml/events.hpp).
 
 #include <ratelimit/config/configuration.hpp>
+#include <ratelimit/config/source.hpp>
 #include <ratelimit/config/yaml/events.hpp>
 #include <ratelimit/config/yaml/scalar.hpp>
 

@@ -7,9 +7,9 @@
 #include "support/ratelimit_server.hpp"
 #include "support/redis_server.hpp"
 
+#include <ratelimit/config/source.hpp>
 #include <ratelimit/reload/watcher.hpp>
 #include <ratelimit/serve/http.hpp>
-#include <ratelimit/settings/settings.hpp>
 #include <ratelimit/telemetry/log.hpp>
 
 #include <csignal>
@@ -241,30 +241,30 @@ TEST_CASE(
 }
 
 TEST_CASE("swl-ratelimit watches the directories its configuration's files are in, as envoyproxy/ratelimit's") {
-  rl::Settings settings;
-  settings.config = "/etc/swl-ratelimit";
-  auto watched = rl::watchedDirectories(settings, true);
+  rl::ConfigSource source;
+  source.path = "/etc/swl-ratelimit";
+  auto watched = rl::watchedDirectories(source, true);
   REQUIRE(watched.size() == 1);
   CHECK(watched[0].directory == "/etc/swl-ratelimit");
   CHECK(watched[0].names.empty());
 
   // A file: its name in its directory, and the symlink a ConfigMap mount swaps.
-  settings.config = "/etc/swl-ratelimit.yaml";
-  watched = rl::watchedDirectories(settings, false);
+  source.path = "/etc/swl-ratelimit.yaml";
+  watched = rl::watchedDirectories(source, false);
   REQUIRE(watched.size() == 1);
   CHECK(watched[0].directory == "/etc");
   CHECK(watched[0].names == std::vector<std::string>{"swl-ratelimit.yaml", "..data"});
 
-  settings.runtime = rl::RuntimeDirectory{"/srv/runtime_data/current/", "ratelimit", "config", true, true};
-  watched = rl::watchedDirectories(settings, false);
+  source.runtime = rl::RuntimeDirectory{"/srv/runtime_data/current/", "ratelimit", "config", true, true};
+  watched = rl::watchedDirectories(source, false);
   REQUIRE(watched.size() == 2);
   CHECK(watched[0].directory == "/srv/runtime_data/current/ratelimit/config");
   CHECK(watched[0].recursive);  // goruntime reads every file under it
   CHECK(watched[1].directory == "/srv/runtime_data");
   CHECK(watched[1].names == std::vector<std::string>{"current"});
 
-  settings.runtime->watch_root = false;
-  CHECK(rl::watchedDirectories(settings, false).size() == 1);
+  source.runtime->watch_root = false;
+  CHECK(rl::watchedDirectories(source, false).size() == 1);
 }
 
 TEST_CASE(

@@ -65,7 +65,7 @@ bool mentions(const std::vector<std::string>& lines, const std::string& start) {
 
 TEST_CASE("swl-ratelimit's settings default to one Redis on localhost, open on failure, as envoyproxy's server does") {
   const Settings settings = read({});
-  CHECK(settings.config == "/etc/ratelimit");
+  CHECK(settings.source.path == "/etc/ratelimit");
   CHECK(settings.listen == "0.0.0.0:8081");
   CHECK(settings.redis.topology == RedisTopology::single);
   REQUIRE(settings.redis.addresses.size() == 1);
@@ -391,34 +391,34 @@ TEST_CASE("swl-ratelimit's flags and SWL_RATELIMIT_* variables win over envoypro
 
 TEST_CASE("swl-ratelimit finds its files in envoyproxy/ratelimit's runtime directory, unless --config says otherwise") {
   const Settings envoy = readEnvoy({});
-  REQUIRE(envoy.runtime);
-  CHECK(envoy.config.empty());
-  CHECK(envoy.runtime->files() == "/data/ratelimit/config");
-  CHECK(envoy.runtime->watch_root);
-  CHECK_FALSE(envoy.runtime->ignore_dot_files);
-  CHECK_FALSE(envoy.merge_domains);
+  REQUIRE(envoy.source.runtime);
+  CHECK(envoy.source.path.empty());
+  CHECK(envoy.source.runtime->files() == "/data/ratelimit/config");
+  CHECK(envoy.source.runtime->watch_root);
+  CHECK_FALSE(envoy.source.runtime->ignore_dot_files);
+  CHECK_FALSE(envoy.source.merge_domains);
 
   const Settings given = readEnvoy({{"RUNTIME_APPDIRECTORY", "rules"},
                                     {"RUNTIME_WATCH_ROOT", "false"},
                                     {"RUNTIME_IGNOREDOTFILES", "T"},
                                     {"MERGE_DOMAIN_CONFIG", "1"}});
-  REQUIRE(given.runtime);
-  CHECK(given.runtime->files() == "/data/ratelimit/rules");
-  CHECK_FALSE(given.runtime->watch_root);
-  CHECK(given.runtime->ignore_dot_files);
-  CHECK(given.merge_domains);
+  REQUIRE(given.source.runtime);
+  CHECK(given.source.runtime->files() == "/data/ratelimit/rules");
+  CHECK_FALSE(given.source.runtime->watch_root);
+  CHECK(given.source.runtime->ignore_dot_files);
+  CHECK(given.source.merge_domains);
   // RUNTIME_ROOT's default, envoyproxy/ratelimit's.
   const Settings root = readOnly({}, {{"RUNTIME_SUBDIRECTORY", "ratelimit"}});
-  REQUIRE(root.runtime);
-  CHECK(root.runtime->files() == "/srv/runtime_data/current/ratelimit/config");
+  REQUIRE(root.source.runtime);
+  CHECK(root.source.runtime->files() == "/srv/runtime_data/current/ratelimit/config");
   // Without RUNTIME_WATCH_ROOT, no subdirectory is needed: the files are ROOT/APPDIRECTORY.
   const Settings flat = readOnly({}, {{"RUNTIME_ROOT", "/data"}, {"RUNTIME_WATCH_ROOT", "false"}});
-  REQUIRE(flat.runtime);
-  CHECK(flat.runtime->files() == "/data/config");
+  REQUIRE(flat.source.runtime);
+  CHECK(flat.source.runtime->files() == "/data/config");
 
   const Settings config = read({}, {{"RUNTIME_ROOT", "/data"}, {"RUNTIME_SUBDIRECTORY", "ratelimit"}});
-  CHECK_FALSE(config.runtime);
-  CHECK(config.config == "/etc/ratelimit");
+  CHECK_FALSE(config.source.runtime);
+  CHECK(config.source.path == "/etc/ratelimit");
   CHECK(config.http.empty());
   CHECK(mentions(config.ignored, "RUNTIME_*: --config"));
 }

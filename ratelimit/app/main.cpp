@@ -73,17 +73,16 @@ int main(int argc, char** argv) {
   for (const int signal : {SIGHUP, SIGTERM, SIGINT}) sigaddset(&signals, signal);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  std::shared_ptr<const rl::Configuration> configuration;
+  rl::ConfigurationInForce in_force;
+  rl::Health health(settings.healthy_only_with_a_domain);
+  rl::Reloader reloader(settings.source, log, in_force,
+                        [&health](const rl::Configuration& loaded) { health.loaded(loaded.domains().size()); });
   try {
-    configuration = rl::shared(rl::readConfiguration(settings));
+    reloader.load();
   } catch (const swl::Error& error) {
     log.error(std::string("swl-ratelimit: ") + error.what());
     return 1;
   }
-  rl::logWarnings(*configuration, log);
-  rl::ConfigurationInForce in_force(configuration);
-  rl::Health health(settings.healthy_only_with_a_domain);
-  health.loaded(configuration->domains().size());
 
   rl::DecisionObservers observers;
   const auto registry = std::make_shared<prometheus::Registry>();
@@ -112,8 +111,8 @@ int main(int argc, char** argv) {
     serving.max_connection_age = settings.grpc_max_connection_age;
     serving.max_connection_age_grace = settings.grpc_max_connection_age_grace;
     serving.health = &health;
-    server = std::make_unique<rl::RateLimitServer>(decider, settings.redis.pool_size, configuration, settings.listen,
-                                                   serving);
+    server =
+        std::make_unique<rl::RateLimitServer>(decider, settings.redis.pool_size, in_force, settings.listen, serving);
     if (!settings.http.empty()) {
       // /json answers as the gRPC service does: the same decider, the configuration in force.
       http = std::make_unique<rl::HttpEndpoints>(
@@ -126,20 +125,14 @@ int main(int argc, char** argv) {
     log.error(error.what());
     return 1;
   }
-  configuration.reset();  // the server and in_force hold it: a reload frees it
-
-  rl::Reloader reloader(settings, log, [&](const std::shared_ptr<const rl::Configuration>& reloaded) {
-    server->replace(reloaded);
-    in_force.set(reloaded);
-    health.loaded(reloaded->domains().size());
-  });
   std::unique_ptr<rl::ConfigurationWatcher> watcher;
-  if (settings.watch.value_or(settings.runtime.has_value())) {
+  if (settings.watch.value_or(settings.source.runtime.has_value())) {
     std::error_code unknown;  // a --config that is no directory now is watched as a file
-    const bool config_is_directory = !settings.runtime && std::filesystem::is_directory(settings.config, unknown);
+    const bool config_is_directory =
+        !settings.source.runtime && std::filesystem::is_directory(settings.source.path, unknown);
     try {
       watcher = std::make_unique<rl::ConfigurationWatcher>(
-          rl::watchedDirectories(settings, config_is_directory),
+          rl::watchedDirectories(settings.source, config_is_directory),
           [&reloader] { reloader.reload("as its files changed"); }, log);
     } catch (const swl::Error& error) {
       log.error(error.what());
@@ -154,7 +147,7 @@ int main(int argc, char** argv) {
   if (http) log.info("swl-ratelimit: HTTP (/healthcheck, /json) on " + listening(settings.http, http->port()));
   // The last line of the start, which scripts and tests wait for: everything above serves by now.
   log.info("swl-ratelimit: listening on " + listening(settings.listen, server->port()) + ", " +
-           std::to_string(in_force.get()->domains().size()) + " domain(s) from " + rl::sourceOf(settings) +
+           std::to_string(in_force.get()->domains().size()) + " domain(s) from " + rl::describe(settings.source) +
            (watcher ? ", watched" : ""));
 
   for (;;) {

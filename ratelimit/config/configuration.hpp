@@ -61,7 +61,6 @@
 #include <ratelimit/config/rule.hpp>
 #include <ratelimit/config/rule_tree.hpp>
 
-#include <filesystem>
 #include <functional>
 #include <map>
 #include <string>
@@ -97,27 +96,5 @@ class Configuration {
   std::map<std::string, Domain, std::less<>> domains_;
   std::vector<std::string> warnings_;
 };
-
-/// The configuration at `path` (swl-ratelimit's --config): a file, or a directory whose *.yaml and
-/// *.yml files (not those whose name starts with '.', as Kubernetes' ConfigMap mounts have) are read in
-/// their names' order. A path that cannot be read, such a file that cannot be (a link that leads
-/// nowhere or in a loop, one not allowed), a directory with no such file, or any file wrong is a
-/// ConfigError. `merge_domains`: as Configuration::add.
-Configuration loadConfiguration(const std::filesystem::path& path, bool merge_domains = false);
-
-/// The configuration in envoyproxy/ratelimit's runtime directory (RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/
-/// RUNTIME_APPDIRECTORY, lyft/goruntime's layout): every file under `directory`, at any depth and
-/// whatever its name, read through a link if it is one, in the order of their paths; each message names
-/// a file by its path. As goruntime does, a link to a directory is not walked into, and a file that
-/// cannot be read is passed over: each with a warning. `ignore_dot_files` (RUNTIME_IGNOREDOTFILES)
-/// passes over the files and directories whose name starts with '.'. A `directory` that cannot be read,
-/// or any file wrong, is a ConfigError.
-Configuration loadRuntimeConfiguration(const std::filesystem::path& directory, bool ignore_dot_files,
-                                       bool merge_domains);
-
-/// Gives the memory freed since to the operating system (glibc keeps it otherwise): to be called once a
-/// configuration has been replaced and the old one dropped, so that a reload to a smaller file shrinks
-/// the process. Does nothing elsewhere than on glibc.
-void returnFreedMemory();
 
 }  // namespace swl::ratelimit

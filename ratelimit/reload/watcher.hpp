@@ -12,12 +12,12 @@
 ///   - with envoyproxy's RUNTIME_WATCH_ROOT=true, the swap of the RUNTIME_ROOT symlink itself
 ///     (`ln -s new tmp && mv -T tmp current`), seen in its parent directory.
 ///
-/// Which directories to watch is a function of the settings (watchedDirectories), and when a burst has
+/// Which directories to watch is a function of the configuration's source (watchedDirectories), and when a burst has
 /// settled is a part of its own (Settling): both without I/O. After each burst the watches are made
 /// again, so that a directory that came (a ConfigMap's new `..2026_yy/`, the tree behind a swapped root)
 /// is watched, and one that went is not.
 
-#include <ratelimit/settings/settings.hpp>
+#include <ratelimit/config/source.hpp>
 #include <ratelimit/telemetry/log.hpp>
 
 #include <swl/error.hpp>
@@ -54,26 +54,26 @@ struct WatchedDirectory {
   std::vector<std::string> names;
 };
 
-/// The directories whose changes reload the configuration `settings` describe; `config_is_directory`
-/// says what --config names. A --config file is watched by name in its directory, with `..data`, the
+/// The directories whose changes reload the configuration `source` holds; `config_is_directory` says
+/// what --config names. A --config file is watched by name in its directory, with `..data`, the
 /// symlink a ConfigMap mount swaps.
-inline std::vector<WatchedDirectory> watchedDirectories(const Settings& settings, bool config_is_directory) {
+inline std::vector<WatchedDirectory> watchedDirectories(const ConfigSource& source, bool config_is_directory) {
   const auto withoutTrailingSlash = [](std::filesystem::path path) {
     return path.has_filename() || !path.has_parent_path() ? path : path.parent_path();
   };
   const auto parentOf = [](const std::filesystem::path& path) {
     return path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   };
-  if (settings.runtime) {
-    std::vector<WatchedDirectory> watched{{settings.runtime->files(), true, {}}};
-    if (settings.runtime->watch_root) {
-      const std::filesystem::path root = withoutTrailingSlash(settings.runtime->root);
+  if (source.runtime) {
+    std::vector<WatchedDirectory> watched{{source.runtime->files(), true, {}}};
+    if (source.runtime->watch_root) {
+      const std::filesystem::path root = withoutTrailingSlash(source.runtime->root);
       watched.push_back({parentOf(root), false, {root.filename().string()}});
     }
     return watched;
   }
-  if (config_is_directory) return {{settings.config, false, {}}};
-  const std::filesystem::path file = withoutTrailingSlash(settings.config);
+  if (config_is_directory) return {{source.path, false, {}}};
+  const std::filesystem::path file = withoutTrailingSlash(source.path);
   return {{parentOf(file), false, {file.filename().string(), "..data"}}};
 }
 

@@ -16,6 +16,7 @@
 
 #include <ratelimit/config/configuration.hpp>
 #include <ratelimit/decide/decider.hpp>
+#include <ratelimit/reload/in_force.hpp>
 #include <ratelimit/serve/health.hpp>
 
 #include <swl/error.hpp>
@@ -63,11 +64,11 @@ class RateLimitServer {
   static constexpr std::chrono::milliseconds kPatience{10};
 
   /// Serves Envoy's RateLimitService on `listen` ("host:port"; port 0 for any free one) with `threads`
-  /// threads (at least one), each deciding with `decider` (which must outlive it) on a Redis connection
-  /// of its own. Throws swl::Error when it cannot listen.
-  RateLimitServer(Decider& decider, std::size_t threads, std::shared_ptr<const Configuration> configuration,
+  /// threads (at least one), each deciding with `decider` under the configuration `in_force` holds (both
+  /// must outlive it) on a Redis connection of its own. Throws swl::Error when it cannot listen.
+  RateLimitServer(Decider& decider, std::size_t threads, const ConfigurationInForce& in_force,
                   const std::string& listen, const ServerOptions& options = {})
-      : decider_(&decider), configuration_(std::move(configuration)), healthy_(options.health) {
+      : decider_(&decider), in_force_(&in_force), healthy_(options.health) {
     grpc::ServerBuilder builder;
     builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port_);
     const auto milliseconds = [](std::chrono::milliseconds duration) {
@@ -120,11 +121,6 @@ class RateLimitServer {
   /// The port it listens on (the one chosen, for port 0).
   int port() const { return port_; }
 
-  /// The configuration later calls answer from.
-  void replace(std::shared_ptr<const Configuration> configuration) {
-    std::atomic_store(&configuration_, std::move(configuration));
-  }
-
  private:
   struct Worker;
   struct LimitCall;
@@ -149,7 +145,7 @@ class RateLimitServer {
 
     void arrived(RateLimitServer& server, std::vector<LimitCall*>& batch) override {
       server.awaitLimitCall(*worker);  // the next call, while this one is decided
-      configuration = std::atomic_load(&server.configuration_);
+      configuration = server.in_force_->get();
       bool asks_redis = false;
       const grpc::Status planned = answer([&] {
         plan.emplace(server.decider_->plan(*configuration, request));
@@ -355,7 +351,7 @@ class RateLimitServer {
   }
 
   Decider* decider_;
-  std::shared_ptr<const Configuration> configuration_;
+  const ConfigurationInForce* in_force_;
   const Health* healthy_;
   rls::RateLimitService::AsyncService limits_;
   grpc::health::v1::Health::AsyncService health_;

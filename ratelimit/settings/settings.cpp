@@ -150,7 +150,7 @@ constexpr std::array<Flag, 26> kFlags{{
     {"config", "PATH", "",
      "a YAML file, or a directory of them, in envoyproxy/ratelimit's format (required, unless envoyproxy's "
      "RUNTIME_* variables say where its files are)",
-     [](Settings& s, const std::string& value, const std::string&) { s.config = value; }},
+     [](Settings& s, const std::string& value, const std::string&) { s.source.path = value; }},
     {"watch", "yes|no", "yes with RUNTIME_*, no with --config",
      "reload when the configuration's files change, as SIGHUP does",
      [](Settings& s, const std::string& value, const std::string& given_as) { s.watch = yesOrNo(value, given_as); }},
@@ -674,7 +674,7 @@ void applyEnvoyRuntime(Settings& settings, const EnvoyVariables& envoy) {
         "ratelimit then reads no file at all; set it (the files are RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/"
         "RUNTIME_APPDIRECTORY), or RUNTIME_WATCH_ROOT=false");
   }
-  settings.runtime = runtime;
+  settings.source.runtime = runtime;
 }
 
 void applyEnvoyVariables(Settings& settings, const EnvoyVariables& envoy, bool ours_give_config) {
@@ -686,7 +686,7 @@ void applyEnvoyVariables(Settings& settings, const EnvoyVariables& envoy, bool o
   if (runtime_given && ours_give_config) {
     settings.ignored.push_back("RUNTIME_*: --config (or SWL_RATELIMIT_CONFIG) says where the configuration is");
   }
-  if (const auto merge = envoy.boolean("MERGE_DOMAIN_CONFIG")) settings.merge_domains = *merge;
+  if (const auto merge = envoy.boolean("MERGE_DOMAIN_CONFIG")) settings.source.merge_domains = *merge;
   applyEnvoyListeners(settings, envoy, envoy_mode);
 
   // Where Redis is: REDIS_URL's, or its default where envoyproxy's settings run the server.
@@ -748,7 +748,7 @@ void applyEnvoyVariables(Settings& settings, const EnvoyVariables& envoy, bool o
 // ------------------------------------------------------------------------------------------------------
 
 void checkTogether(const Settings& settings, const EnvoyVariables& envoy) {
-  if (settings.config.empty() && !settings.runtime) {
+  if (settings.source.path.empty() && !settings.source.runtime) {
     throw SettingsError(
         "swl-ratelimit: no configuration: give --config (or SWL_RATELIMIT_CONFIG), or envoyproxy/ratelimit's "
         "RUNTIME_ROOT and RUNTIME_SUBDIRECTORY");

@@ -7,6 +7,7 @@
 /// says what becomes of each of envoyproxy/ratelimit's variables: applied, ignored (and why), or refused.
 /// Reading settings does no I/O: every file they name is opened later, by what uses it.
 
+#include <ratelimit/config/source.hpp>
 #include <ratelimit/decide/options.hpp>
 #include <ratelimit/telemetry/log.hpp>
 
@@ -57,30 +58,11 @@ struct RedisSettings {
   std::size_t pool_size = 1;
 };
 
-/// envoyproxy/ratelimit's runtime directory (its RUNTIME_* variables): where its files are, and what
-/// reloads them. Its files are ROOT/SUBDIRECTORY/APP_DIRECTORY and every file under it, recursively.
-struct RuntimeDirectory {
-  std::filesystem::path root = "/srv/runtime_data/current";
-  std::filesystem::path subdirectory;
-  std::filesystem::path app_directory = "config";
-  /// RUNTIME_WATCH_ROOT: the swap of `root` itself (a symlink) reloads, as envoyproxy's does.
-  bool watch_root = true;
-  /// RUNTIME_IGNOREDOTFILES: files and directories whose name starts with '.' are not read (a Kubernetes
-  /// ConfigMap's `..2026_xx` directory would otherwise give every file twice).
-  bool ignore_dot_files = false;
-
-  std::filesystem::path files() const { return root / subdirectory / app_directory; }
-};
-
 /// Everything the server is told at start.
 struct Settings {
-  /// --config: a YAML file, or a directory of them. Empty when `runtime` gives the configuration.
-  std::filesystem::path config;
-  /// envoyproxy/ratelimit's runtime directory, when its variables give the configuration and --config
-  /// does not.
-  std::optional<RuntimeDirectory> runtime;
-  /// MERGE_DOMAIN_CONFIG: files of one domain add up to it, instead of being refused as a duplicate.
-  bool merge_domains = false;
+  /// Where the configuration is read from: --config, or envoyproxy/ratelimit's runtime directory when its
+  /// variables give it and --config does not; MERGE_DOMAIN_CONFIG.
+  ConfigSource source;
   /// Whether a change of the configuration's files reloads it, as SIGHUP does. Unset: yes with `runtime`
   /// (envoyproxy/ratelimit always watches), no with --config (whose operators send SIGHUP).
   std::optional<bool> watch;
