@@ -51,7 +51,8 @@ inline std::int64_t readInteger(std::string_view text, std::size_t at) {
   return static_cast<std::int64_t>(readDouble(text, at));
 }
 
-// The bookkeeping member's name: '#' and fifteen big-endian doubles (the Lua's logSums encode).
+// The bookkeeping member's name: kBookkeepingByte and kBookFields big-endian doubles (the Lua's logSums
+// encode).
 inline std::string bookkeepingName(const Book& book) {
   std::string name(1, kBookkeepingByte);
   name.reserve(wire::kBookBytes);
@@ -76,7 +77,8 @@ inline std::optional<Book> bookkeepingOf(std::string_view name) {
   return book;
 }
 
-// A node's member: '#', its level, its sum and its index (two big-endian doubles); and its score.
+// A node's member: kBookkeepingByte, its level, its sum and its index (two big-endian doubles); and its
+// score.
 inline std::string nodeName(int level, std::int64_t sum, std::int64_t index) {
   std::string name{kBookkeepingByte, static_cast<char>(level)};
   appendDouble(name, static_cast<double>(sum));
@@ -91,22 +93,25 @@ struct NodeRead {
 };
 inline NodeRead nodeOf(std::string_view name) { return {readInteger(name, 2), readInteger(name, 10)}; }
 
-// An entry that carries its units: '*' and a big-endian double, then the member.
+// An entry that carries its units: kUnitsByte and a big-endian double, then the member.
 inline std::string unitsEntryName(std::int64_t units, std::string_view member) {
   std::string name(1, kUnitsByte);
   appendDouble(name, static_cast<double>(units));
   return name.append(member);
 }
 
-// An entry's units: '*' or '+' and a double, then the member; 0.2's 'member*units' and 'member=units'
-// (the digits that end the name after its last '*' or '='); otherwise one.
+// An entry's units: kUnitsByte or kSettledByte and a double, then the member; 0.2's, the digits that end
+// the name after one of wire::kOldUnitsSeparators; otherwise one.
 inline std::int64_t unitsOf(std::string_view member) {
   if (!member.empty() && (member[0] == kUnitsByte || member[0] == kSettledByte) && member.size() >= 9) {
     return readInteger(member, 1);
   }
   std::size_t digits = member.size();
   while (digits > 0 && member[digits - 1] >= '0' && member[digits - 1] <= '9') --digits;
-  if (digits == member.size() || digits == 0 || (member[digits - 1] != '*' && member[digits - 1] != '=')) return 1;
+  if (digits == member.size() || digits == 0 ||
+      wire::kOldUnitsSeparators.find(member[digits - 1]) == std::string_view::npos) {
+    return 1;
+  }
   return static_cast<std::int64_t>(std::stod(std::string(member.substr(digits))));
 }
 

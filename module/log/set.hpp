@@ -45,7 +45,8 @@
 
 namespace swl::native {
 
-// An error the command answers with, its text as Redis sends it ("ERR ...", "OOM ...", "LAYOUT ...").
+// An error the command answers with, its text as Redis sends it: ERR, OOM or one of the wire format's
+// error words, then what went wrong.
 struct CommandError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };

@@ -22,10 +22,23 @@ using std::string_view_literals::operator""sv;
 
 namespace detail {
 
+// One byte as a Lua string ('c'), for LuaText::line.
+struct LuaQuoted {
+  char byte;
+};
+constexpr LuaQuoted luaQuoted(char byte) { return {byte}; }
+
 // Lua text made at compile time, of at most Capacity bytes.
 template <std::size_t Capacity>
 class LuaText {
  public:
+  // A line of Lua: its parts (texts, whole numbers, quoted bytes) in turn, then the line's end.
+  template <class... Parts>
+  constexpr LuaText& line(const Parts&... parts) {
+    (put(parts), ...);
+    push('\n');
+    return *this;
+  }
   constexpr LuaText& add(std::string_view text) {
     for (const char c : text) push(c);
     return *this;
@@ -53,6 +66,13 @@ class LuaText {
   constexpr std::string_view view() const { return {chars_.data(), size_}; }
 
  private:
+  constexpr void put(std::string_view text) { add(text); }
+  constexpr void put(const char* text) { add(std::string_view(text)); }
+  constexpr void put(std::int64_t number) { add(number); }
+  constexpr void put(int number) { add(std::int64_t{number}); }
+  constexpr void put(std::size_t number) { add(static_cast<std::int64_t>(number)); }
+  constexpr void put(LuaQuoted quoted) { this->quoted(quoted.byte); }
+
   constexpr void push(char c) {
     if (size_ == Capacity) throw std::length_error("swl: a LuaText outgrew its capacity");
     chars_[size_++] = c;

@@ -65,6 +65,8 @@ inline constexpr int kBookFields = 7 + 2 * kLevels;
 inline constexpr std::size_t kBookBytes = 1 + 8 * kBookFields;
 // A node: '#', its level (one byte), its sum and its index (two big-endian doubles).
 inline constexpr std::size_t kNodeBytes = 2 + 8 * 2;
+// Sets of swl 0.2 named an entry's units after one of these: 'member*units', 'member=units'.
+inline constexpr std::string_view kOldUnitsSeparators = "*=";
 
 // The commands of the module, and their arguments. SWL.DECIDE takes the log's script's key and ARGV, in
 // the same places (the prelude of every script reads them: swl/detail/script/assembly.hpp).
@@ -105,55 +107,25 @@ inline constexpr std::string_view kExpiredError = "EXPIRED";
 // The Lua's constants lines, made of the numbers above. Those every log script reads from its first line
 // on (luaLayoutConstants) are top-level locals, a few constant loads per call; the tables (the sums'
 // levels, the nodes' bands) are made where the Lua builds them, only for a set counted by units.
-constexpr LuaText<1024> luaLayoutConstants() {
-  LuaText<1024> lua;
-  lua.add("-- The layout's numbers and bytes, from swl's wire format (swl/detail/script/wire.hpp),\n")
-      .add("-- which swl-native reads too.\n")
-      .add("local TIMES_END = '(")
-      .add(kTimesEnd)
-      .add("'  -- every entry's time lies below 2^53; sums lie outside\n")
-      .add("local TRIM, TRIM_EVERY = ")
-      .add(kTrim)
-      .add(", ")
-      .add(kTrimEvery)
-      .add("  -- counted by entries: at most TRIM, on one call in TRIM_EVERY\n")
-      .add("local UNITS_TRIM = ")
-      .add(kUnitsTrim)
-      .add("  -- counted by units: at most UNITS_TRIM, on every call that records\n")
-      .add("local LOW = ")
-      .add(kLow)
-      .add("  -- members read at or below a window's start: marks, then entries\n")
-      .add("-- A member's first byte says what it is: a mark, bookkeeping or a sum, an entry that carries its\n")
-      .add("-- units, or one that carries them settled; a mark holds HORIZON before its horizon, and a repeated\n")
-      .add("-- entry's name REPEAT before its number.\n")
-      .add("local MARK, BOOKKEEPING, UNITS, SETTLED = ")
-      .quoted(kMarkByte)
-      .add(", ")
-      .quoted(kBookkeepingByte)
-      .add(", ")
-      .quoted(kUnitsByte)
-      .add(", ")
-      .quoted(kSettledByte)
-      .add("\n")
-      .add("local MARK_BYTE, BOOKKEEPING_BYTE, UNITS_BYTE, SETTLED_BYTE = ")
-      .add(std::int64_t{kMarkByte})
-      .add(", ")
-      .add(std::int64_t{kBookkeepingByte})
-      .add(", ")
-      .add(std::int64_t{kUnitsByte})
-      .add(", ")
-      .add(std::int64_t{kSettledByte})
-      .add("\n")
-      .add("local HORIZON, REPEAT = ")
-      .quoted(kHorizonSeparator)
-      .add(", ")
-      .quoted(kRepeatSeparator)
-      .add("\n")
-      .add("local BOOK_BYTES, NODE_BYTES = ")
-      .add(std::int64_t{kBookBytes})
-      .add(", ")
-      .add(std::int64_t{kNodeBytes})
-      .add("  -- the bookkeeping's length, a node's\n");
+constexpr LuaText<1536> luaLayoutConstants() {
+  LuaText<1536> lua;
+  lua.line("-- The layout's numbers and bytes, from swl's wire format (swl/detail/script/wire.hpp),")
+      .line("-- which swl-native reads too.")
+      .line("local TIMES_END = '(", kTimesEnd, "'  -- every entry's time lies below 2^53; sums lie outside")
+      .line("local TRIM, TRIM_EVERY = ", kTrim, ", ", kTrimEvery,
+            "  -- counted by entries: at most TRIM, on one call in TRIM_EVERY")
+      .line("local UNITS_TRIM = ", kUnitsTrim, "  -- counted by units: at most UNITS_TRIM, on every call that records")
+      .line("local LOW = ", kLow, "  -- members read at or below a window's start: marks, then entries")
+      .line("-- A member's first byte says what it is: a mark, bookkeeping or a sum, an entry that carries its")
+      .line("-- units, or one that carries them settled; a mark holds HORIZON before its horizon, and a repeated")
+      .line("-- entry's name REPEAT before its number.")
+      .line("local MARK, BOOKKEEPING, UNITS, SETTLED = ", luaQuoted(kMarkByte), ", ", luaQuoted(kBookkeepingByte), ", ",
+            luaQuoted(kUnitsByte), ", ", luaQuoted(kSettledByte))
+      .line("local MARK_BYTE, BOOKKEEPING_BYTE, UNITS_BYTE, SETTLED_BYTE = ", int{kMarkByte}, ", ",
+            int{kBookkeepingByte}, ", ", int{kUnitsByte}, ", ", int{kSettledByte})
+      .line("local HORIZON, REPEAT = ", luaQuoted(kHorizonSeparator), ", ", luaQuoted(kRepeatSeparator))
+      .line("local BOOK_BYTES, NODE_BYTES = ", kBookBytes, ", ", kNodeBytes, "  -- the bookkeeping's length, a node's")
+      .line("local OLD_UNITS = '[", kOldUnitsSeparators, "]%d+$'  -- 0.2's entries name their units last");
   return lua;
 }
 
@@ -161,7 +133,7 @@ constexpr LuaText<1024> luaLayoutConstants() {
 // doubles as struct.pack reads them.
 constexpr LuaText<256> luaSumsConstants() {
   LuaText<256> lua;
-  lua.add("  local LEVELS, FANOUT = ").add(std::int64_t{kLevels}).add(", ").add(kFanout).add("\n");
+  lua.line("  local LEVELS, FANOUT = ", kLevels, ", ", kFanout);
   lua.add("  local SIZE = {");
   for (int level = 1; level <= kLevels; ++level) lua.add(level == 1 ? "" : ", ").add(nodeSize(level));
   lua.add("}  -- FANOUT ^ level: quotients of entry numbers below 2^52 are exact\n");
@@ -183,7 +155,7 @@ constexpr LuaText<256> luaNodeBands() {
 // Inside the searches: the entries read at once where a search costs least.
 constexpr LuaText<96> luaNear() {
   LuaText<96> lua;
-  lua.add("    local NEAR = ").add(kNear).add("  -- entries read at once where a search costs least\n");
+  lua.line("    local NEAR = ", kNear, "  -- entries read at once where a search costs least");
   return lua;
 }
 

@@ -47,7 +47,7 @@ inline constexpr std::string_view kCountedByUnitsMiddle = R"lua(
   local function unitsOf(member)
     local mark = string.byte(member)
     if mark == UNITS_BYTE or mark == SETTLED_BYTE then return (struct.unpack('>d', member, 2)) end
-    local at = string.find(member, '[*=]%d+$')
+    local at = string.find(member, OLD_UNITS)
     return at and tonumber(string.sub(member, at + 1)) or 1
   end
 
