@@ -2,7 +2,7 @@
 // The log's sums in C++: the same part as the Lua's (include/swl/algorithms/detail/sliding_window_log/
 // sums.hpp, which says what each number means), step for step, so that a set counted by units is kept
 // alike whichever of the two writes it. A part without I/O: it reads and writes the set only through
-// `io`, and tests/module/test_module_sums.cpp runs it beside the Lua part, inside liblua5.1, on the same
+// `io`, and tests/test_module_sums.cpp runs it beside the Lua part, inside liblua5.1, on the same
 // operations.
 //
 // Every number is an integer below 2^53, as in the Lua, where each is a double: held here as int64_t,
