@@ -147,7 +147,7 @@ TEST_CASE("swl-ratelimit's log writes a line of text or a JSON object per event,
         R"({"@timestamp":"2026-07-05T10:11:12.345678Z","level":"warn","@message":"a \"b\"\\c\nd\u0001"})");
 
   std::ostringstream out;
-  rl::Log log(rl::LogLevel::warn, rl::LogFormat::text, out);
+  rl::Log log({rl::LogLevel::warn, rl::LogFormat::text}, out);
   log.info("started");
   log.debug("details");
   log.warn("a configuration refused");
@@ -287,7 +287,7 @@ TEST_CASE(
     "swl-ratelimit's watcher sees a ConfigMap's update, a file written or removed, and the swap of a runtime root "
     "symlink") {
   TemporaryDirectory directory;
-  rl::Log log(rl::LogLevel::error);
+  rl::Log log({rl::LogLevel::error});
   std::atomic<int> reloads{0};
   const auto reloaded = [&](int at_least) { return eventually([&] { return reloads >= at_least; }); };
 

@@ -66,7 +66,7 @@ bool mentions(const std::vector<std::string>& lines, const std::string& start) {
 TEST_CASE("swl-ratelimit's settings default to one Redis on localhost, open on failure, as envoyproxy's server does") {
   const Settings settings = read({});
   CHECK(settings.source.path == "/etc/ratelimit");
-  CHECK(settings.listen == "0.0.0.0:8081");
+  CHECK(settings.grpc.listen == "0.0.0.0:8081");
   CHECK(settings.redis.topology == RedisTopology::single);
   REQUIRE(settings.redis.addresses.size() == 1);
   CHECK(settings.redis.addresses[0].endpoint() == "127.0.0.1:6379");
@@ -121,7 +121,7 @@ TEST_CASE("swl-ratelimit reads every Redis flag into the connection's options") 
   CHECK(settings.decider.on_failure == swl::FailurePolicy::deny);
   CHECK(settings.decider.key_prefix == "rl");
   CHECK(settings.metrics == "0.0.0.0:9090");
-  CHECK(read({"--listen", "127.0.0.1:0"}).listen == "127.0.0.1:0");  // the OS picks the port
+  CHECK(read({"--listen", "127.0.0.1:0"}).grpc.listen == "127.0.0.1:0");  // the OS picks the port
   CHECK(read({"--redis", "unix:/run/redis.sock"}).redis.addresses[0].unix_path == "/run/redis.sock");
 }
 
@@ -213,15 +213,15 @@ TEST_CASE("swl-ratelimit's usage text lists every flag with its default") {
 }
 
 TEST_CASE("swl-ratelimit's usage text gives the defaults the settings take") {
-  // Each default is written twice, in Settings and in the flag's line: the two must not drift apart.
+  // Each default is written once, where its field is declared, and the flag's line shows it from there.
   const std::string usage = swl::ratelimit::usageText();
   const Settings settings = read({});
   CHECK_THAT(usage, Contains("wait together; default " + std::to_string(settings.redis.pool_size) + "\n"));
   CHECK_THAT(usage, Contains("starts with; default " + settings.decider.key_prefix + "\n"));
-  CHECK_THAT(usage, Contains("; default " + settings.listen + "\n"));
+  CHECK_THAT(usage, Contains("; default " + settings.grpc.listen + "\n"));
   CHECK_THAT(usage, Contains("metrics are served; default " + settings.metrics_path + "\n"));
   CHECK_THAT(usage, Contains("how much the log says; default info\n"));
-  CHECK(settings.log_level == swl::ratelimit::LogLevel::info);
+  CHECK(settings.log.level == swl::ratelimit::LogLevel::info);
   CHECK(settings.decider.on_failure == swl::FailurePolicy::allow);  // "default open", above
   CHECK(settings.http.empty());                                     // "else none"
   CHECK_FALSE(settings.watch.has_value());                          // "no with --config"
@@ -283,21 +283,22 @@ TEST_CASE("envoyproxy/ratelimit's durations read as Go's time.ParseDuration read
 
 TEST_CASE("swl-ratelimit listens where envoyproxy/ratelimit's GRPC_HOST, GRPC_PORT, GRPC_UDS, HOST and PORT say") {
   const Settings given = read({}, {{"GRPC_HOST", "127.0.0.1"}, {"GRPC_PORT", "9081"}, {"PORT", "9080"}});
-  CHECK(given.listen == "127.0.0.1:9081");
+  CHECK(given.grpc.listen == "127.0.0.1:9081");
   CHECK(given.http == "0.0.0.0:9080");  // HOST's default
-  CHECK(read({}, {{"GRPC_PORT", "0"}}).listen == "0.0.0.0:0");
-  CHECK(read({}, {{"GRPC_HOST", "::1"}, {"HOST", "::"}}).listen == "[::1]:8081");
+  CHECK(read({}, {{"GRPC_PORT", "0"}}).grpc.listen == "0.0.0.0:0");
+  CHECK(read({}, {{"GRPC_HOST", "::1"}, {"HOST", "::"}}).grpc.listen == "[::1]:8081");
   CHECK(read({}, {{"HOST", "::"}}).http == "[::]:8080");
-  CHECK(read({}, {{"GRPC_UDS", "/run/ratelimit.sock"}, {"GRPC_PORT", "9081"}}).listen == "unix:/run/ratelimit.sock");
+  CHECK(read({}, {{"GRPC_UDS", "/run/ratelimit.sock"}, {"GRPC_PORT", "9081"}}).grpc.listen ==
+        "unix:/run/ratelimit.sock");
   // With --config and no HOST or PORT there is no HTTP port, as before; envoyproxy's settings always have one.
   CHECK(read({}).http.empty());
   CHECK(readEnvoy({}).http == "0.0.0.0:8080");
-  CHECK(readEnvoy({}).listen == "0.0.0.0:8081");
+  CHECK(readEnvoy({}).grpc.listen == "0.0.0.0:8081");
   // Ours win.
   CHECK(read({"--listen", "127.0.0.1:7000", "--http", "127.0.0.1:7001"}, {{"GRPC_PORT", "9081"}, {"PORT", "9080"}})
-            .listen == "127.0.0.1:7000");
+            .grpc.listen == "127.0.0.1:7000");
   CHECK(readEnvoy({{"PORT", "9080"}}, {"--http", "127.0.0.1:0"}).http == "127.0.0.1:0");
-  CHECK(read({"--listen", "unix:/run/rl.sock"}).listen == "unix:/run/rl.sock");
+  CHECK(read({"--listen", "unix:/run/rl.sock"}).grpc.listen == "unix:/run/rl.sock");
 }
 
 TEST_CASE("swl-ratelimit reads envoyproxy/ratelimit's REDIS_URL in the format of each REDIS_TYPE") {
@@ -374,7 +375,7 @@ TEST_CASE("swl-ratelimit's flags and SWL_RATELIMIT_* variables win over envoypro
   const Settings envoys = read({}, envoy);
   CHECK(envoys.redis.addresses.at(0).endpoint() == "redis.internal:6379");
   CHECK(envoys.decider.key_prefix == "envoy:");
-  CHECK(envoys.log_level == swl::ratelimit::LogLevel::debug);
+  CHECK(envoys.log.level == swl::ratelimit::LogLevel::debug);
   CHECK(envoys.metrics == "0.0.0.0:9090");
 
   Environment both = envoy;
@@ -385,7 +386,7 @@ TEST_CASE("swl-ratelimit's flags and SWL_RATELIMIT_* variables win over envoypro
   CHECK(ours.redis.addresses.at(0).endpoint() == "10.0.0.1:7000");
   CHECK(ours.redis.connection.password == "ours");
   CHECK(ours.decider.key_prefix == "rl");
-  CHECK(ours.log_level == swl::ratelimit::LogLevel::warn);
+  CHECK(ours.log.level == swl::ratelimit::LogLevel::warn);
   CHECK(ours.metrics == "127.0.0.1:9100");
 }
 
@@ -448,25 +449,25 @@ TEST_CASE("swl-ratelimit takes envoyproxy/ratelimit's modes, headers, health, lo
   CHECK(settings.decider.limit_headers.reset == "X-Reset");
   CHECK(settings.healthy_only_with_a_domain);
   CHECK(settings.decider.key_prefix == "rl_");
-  CHECK(settings.log_level == swl::ratelimit::LogLevel::warn);
-  CHECK(settings.log_format == swl::ratelimit::LogFormat::json);
+  CHECK(settings.log.level == swl::ratelimit::LogLevel::warn);
+  CHECK(settings.log.format == swl::ratelimit::LogFormat::json);
   CHECK(settings.metrics == "127.0.0.1:9191");
   CHECK(settings.metrics_path == "/stats/prometheus");
-  CHECK(settings.grpc_max_connection_age == std::chrono::minutes(10));
-  CHECK(settings.grpc_max_connection_age_grace == std::chrono::seconds(30));
+  CHECK(settings.grpc.max_connection_age == std::chrono::minutes(10));
+  CHECK(settings.grpc.max_connection_age_grace == std::chrono::seconds(30));
 
   const Settings defaults = readEnvoy({});
   CHECK_FALSE(defaults.decider.shadow_mode);
   CHECK_FALSE(defaults.decider.limit_headers.enabled);
   CHECK(defaults.decider.limit_headers.limit == "RateLimit-Limit");
   CHECK(defaults.decider.key_prefix == "swlrl");  // its default is "", which would put keys at the top of Redis's
-  CHECK(defaults.log_format == swl::ratelimit::LogFormat::text);
+  CHECK(defaults.log.format == swl::ratelimit::LogFormat::text);
   CHECK(defaults.metrics.empty());
-  CHECK_FALSE(defaults.grpc_max_connection_age);
+  CHECK_FALSE(defaults.grpc.max_connection_age);
   // Any format but json is text, in any case, as envoyproxy/ratelimit's logrus setup does.
-  CHECK(readEnvoy({{"LOG_FORMAT", "logfmt"}}).log_format == swl::ratelimit::LogFormat::text);
-  CHECK(readEnvoy({{"LOG_LEVEL", "trace"}}).log_level == swl::ratelimit::LogLevel::debug);
-  CHECK(readEnvoy({{"LOG_LEVEL", "Fatal"}}).log_level == swl::ratelimit::LogLevel::error);
+  CHECK(readEnvoy({{"LOG_FORMAT", "logfmt"}}).log.format == swl::ratelimit::LogFormat::text);
+  CHECK(readEnvoy({{"LOG_LEVEL", "trace"}}).log.level == swl::ratelimit::LogLevel::debug);
+  CHECK(readEnvoy({{"LOG_LEVEL", "Fatal"}}).log.level == swl::ratelimit::LogLevel::error);
   CHECK(readEnvoy({{"USE_PROMETHEUS", "true"}}).metrics == "0.0.0.0:9090");
   CHECK(readEnvoy({{"USE_PROMETHEUS", "true"}, {"DISABLE_STATS", "true"}}).metrics.empty());
 }

@@ -15,6 +15,7 @@
 #include <ratelimit/reload/watcher.hpp>
 #include <ratelimit/serve/grpc_server.hpp>
 #include <ratelimit/serve/http.hpp>
+#include <ratelimit/settings/address.hpp>
 #include <ratelimit/settings/settings.hpp>
 #include <ratelimit/telemetry/log.hpp>
 #include <ratelimit/telemetry/metrics.hpp>
@@ -33,16 +34,6 @@
 #include <string_view>
 #include <system_error>
 
-namespace {
-
-// "HOST:PORT" with the port a listener chose for port 0; a unix socket as it was given.
-std::string listening(const std::string& address, int port) {
-  if (address.rfind("unix:", 0) == 0) return address;
-  return address.substr(0, address.rfind(':')) + ":" + std::to_string(port);
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   namespace rl = swl::ratelimit;
   const std::vector<std::string> arguments(argv + 1, argv + argc);
@@ -57,7 +48,7 @@ int main(int argc, char** argv) {
     std::cerr << error.what() << "\n" << rl::usageText();
     return 2;
   }
-  rl::Log log(settings.log_level, settings.log_format);
+  rl::Log log(settings.log);
   for (const std::string& ignored : settings.ignored) log.info("swl-ratelimit: ignored: " + ignored);
   std::unique_ptr<swl::RedisClient> redis;
   try {
@@ -107,16 +98,12 @@ int main(int argc, char** argv) {
   std::unique_ptr<rl::HttpEndpoints> http;
   try {
     // One thread per Redis connection (per master on a Cluster): a batch never waits for one.
-    rl::ServerOptions serving;
-    serving.max_connection_age = settings.grpc_max_connection_age;
-    serving.max_connection_age_grace = settings.grpc_max_connection_age_grace;
-    serving.health = &health;
-    server =
-        std::make_unique<rl::RateLimitServer>(decider, settings.redis.pool_size, in_force, settings.listen, serving);
+    server = std::make_unique<rl::RateLimitServer>(decider, settings.redis.pool_size, in_force, settings.grpc, &health);
     if (!settings.http.empty()) {
       // /json answers as the gRPC service does: the same decider, the configuration in force.
       http = std::make_unique<rl::HttpEndpoints>(
-          settings.http, health, [&decider, &in_force](const envoy::service::ratelimit::v3::RateLimitRequest& request) {
+          rl::addressOf(settings.http, "--http", rl::AddressOf::listener), health,
+          [&decider, &in_force](const envoy::service::ratelimit::v3::RateLimitRequest& request) {
             const std::shared_ptr<const rl::Configuration> answering = in_force.get();
             return decider.decide(*answering, request);
           });
@@ -126,7 +113,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::unique_ptr<rl::ConfigurationWatcher> watcher;
-  if (settings.watch.value_or(settings.source.runtime.has_value())) {
+  if (settings.watched()) {
     std::error_code unknown;  // a --config that is no directory now is watched as a file
     const bool config_is_directory =
         !settings.source.runtime && std::filesystem::is_directory(settings.source.path, unknown);
@@ -141,12 +128,12 @@ int main(int argc, char** argv) {
   }
 
   if (exposer) {
-    log.info("swl-ratelimit: metrics on " + listening(settings.metrics, exposer->GetListeningPorts().front()) +
+    log.info("swl-ratelimit: metrics on " + rl::listeningOn(settings.metrics, exposer->GetListeningPorts().front()) +
              settings.metrics_path);
   }
-  if (http) log.info("swl-ratelimit: HTTP (/healthcheck, /json) on " + listening(settings.http, http->port()));
+  if (http) log.info("swl-ratelimit: HTTP (/healthcheck, /json) on " + rl::listeningOn(settings.http, http->port()));
   // The last line of the start, which scripts and tests wait for: everything above serves by now.
-  log.info("swl-ratelimit: listening on " + listening(settings.listen, server->port()) + ", " +
+  log.info("swl-ratelimit: listening on " + rl::listeningOn(settings.grpc.listen, server->port()) + ", " +
            std::to_string(in_force.get()->domains().size()) + " domain(s) from " + rl::describe(settings.source) +
            (watcher ? ", watched" : ""));
 

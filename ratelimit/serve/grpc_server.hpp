@@ -18,6 +18,7 @@
 #include <ratelimit/decide/decider.hpp>
 #include <ratelimit/reload/in_force.hpp>
 #include <ratelimit/serve/health.hpp>
+#include <ratelimit/serve/options.hpp>
 
 #include <swl/error.hpp>
 
@@ -44,17 +45,6 @@
 
 namespace swl::ratelimit {
 
-/// How the gRPC server serves, besides its address and threads.
-struct ServerOptions {
-  /// envoyproxy/ratelimit's GRPC_MAX_CONNECTION_AGE(_GRACE): a client's connection older than the age
-  /// is asked to go (GOAWAY), and closed after the grace, so that clients spread anew over servers that
-  /// came later. None: connections stay.
-  std::optional<std::chrono::milliseconds> max_connection_age, max_connection_age_grace;
-  /// What gRPC's health check answers besides the server's running: NOT_SERVING while it says
-  /// unhealthy (after SIGTERM; without a domain when it must have one). Null: SERVING while it runs.
-  const Health* health = nullptr;
-};
-
 class RateLimitServer {
  public:
   /// How many calls one thread decides together, at most: one runMany's worth.
@@ -63,14 +53,16 @@ class RateLimitServer {
   /// (health checks, unlimited descriptors); also how often an idle standby looks.
   static constexpr std::chrono::milliseconds kPatience{10};
 
-  /// Serves Envoy's RateLimitService on `listen` ("host:port"; port 0 for any free one) with `threads`
-  /// threads (at least one), each deciding with `decider` under the configuration `in_force` holds (both
-  /// must outlive it) on a Redis connection of its own. Throws swl::Error when it cannot listen.
+  /// Serves Envoy's RateLimitService as `options` say with `threads` threads (at least one), each
+  /// deciding with `decider` under the configuration `in_force` holds (both must outlive it) on a Redis
+  /// connection of its own. gRPC's health check answers NOT_SERVING while `health` says unhealthy (after
+  /// SIGTERM; without a domain when it must have one); without one, SERVING while the server runs.
+  /// Throws swl::Error when it cannot listen.
   RateLimitServer(Decider& decider, std::size_t threads, const ConfigurationInForce& in_force,
-                  const std::string& listen, const ServerOptions& options = {})
-      : decider_(&decider), in_force_(&in_force), healthy_(options.health) {
+                  const GrpcOptions& options, const Health* health = nullptr)
+      : decider_(&decider), in_force_(&in_force), healthy_(health) {
     grpc::ServerBuilder builder;
-    builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port_);
+    builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port_);
     const auto milliseconds = [](std::chrono::milliseconds duration) {
       return static_cast<int>(std::min<std::chrono::milliseconds::rep>(duration.count(), INT32_MAX));
     };
@@ -86,7 +78,7 @@ class RateLimitServer {
       workers_.push_back(std::make_unique<Worker>(builder.AddCompletionQueue()));
     }
     server_ = builder.BuildAndStart();
-    if (!server_ || port_ == 0) throw Error("swl-ratelimit: cannot listen on " + listen);
+    if (!server_ || port_ == 0) throw Error("swl-ratelimit: cannot listen on " + options.listen);
     for (const auto& worker : workers_) {
       {
         const std::lock_guard<std::mutex> lock(worker->mutex);
@@ -170,7 +162,7 @@ class RateLimitServer {
   };
 
   // gRPC's health check: the whole server, or the rate limit service by name, is serving while it runs
-  // and its Health (ServerOptions::health) says so.
+  // and its Health says so.
   struct HealthCheck final : Call {
     explicit HealthCheck(Worker& owner) : Call(owner), writer(&context) {}
 

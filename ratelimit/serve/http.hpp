@@ -14,8 +14,8 @@
 /// answerJson); HttpEndpoints only serves them, with cpp-httplib.
 
 #include <ratelimit/serve/health.hpp>
-#include <ratelimit/telemetry/log.hpp>
 
+#include <swl/connection_options.hpp>
 #include <swl/error.hpp>
 
 #include "envoy/service/ratelimit/v3/rls.pb.h"
@@ -85,9 +85,9 @@ inline HttpAnswer answerJson(std::string_view body, const DecideRequest& decide)
 /// The HTTP port, served by cpp-httplib's threads from the moment it is made until it is destroyed.
 class HttpEndpoints {
  public:
-  /// Listens on `listen` (HOST:PORT, [IPV6]:PORT; port 0 for any free one); `health` and `decide` must
-  /// outlive it. Throws swl::Error when it cannot listen.
-  HttpEndpoints(const std::string& listen, const Health& health, DecideRequest decide)
+  /// Listens on `listen`'s host and port (port 0 for any free one; settings/address.hpp reads HOST:PORT);
+  /// `health` and `decide` must outlive it. Throws swl::Error when it cannot listen.
+  HttpEndpoints(const Address& listen, const Health& health, DecideRequest decide)
       : health_(&health), decide_(std::move(decide)) {
     server_.Get("/healthcheck", [this](const httplib::Request&, httplib::Response& response) {
       reply(answerHealthCheck(*health_), response);
@@ -99,12 +99,9 @@ class HttpEndpoints {
     server_.Get("/json", [this](const httplib::Request&, httplib::Response& response) {
       reply(answerJson("", decide_), response);
     });
-    const auto colon = listen.rfind(':');
-    std::string host = listen.substr(0, colon);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    const int asked = std::stoi(listen.substr(colon + 1));
-    port_ = asked == 0 ? server_.bind_to_any_port(host) : (server_.bind_to_port(host, asked) ? asked : -1);
-    if (port_ <= 0) throw Error("swl-ratelimit: cannot listen on " + listen + " for HTTP");
+    port_ = listen.port == 0 ? server_.bind_to_any_port(listen.host)
+                             : (server_.bind_to_port(listen.host, listen.port) ? listen.port : -1);
+    if (port_ <= 0) throw Error("swl-ratelimit: cannot listen on " + listen.endpoint() + " for HTTP");
     thread_ = std::thread([this] {
       server_.listen_after_bind();
       returned_ = true;
@@ -113,7 +110,7 @@ class HttpEndpoints {
     while (!server_.is_running() && !returned_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     if (returned_) {
       thread_.join();
-      throw Error("swl-ratelimit: cannot serve HTTP on " + listen);
+      throw Error("swl-ratelimit: cannot serve HTTP on " + listen.endpoint());
     }
   }
 

@@ -29,6 +29,12 @@ enum class LogLevel {
 
 enum class LogFormat { text, json };
 
+/// How much the log says, and how.
+struct LogOptions {
+  LogLevel level = LogLevel::info;
+  LogFormat format = LogFormat::text;
+};
+
 /// The level a name gives, as envoyproxy/ratelimit's LOG_LEVEL (logrus) takes names, in any case:
 /// panic, fatal and error are `error` here (the server has nothing to say that is more grave), warn or
 /// warning, info, debug and trace (here `debug`).
@@ -95,8 +101,8 @@ inline std::string logLine(LogFormat format, LogLevel level, std::chrono::system
 /// The server's log, written from any thread: whole lines, never two interleaved.
 class Log {
  public:
-  explicit Log(LogLevel level = LogLevel::info, LogFormat format = LogFormat::text, std::ostream& out = std::cout)
-      : level_(level), format_(format), out_(&out) {}
+  explicit Log(LogOptions options = {}, std::ostream& out = std::cout)
+      : level_(options.level), format_(options.format), out_(&out) {}
 
   bool says(LogLevel level) const noexcept { return level <= level_; }
 
