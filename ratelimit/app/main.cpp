@@ -3,27 +3,30 @@
 //   swl-ratelimit --config /etc/ratelimit/config --redis 127.0.0.1:6379 --listen 0.0.0.0:8081
 //
 // or, as a drop-in for envoyproxy/ratelimit, with its environment alone (RUNTIME_ROOT, REDIS_URL, ...).
-// (`swl-ratelimit --help` lists every flag: settings/settings.cpp; docs/ratelimit.md, envoyproxy's variables.)
+// (`swl-ratelimit --help` lists every flag: settings/flags.cpp; docs/ratelimit.md, envoyproxy's variables.)
 //
 // SIGHUP reads the configuration again, and so does a change of its files when they are watched
-// (reload/watcher.hpp): a file that is wrong is refused with its line, and the rules in force stay. SIGTERM and
-// SIGINT fail the health check, then stop the server after the calls in progress.
+// (reload/watcher.hpp): a file that is wrong is refused with its line, and the rules in force stay.
+// SIGTERM and SIGINT fail the health check, then stop the server after the calls in progress.
+//
+// What follows only wires the parts together, in the order each needs those before it.
 
 #include <ratelimit/config/configuration.hpp>
+#include <ratelimit/config/source.hpp>
 #include <ratelimit/decide/decider.hpp>
+#include <ratelimit/reload/in_force.hpp>
 #include <ratelimit/reload/reloader.hpp>
 #include <ratelimit/reload/watcher.hpp>
 #include <ratelimit/serve/grpc_server.hpp>
+#include <ratelimit/serve/health.hpp>
 #include <ratelimit/serve/http.hpp>
 #include <ratelimit/settings/address.hpp>
 #include <ratelimit/settings/settings.hpp>
 #include <ratelimit/telemetry/log.hpp>
 #include <ratelimit/telemetry/metrics.hpp>
 
-#include <swl/swl.hpp>
-
-#include <prometheus/exposer.h>
-#include <prometheus/registry.h>
+#include <swl/error.hpp>
+#include <swl/redis/client.hpp>
 
 #include <csignal>
 #include <cstdlib>
@@ -31,11 +34,105 @@
 #include <iostream>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <system_error>
+#include <vector>
+
+namespace {
+
+namespace rl = swl::ratelimit;
+
+// Signals are taken by one thread, with sigwait: every other thread, gRPC's, httplib's and the
+// watcher's included, blocks them, so they are blocked before any of those starts.
+sigset_t blockSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (const int signal : {SIGHUP, SIGTERM, SIGINT}) sigaddset(&signals, signal);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
+// The parts that serve, made in the order each needs those before it, and destroyed in the reverse
+// order: the watcher first (no reload from then on), then the listeners, after the calls in progress.
+// A part that cannot start throws swl::Error, whose message names it.
+class Server {
+ public:
+  Server(const rl::Settings& settings, swl::RedisClient& redis, rl::Log& log)
+      : settings_(settings),
+        health_(settings.healthy_only_with_a_domain),
+        reloader_(settings.source, log, in_force_,
+                  [this](const rl::Configuration& loaded) { health_.loaded(loaded.domains().size()); }) {
+    try {
+      reloader_.load();
+    } catch (const swl::Error& error) {
+      throw swl::Error(std::string("swl-ratelimit: ") + error.what());
+    }
+    metrics_ = std::make_unique<rl::ServedMetrics>(settings.metrics, settings.metrics_path);
+    decider_ = std::make_unique<rl::Decider>(redis, settings.decider, metrics_->observers());
+    // One thread per Redis connection (per master on a Cluster): a batch never waits for one.
+    grpc_ =
+        std::make_unique<rl::RateLimitServer>(*decider_, settings.redis.pool_size, in_force_, settings.grpc, &health_);
+    if (!settings.http.empty()) startHttp();
+    if (settings.watched()) startWatcher(log);
+  }
+
+  // What serves where, for the log; its last line, which scripts and tests wait for, comes once
+  // everything serves.
+  void announce(rl::Log& log) const {
+    if (metrics_->port() != 0) {
+      log.info("swl-ratelimit: metrics on " + rl::listeningOn(settings_.metrics, metrics_->port()) +
+               settings_.metrics_path);
+    }
+    if (http_)
+      log.info("swl-ratelimit: HTTP (/healthcheck, /json) on " + rl::listeningOn(settings_.http, http_->port()));
+    log.info("swl-ratelimit: listening on " + rl::listeningOn(settings_.grpc.listen, grpc_->port()) + ", " +
+             std::to_string(in_force_.get()->domains().size()) + " domain(s) from " + rl::describe(settings_.source) +
+             (watcher_ ? ", watched" : ""));
+  }
+
+  // Serves until SIGTERM or SIGINT, reloading on each SIGHUP; then fails the health check.
+  void serveUntilStopped(const sigset_t& signals) {
+    for (;;) {
+      int signal = 0;
+      sigwait(&signals, &signal);
+      if (signal != SIGHUP) break;
+      reloader_.reload("on SIGHUP");
+    }
+    health_.stopping();
+  }
+
+ private:
+  // /json answers as the gRPC service does: the same decider, the configuration in force.
+  void startHttp() {
+    http_ =
+        std::make_unique<rl::HttpEndpoints>(rl::addressOf(settings_.http, "--http", rl::AddressOf::listener), health_,
+                                            [this](const envoy::service::ratelimit::v3::RateLimitRequest& request) {
+                                              return decider_->decide(*in_force_.get(), request);
+                                            });
+  }
+
+  void startWatcher(rl::Log& log) {
+    std::error_code unknown;  // a --config that is no directory now is watched as a file
+    const bool config_is_directory =
+        !settings_.source.runtime && std::filesystem::is_directory(settings_.source.path, unknown);
+    watcher_ = std::make_unique<rl::ConfigurationWatcher>(
+        rl::watchedDirectories(settings_.source, config_is_directory),
+        [this] { reloader_.reload("as its files changed"); }, log);
+  }
+
+  const rl::Settings& settings_;
+  rl::ConfigurationInForce in_force_;
+  rl::Health health_;
+  rl::Reloader reloader_;
+  std::unique_ptr<rl::ServedMetrics> metrics_;
+  std::unique_ptr<rl::Decider> decider_;
+  std::unique_ptr<rl::HttpEndpoints> http_;
+  std::unique_ptr<rl::RateLimitServer> grpc_;
+  std::unique_ptr<rl::ConfigurationWatcher> watcher_;
+};
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  namespace rl = swl::ratelimit;
   const std::vector<std::string> arguments(argv + 1, argv + argc);
   if (arguments.size() == 1 && (arguments[0] == "--help" || arguments[0] == "-h")) {
     std::cout << rl::usageText();
@@ -57,96 +154,17 @@ int main(int argc, char** argv) {
     log.error(std::string("swl-ratelimit: ") + error.what());
     return 2;
   }
-  // Signals are taken by one thread, with sigwait: every other thread, gRPC's, httplib's and the
-  // watcher's included, blocks them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  for (const int signal : {SIGHUP, SIGTERM, SIGINT}) sigaddset(&signals, signal);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
-  rl::ConfigurationInForce in_force;
-  rl::Health health(settings.healthy_only_with_a_domain);
-  rl::Reloader reloader(settings.source, log, in_force,
-                        [&health](const rl::Configuration& loaded) { health.loaded(loaded.domains().size()); });
+  const sigset_t signals = blockSignals();
+  std::unique_ptr<Server> server;
   try {
-    reloader.load();
-  } catch (const swl::Error& error) {
-    log.error(std::string("swl-ratelimit: ") + error.what());
-    return 1;
-  }
-
-  rl::DecisionObservers observers;
-  const auto registry = std::make_shared<prometheus::Registry>();
-  swl::PrometheusMetrics decisions(*registry, "swl-ratelimit");
-  rl::DescriptorMetrics descriptors(*registry);
-  std::unique_ptr<prometheus::Exposer> exposer;
-  if (!settings.metrics.empty()) {
-    try {
-      exposer = std::make_unique<prometheus::Exposer>(settings.metrics);
-    } catch (const std::exception& error) {
-      log.error("swl-ratelimit: cannot serve metrics on " + settings.metrics + ": " + error.what());
-      return 1;
-    }
-    exposer->RegisterCollectable(registry, settings.metrics_path);
-    observers.observer = decisions.observer();
-    observers.on_descriptor = [&descriptors](std::string_view rule, rl::DescriptorOutcome outcome) {
-      descriptors.count(rule, outcome);
-    };
-  }
-  rl::Decider decider(*redis, settings.decider, std::move(observers));
-  std::unique_ptr<rl::RateLimitServer> server;
-  std::unique_ptr<rl::HttpEndpoints> http;
-  try {
-    // One thread per Redis connection (per master on a Cluster): a batch never waits for one.
-    server = std::make_unique<rl::RateLimitServer>(decider, settings.redis.pool_size, in_force, settings.grpc, &health);
-    if (!settings.http.empty()) {
-      // /json answers as the gRPC service does: the same decider, the configuration in force.
-      http = std::make_unique<rl::HttpEndpoints>(
-          rl::addressOf(settings.http, "--http", rl::AddressOf::listener), health,
-          [&decider, &in_force](const envoy::service::ratelimit::v3::RateLimitRequest& request) {
-            const std::shared_ptr<const rl::Configuration> answering = in_force.get();
-            return decider.decide(*answering, request);
-          });
-    }
+    server = std::make_unique<Server>(settings, *redis, log);
   } catch (const swl::Error& error) {
     log.error(error.what());
     return 1;
   }
-  std::unique_ptr<rl::ConfigurationWatcher> watcher;
-  if (settings.watched()) {
-    std::error_code unknown;  // a --config that is no directory now is watched as a file
-    const bool config_is_directory =
-        !settings.source.runtime && std::filesystem::is_directory(settings.source.path, unknown);
-    try {
-      watcher = std::make_unique<rl::ConfigurationWatcher>(
-          rl::watchedDirectories(settings.source, config_is_directory),
-          [&reloader] { reloader.reload("as its files changed"); }, log);
-    } catch (const swl::Error& error) {
-      log.error(error.what());
-      return 1;
-    }
-  }
-
-  if (exposer) {
-    log.info("swl-ratelimit: metrics on " + rl::listeningOn(settings.metrics, exposer->GetListeningPorts().front()) +
-             settings.metrics_path);
-  }
-  if (http) log.info("swl-ratelimit: HTTP (/healthcheck, /json) on " + rl::listeningOn(settings.http, http->port()));
-  // The last line of the start, which scripts and tests wait for: everything above serves by now.
-  log.info("swl-ratelimit: listening on " + rl::listeningOn(settings.grpc.listen, server->port()) + ", " +
-           std::to_string(in_force.get()->domains().size()) + " domain(s) from " + rl::describe(settings.source) +
-           (watcher ? ", watched" : ""));
-
-  for (;;) {
-    int signal = 0;
-    sigwait(&signals, &signal);
-    if (signal != SIGHUP) break;
-    reloader.reload("on SIGHUP");
-  }
-  health.stopping();
+  server->announce(log);
+  server->serveUntilStopped(signals);
   log.info("swl-ratelimit: stopping after the calls in progress");
-  watcher.reset();  // no reload from now on
-  server.reset();   // after the calls in progress
-  http.reset();
+  server.reset();
   return 0;
 }

@@ -13,15 +13,20 @@
 
 #include <swl/integrations/prometheus.hpp>
 
+#include <swl/error.hpp>
+
 #include <prometheus/counter.h>
+#include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 
-#include <map>
+#include <exception>
+#include <memory>
 #include <string>
 #include <string_view>
 
 namespace swl::ratelimit {
 
+/// swl_ratelimit_descriptors_total, in a registry.
 class DescriptorMetrics {
  public:
   explicit DescriptorMetrics(prometheus::Registry& registry)
@@ -37,6 +42,42 @@ class DescriptorMetrics {
 
  private:
   prometheus::Family<prometheus::Counter>& descriptors_;
+};
+
+/// The server's metrics, served by prometheus-cpp's HTTP server on `listen` (HOST:PORT; none when empty)
+/// under `path`, from the moment they are made until they are destroyed.
+class ServedMetrics {
+ public:
+  /// Throws swl::Error when the metrics cannot be served on `listen`.
+  ServedMetrics(const std::string& listen, const std::string& path) : decisions_(*registry_, "swl-ratelimit") {
+    if (listen.empty()) return;
+    try {
+      exposer_ = std::make_unique<prometheus::Exposer>(listen);
+    } catch (const std::exception& error) {
+      throw Error("swl-ratelimit: cannot serve metrics on " + listen + ": " + error.what());
+    }
+    exposer_->RegisterCollectable(registry_, path);
+  }
+
+  /// Who is told of each decision: these metrics, where they are served (they must outlive the decider).
+  DecisionObservers observers() {
+    DecisionObservers observers;
+    if (!exposer_) return observers;
+    observers.observer = decisions_.observer();
+    observers.on_descriptor = [this](std::string_view rule, DescriptorOutcome outcome) {
+      descriptors_.count(rule, outcome);
+    };
+    return observers;
+  }
+
+  /// The port they are served on (the one chosen, for port 0); 0 where they are not served.
+  int port() const { return exposer_ ? exposer_->GetListeningPorts().front() : 0; }
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_ = std::make_shared<prometheus::Registry>();
+  PrometheusMetrics decisions_;
+  DescriptorMetrics descriptors_{*registry_};
+  std::unique_ptr<prometheus::Exposer> exposer_;
 };
 
 }  // namespace swl::ratelimit
