@@ -111,6 +111,49 @@ inline bool oneOf(std::string_view text, std::initializer_list<std::string_view>
   return std::find(words.begin(), words.end(), text) != words.end();
 }
 
+// A plain scalar that starts as a number does ('.', a sign or a digit): a whole number as
+// strconv.ParseInt (then ParseUint) reads it, `_` dropped, else a float as strconv.ParseFloat does, else
+// text.
+inline Resolved resolveNumber(std::string_view text) {
+  Resolved resolved;
+  const char first = text[0];
+  std::string plain(text);
+  if (first != '.') plain.erase(std::remove(plain.begin(), plain.end(), '_'), plain.end());
+  std::string_view digits = plain;
+  const bool negative = !digits.empty() && digits[0] == '-';
+  if (first != '.' && !digits.empty() && (digits[0] == '+' || digits[0] == '-')) digits.remove_prefix(1);
+  const bool signed_text = digits.size() != plain.size();
+  if (first != '.') {
+    if (const auto magnitude = parseGoUnsigned(digits)) {
+      if (!negative && *magnitude <= static_cast<std::uint64_t>(INT64_MAX)) {
+        resolved.kind = Kind::integer;
+        resolved.integer = static_cast<std::int64_t>(*magnitude);
+        return resolved;
+      }
+      if (negative && *magnitude <= static_cast<std::uint64_t>(INT64_MAX) + 1) {
+        resolved.kind = Kind::integer;
+        resolved.integer = static_cast<std::int64_t>(0 - *magnitude);
+        return resolved;
+      }
+      // ParseUint takes no sign: a signed number past int64 goes on to be a float.
+      if (!signed_text) {
+        resolved.kind = Kind::big_integer;
+        return resolved;
+      }
+    }
+  }
+  if (looksLikeFloat(plain)) {
+    errno = 0;
+    const double value = std::strtod(plain.c_str(), nullptr);
+    // strconv.ParseFloat fails past the largest double, and the text is then just text.
+    if (!(errno == ERANGE && std::isinf(value))) {
+      resolved.kind = Kind::floating;
+      resolved.floating = value;
+    }
+  }
+  return resolved;
+}
+
 }  // namespace scalar_detail
 
 /// What yaml.v2 makes of an unquoted, untagged scalar.
@@ -138,40 +181,7 @@ inline Resolved resolvePlain(std::string_view text) {
     resolved.kind = Kind::floating;
     resolved.floating = text[1] == 'n' || text[1] == 'N' ? std::nan("") : text[0] == '-' ? -HUGE_VAL : HUGE_VAL;
   } else if (number) {
-    std::string plain(text);
-    if (first != '.') plain.erase(std::remove(plain.begin(), plain.end(), '_'), plain.end());
-    std::string_view digits = plain;
-    const bool negative = !digits.empty() && digits[0] == '-';
-    if (first != '.' && !digits.empty() && (digits[0] == '+' || digits[0] == '-')) digits.remove_prefix(1);
-    const bool signed_text = digits.size() != plain.size();
-    if (first != '.') {
-      if (const auto magnitude = parseGoUnsigned(digits)) {
-        if (!negative && *magnitude <= static_cast<std::uint64_t>(INT64_MAX)) {
-          resolved.kind = Kind::integer;
-          resolved.integer = static_cast<std::int64_t>(*magnitude);
-          return resolved;
-        }
-        if (negative && *magnitude <= static_cast<std::uint64_t>(INT64_MAX) + 1) {
-          resolved.kind = Kind::integer;
-          resolved.integer = static_cast<std::int64_t>(0 - *magnitude);
-          return resolved;
-        }
-        // ParseUint takes no sign: a signed number past int64 goes on to be a float.
-        if (!signed_text) {
-          resolved.kind = Kind::big_integer;
-          return resolved;
-        }
-      }
-    }
-    if (looksLikeFloat(plain)) {
-      errno = 0;
-      const double value = std::strtod(plain.c_str(), nullptr);
-      // strconv.ParseFloat fails past the largest double, and the text is then just text.
-      if (!(errno == ERANGE && std::isinf(value))) {
-        resolved.kind = Kind::floating;
-        resolved.floating = value;
-      }
-    }
+    return scalar_detail::resolveNumber(text);
   }
   return resolved;
 }
