@@ -139,7 +139,8 @@ case "$config" in
   *) echo "usage: $0 [default|asan|tsan|hiredis1|servers]" >&2; exit 2 ;;
 esac
 install_missing "${packages[@]}" make cmake pkg-config dpkg-dev libhiredis-dev libevent-dev libcpp-httplib-dev prometheus-cpp-dev libhowardhinnant-date-dev catch2 redis-server redis-tools \
-  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc iproute2 lua5.1 liblua5.1-0-dev libasio-dev libboost1.81-dev libyaml-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc iproute2 lua5.1 liblua5.1-0-dev libasio-dev libboost1.81-dev libyaml-dev \
+  clang-tidy  # the sizes of ratelimit/'s files and functions (tests/sizes)
 
 build=build-$config
 [ "$config" = hiredis1 ] && build=build-hiredis1/build
