@@ -161,8 +161,10 @@ class Bench {
   void pipelinedBaseline() {
     reset();
     swl::SlidingWindowLimiter<> limiter(connection_, swl::Limit{1'000'000, 60s});
+    std::vector<std::string> keys;  // a request views its key: the keys outlive the batch
+    for (int key = 0; key < 10'000; ++key) keys.push_back("pipelined:" + std::to_string(key));
     std::vector<swl::AcquireRequest> batch;
-    for (int key = 0; key < 10'000; ++key) batch.push_back({"pipelined:" + std::to_string(key)});
+    for (const std::string& key : keys) batch.push_back({key});
     fill(limiter, "warm", 1, 1);
     record("for scale: the same, 10,000 keys pipelined (tryAcquireMany)",
            timedByRedis(connection_,
