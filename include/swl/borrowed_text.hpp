@@ -15,6 +15,7 @@ namespace swl {
 /// A view of the caller's string, as std::string_view, that a temporary std::string cannot make.
 class BorrowedText {
  public:
+  /// Of no text: empty.
   constexpr BorrowedText() noexcept = default;
   /// Of text the caller keeps: a view, a literal, or a string that outlives this value.
   ///@{
