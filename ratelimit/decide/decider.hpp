@@ -24,7 +24,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -55,7 +57,17 @@ class Decider {
   /// Finds `request`'s descriptors in `config`: no Redis, no waiting. A request out of bounds throws
   /// InvalidArgument (plan.hpp).
   Plan plan(const Configuration& config, const rls::RateLimitRequest& request) const {
-    return Plan(config, request, options_);
+    try {
+      Plan planned(config, request, options_);
+      // Only a plan that limits nothing can be of an unknown domain: the lookup stays off the others' path.
+      if (observers_.on_unknown_domain && !planned.asksRedis() && config.domains().count(request.domain()) == 0) {
+        observers_.on_unknown_domain(request.domain(), static_cast<std::size_t>(request.descriptors_size()));
+      }
+      return planned;
+    } catch (const InvalidArgument&) {
+      if (observers_.on_call_error) observers_.on_call_error(CallError::service);
+      throw;
+    }
   }
 
   /// What deciding one plan came to: Envoy's answer, or what deciding it threw (an InvalidArgument for a
@@ -82,10 +94,11 @@ class Decider {
     for (std::size_t i = 0; i < plans.size(); ++i) {
       if (deciding[i].error) {
         answers[i].error = deciding[i].error;
+        reportError(deciding[i].error);
         continue;
       }
       deciding[i].shareRepeatedDecisions();
-      if (observers_.on_descriptor) report(plans[i].limited());
+      if (observers_.on_descriptor || observers_.on_call_error) report(plans[i]);
       answers[i].response = std::move(plans[i]).answer();
     }
     return answers;
@@ -293,15 +306,43 @@ class Decider {
     return *found->second;
   }
 
-  void report(const std::vector<LimitedDescriptor>& limited) const {
-    for (const LimitedDescriptor& each : limited) {
+  // Tells the observers what each decided descriptor got, and whether Redis failed the call.
+  void report(Plan& plan) const {
+    bool redis_failed = false;
+    const bool refused = plan.refused();  // then nothing was recorded, for any descriptor
+    for (const LimitedDescriptor& each : plan.limited()) {
       if (!each.decision) continue;
       const Decision& decision = *each.decision;
-      const DescriptorOutcome outcome = decision.tier != Tier::redis ? DescriptorOutcome::failure_policy
-                                        : decision.allowed           ? DescriptorOutcome::ok
-                                        : each.shadow                ? DescriptorOutcome::shadow_over_limit
-                                                                     : DescriptorOutcome::over_limit;
-      observers_.on_descriptor(each.rule != nullptr ? std::string_view(each.rule->stats_key) : "override", outcome);
+      redis_failed = redis_failed || decision.tier != Tier::redis;
+      if (!observers_.on_descriptor) continue;
+      DescriptorReport report;
+      report.stats_key = each.rule != nullptr ? std::string_view(each.rule->stats_key) : std::string_view(each.policy);
+      report.overridden = each.rule == nullptr;
+      report.outcome = decision.tier != Tier::redis ? DescriptorOutcome::failure_policy
+                       : decision.allowed           ? DescriptorOutcome::ok
+                       : each.shadow                ? DescriptorOutcome::shadow_over_limit
+                                                    : DescriptorOutcome::over_limit;
+      report.hits = each.hits;
+      report.limit = each.limit.max_requests;
+      // What the window holds as the decision left it; less the request's hits where they were recorded.
+      const std::int64_t held = report.limit - std::clamp<std::int64_t>(decision.remaining, 0, report.limit);
+      const bool recorded = decision.allowed && !refused && !each.checks_only;
+      report.used_before = recorded ? std::max<std::int64_t>(0, held - each.hits) : held;
+      observers_.on_descriptor(report);
+    }
+    if (redis_failed && observers_.on_call_error) observers_.on_call_error(CallError::redis);
+  }
+
+  // A request out of bounds is the service's error; anything else deciding threw, Redis's (the failure
+  // policy said to say so).
+  void reportError(const std::exception_ptr& error) const {
+    if (!observers_.on_call_error) return;
+    try {
+      std::rethrow_exception(error);
+    } catch (const InvalidArgument&) {
+      observers_.on_call_error(CallError::service);
+    } catch (...) {
+      observers_.on_call_error(CallError::redis);
     }
   }
 

@@ -8,6 +8,8 @@
 #include <swl/observer.hpp>
 #include <swl/options.hpp>
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -54,13 +56,38 @@ inline const char* nameOf(DescriptorOutcome outcome) {
   return names[static_cast<int>(outcome)];
 }
 
-/// Who is told what each decision came to: none by default.
+/// What one limited descriptor of a request came to, for metrics per rule; its counts are in units of
+/// its limit (a weighted rule's hits, not its requests_per_unit), so that envoyproxy/ratelimit's split of
+/// hits into within, near and over the limit (telemetry/hit_split.hpp) adds up.
+struct DescriptorReport {
+  /// envoyproxy/ratelimit's stats key of its rule ("shop.user"); for a limit the request set, the name
+  /// its RateLimit headers give it ("shop.user.override.minute"), which names no value of the request.
+  std::string_view stats_key;
+  /// A limit the request set (an override), not a rule of the configuration.
+  bool overridden = false;
+  DescriptorOutcome outcome = DescriptorOutcome::ok;
+  /// Its cost (0 for a check: hits_addend 0).
+  std::int64_t hits = 0;
+  std::int64_t limit = 0;
+  /// What its window held before this request: envoyproxy's limitBeforeIncrease. The request's hits
+  /// come on top, recorded or not (a refusal records nothing here, and envoyproxy counts it anyway).
+  std::int64_t used_before = 0;
+};
+
+/// Why a call got no decision of Redis's, as envoyproxy/ratelimit counts them: the request was wrong
+/// (service), or Redis could not answer, whether the call failed or the failure policy answered (redis).
+enum class CallError { service, redis };
+
+/// Who is told what each decision came to: none by default. Each is called from the threads that decide.
 struct DecisionObservers {
   /// Sees each decision of the decider's MultiLimiters (swl::PrometheusMetrics::observer(), say).
   Observer observer;
-  /// Told what each limited descriptor got, under its rule's stats key ("shop.user"; "override" for a
-  /// limit the request set): for metrics per rule. Called from the threads that decide.
-  std::function<void(std::string_view rule, DescriptorOutcome)> on_descriptor;
+  /// Told what each limited descriptor got: for metrics per rule.
+  std::function<void(const DescriptorReport&)> on_descriptor;
+  /// Told of each request for a domain the configuration does not have, and how many descriptors it has.
+  std::function<void(std::string_view domain, std::size_t descriptors)> on_unknown_domain;
+  /// Told of each call that got no decision of Redis's, once a call.
+  std::function<void(CallError)> on_call_error;
 };
 
 }  // namespace swl::ratelimit

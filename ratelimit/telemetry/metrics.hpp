@@ -64,8 +64,9 @@ class ServedMetrics {
     DecisionObservers observers;
     if (!exposer_) return observers;
     observers.observer = decisions_.observer();
-    observers.on_descriptor = [this](std::string_view rule, DescriptorOutcome outcome) {
-      descriptors_.count(rule, outcome);
+    // An override's series is "override", whatever its keys: the series stay the configuration's.
+    observers.on_descriptor = [this](const DescriptorReport& report) {
+      descriptors_.count(report.overridden ? "override" : report.stats_key, report.outcome);
     };
     return observers;
   }
