@@ -190,7 +190,8 @@ TEST_CASE("swl-ratelimit refuses a wrong flag or variable with a SettingsError t
           {{"SWL_RATELIMIT_POOL_SIZE", "many"}});
   CHECK_THROWS_MATCHES(readSettings({}, [](const char*) -> const char* { return nullptr; }), SettingsError,
                        Catch::Message("swl-ratelimit: no configuration: give --config (or SWL_RATELIMIT_CONFIG), or "
-                                      "envoyproxy/ratelimit's RUNTIME_ROOT and RUNTIME_SUBDIRECTORY"));
+                                      "envoyproxy/ratelimit's RUNTIME_ROOT and RUNTIME_SUBDIRECTORY, or "
+                                      "CONFIG_TYPE=GRPC_XDS_SOTW and CONFIG_GRPC_XDS_SERVER_URL"));
   refused({"--http", "localhost"}, "swl-ratelimit: --http localhost: expected HOST:PORT");
   refused({"--watch", "often"}, "swl-ratelimit: --watch often: expected yes or no");
   refused({"--log-level", "loud"},
@@ -421,7 +422,7 @@ TEST_CASE("swl-ratelimit finds its files in envoyproxy/ratelimit's runtime direc
   CHECK_FALSE(config.source.runtime);
   CHECK(config.source.path == "/etc/ratelimit");
   CHECK(config.http.empty());
-  CHECK(mentions(config.ignored, "RUNTIME_*: --config"));
+  CHECK(mentions(config.ignored, "RUNTIME_* and CONFIG_TYPE: --config"));
 }
 
 TEST_CASE("swl-ratelimit takes envoyproxy/ratelimit's modes, headers, health, log and Prometheus settings") {
@@ -502,26 +503,20 @@ TEST_CASE("swl-ratelimit stops on a setting of envoyproxy/ratelimit's it cannot 
   refusedByEnvoy({{"BACKEND_TYPE", "memcache"}},
                  "swl-ratelimit: BACKEND_TYPE memcache: swl-ratelimit counts in Redis only; memcache is not supported");
   refusedByEnvoy({{"BACKEND_TYPE", "etcd"}}, "swl-ratelimit: BACKEND_TYPE etcd: expected redis");
-  refusedByEnvoy({{"CONFIG_TYPE", "GRPC_XDS_SOTW"}},
-                 "swl-ratelimit: CONFIG_TYPE GRPC_XDS_SOTW: swl-ratelimit reads its configuration from files only; it "
-                 "has no xDS client");
-  refusedByEnvoy({{"CONFIG_TYPE", "file"}}, "swl-ratelimit: CONFIG_TYPE file: expected FILE");
+  refusedByEnvoy({{"CONFIG_TYPE", "file"}}, "swl-ratelimit: CONFIG_TYPE file: expected FILE or GRPC_XDS_SOTW");
   refusedByEnvoy({{"REDIS_PERSECOND", "true"}},
                  "swl-ratelimit: REDIS_PERSECOND true: swl-ratelimit keeps every counter in one Redis (REDIS_URL's); a "
                  "second one for per-second limits is not supported");
-  refusedByEnvoy({{"USE_STATSD", "true"}},
-                 "swl-ratelimit: USE_STATSD true: swl-ratelimit has no statsd sink; its metrics are Prometheus's "
-                 "(USE_PROMETHEUS=true, or --metrics)");
   refusedByEnvoy({{"USE_DOG_STATSD", "1"}},
-                 "swl-ratelimit: USE_DOG_STATSD 1: swl-ratelimit has no DogStatsD sink; its metrics are Prometheus's "
-                 "(USE_PROMETHEUS=true, or --metrics)");
+                 "swl-ratelimit: USE_DOG_STATSD 1: swl-ratelimit has no DogStatsD sink; its metrics are statsd's "
+                 "(USE_STATSD=true) or Prometheus's (USE_PROMETHEUS=true, or --metrics)");
   refusedByEnvoy({{"TRACING_ENABLED", "true"}}, "swl-ratelimit: TRACING_ENABLED true: swl-ratelimit exports no traces");
   refusedByEnvoy(
       {{"RESPONSE_DYNAMIC_METADATA", "true"}},
       "swl-ratelimit: RESPONSE_DYNAMIC_METADATA true: swl-ratelimit adds no dynamic metadata to its answers");
   refusedByEnvoy({{"GRPC_SERVER_USE_TLS", "true"}},
-                 "swl-ratelimit: GRPC_SERVER_USE_TLS true: swl-ratelimit serves gRPC without TLS; terminate TLS before "
-                 "it (a sidecar, or a mesh)");
+                 "swl-ratelimit: GRPC_SERVER_USE_TLS true: TLS needs a certificate and its key: give "
+                 "GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY");  // the rest of TLS: test_ratelimit_tls.cpp
   refusedByEnvoy({{"REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", "true"}},
                  "swl-ratelimit: REDIS_HEALTH_CHECK_ACTIVE_CONNECTION true: swl-ratelimit answers while Redis is down, "
                  "by its failure mode (--failure-mode), and stays healthy");
@@ -597,4 +592,83 @@ TEST_CASE("swl-ratelimit stops on a setting of envoyproxy/ratelimit's it cannot 
                                       "files"));
   // What is only true stops it: false, or not given, is what swl-ratelimit does.
   CHECK_NOTHROW(readEnvoy({{"REDIS_PERSECOND", "false"}, {"TRACING_ENABLED", "0"}, {"GRPC_SERVER_USE_TLS", "F"}}));
+}
+
+TEST_CASE("CONFIG_TYPE=GRPC_XDS_SOTW takes envoyproxy/ratelimit's xDS client variables, with its defaults") {
+  const Settings defaults = readEnvoy({{"CONFIG_TYPE", "GRPC_XDS_SOTW"}});
+  REQUIRE(defaults.source.xds);
+  CHECK_FALSE(defaults.source.runtime);  // the configuration is pushed, RUNTIME_* only said to be ignored
+  CHECK(mentions(defaults.ignored, "RUNTIME_*: the configuration comes from the xDS server"));
+  CHECK(defaults.source.xds->server == "localhost:18000");
+  CHECK(defaults.source.xds->node_id == "default");
+  CHECK(defaults.source.xds->connect_retry == std::chrono::seconds(3));
+  CHECK(defaults.source.xds->backoff_initial == std::chrono::seconds(10));
+  CHECK(defaults.source.xds->backoff_most == std::chrono::seconds(60));
+  CHECK(defaults.source.xds->backoff_random_factor == 0.5);
+  CHECK(defaults.source.xds->backoff_jitter);
+  CHECK_FALSE(defaults.source.xds->tls);
+  CHECK_FALSE(defaults.source.xds->force_start);
+  CHECK(defaults.http == "0.0.0.0:8080");  // envoyproxy's listeners, as with its files
+
+  const Settings given = readEnvoy({{"CONFIG_TYPE", "GRPC_XDS_SOTW"},
+                                    {"CONFIG_GRPC_XDS_SERVER_URL", "envoy-gateway:18001"},
+                                    {"CONFIG_GRPC_XDS_NODE_ID", "envoy-ratelimit"},
+                                    {"CONFIG_GRPC_XDS_NODE_METADATA", "cluster=eg,zone=a"},
+                                    {"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "x-tenant:eg"},
+                                    {"CONFIG_GRPC_XDS_SERVER_USE_TLS", "true"},
+                                    {"CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "/certs/ca.crt"},
+                                    {"CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "/certs/tls.crt"},
+                                    {"CONFIG_GRPC_XDS_CLIENT_TLS_KEY", "/certs/tls.key"},
+                                    {"CONFIG_GRPC_XDS_SERVER_TLS_SAN", "envoy-gateway"},
+                                    {"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "500ms"},
+                                    {"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "1s"},
+                                    {"XDS_CLIENT_BACKOFF_MAX_INTERVAL", "1m"},
+                                    {"XDS_CLIENT_BACKOFF_RANDOM_FACTOR", "0.25"},
+                                    {"XDS_CLIENT_BACKOFF_JITTER", "false"},
+                                    {"XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", "1048576"},
+                                    {"FORCE_START_WITHOUT_INITIAL_CONFIG", "true"}});
+  REQUIRE(given.source.xds);
+  const swl::ratelimit::XdsSource& xds = *given.source.xds;
+  CHECK(xds.server == "envoy-gateway:18001");
+  CHECK(xds.node_id == "envoy-ratelimit");
+  CHECK(xds.node_metadata == std::vector<std::pair<std::string, std::string>>{{"cluster", "eg"}, {"zone", "a"}});
+  CHECK(xds.headers == std::vector<std::pair<std::string, std::string>>{{"x-tenant", "eg"}});
+  CHECK(xds.tls);
+  CHECK(xds.server_ca == "/certs/ca.crt");
+  CHECK(xds.client_certificate == "/certs/tls.crt");
+  CHECK(xds.client_key == "/certs/tls.key");
+  CHECK(xds.server_name == "envoy-gateway");
+  CHECK(xds.connect_retry == std::chrono::milliseconds(500));
+  CHECK(xds.backoff_initial == std::chrono::seconds(1));
+  CHECK(xds.backoff_most == std::chrono::minutes(1));
+  CHECK(xds.backoff_random_factor == 0.25);
+  CHECK_FALSE(xds.backoff_jitter);
+  CHECK(xds.max_message_bytes == 1048576);
+  CHECK(xds.force_start);
+
+  // --config wins, and the xDS variables are said to be ignored
+  const Settings files = readEnvoy({{"CONFIG_TYPE", "GRPC_XDS_SOTW"}}, {"--config", "/etc/ratelimit"});
+  CHECK_FALSE(files.source.xds);
+  CHECK(mentions(files.ignored, "RUNTIME_* and CONFIG_TYPE: --config"));
+  const Settings without = readEnvoy({{"CONFIG_GRPC_XDS_NODE_ID", "envoy-ratelimit"}});
+  CHECK_FALSE(without.source.xds);
+  CHECK(mentions(without.ignored, "CONFIG_GRPC_XDS_NODE_ID: only with CONFIG_TYPE=GRPC_XDS_SOTW"));
+}
+
+TEST_CASE("an xDS client variable that cannot work stops the server, naming it") {
+  const auto xds = [](Environment more) {
+    more.emplace("CONFIG_TYPE", "GRPC_XDS_SOTW");
+    return more;
+  };
+  refusedByEnvoy(xds({{"XDS_CLIENT_BACKOFF_RANDOM_FACTOR", "2"}}),
+                 "swl-ratelimit: XDS_CLIENT_BACKOFF_RANDOM_FACTOR 2: expected a number from 0 to 1");
+  refusedByEnvoy(xds({{"CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "/certs/tls.crt"}}),
+                 "swl-ratelimit: CONFIG_GRPC_XDS_CLIENT_TLS_CERT and CONFIG_GRPC_XDS_CLIENT_TLS_KEY go together; the "
+                 "key is not given");
+  refusedByEnvoy(xds({{"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "2m"}}),
+                 "swl-ratelimit: XDS_CLIENT_BACKOFF_MAX_INTERVAL is below XDS_CLIENT_BACKOFF_INITIAL_INTERVAL");
+  refusedByEnvoy(xds({{"XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", "-1"}}),
+                 "swl-ratelimit: XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES -1: expected a number of bytes (0: gRPC's own limit)");
+  refusedByEnvoy(xds({{"CONFIG_GRPC_XDS_SERVER_URL", "envoy-gateway"}}),
+                 "swl-ratelimit: CONFIG_GRPC_XDS_SERVER_URL envoy-gateway: expected HOST:PORT");
 }

@@ -17,6 +17,7 @@
 #include <ratelimit/reload/in_force.hpp>
 #include <ratelimit/reload/reloader.hpp>
 #include <ratelimit/reload/watcher.hpp>
+#include <ratelimit/reload/xds/client.hpp>
 #include <ratelimit/serve/grpc_server.hpp>
 #include <ratelimit/serve/health.hpp>
 #include <ratelimit/serve/http.hpp>
@@ -24,13 +25,16 @@
 #include <ratelimit/settings/settings.hpp>
 #include <ratelimit/telemetry/log.hpp>
 #include <ratelimit/telemetry/metrics.hpp>
+#include <ratelimit/telemetry/statsd_stats.hpp>
 
 #include <swl/error.hpp>
 #include <swl/redis/client.hpp>
 
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -52,27 +56,57 @@ sigset_t blockSignals() {
 }
 
 // The parts that serve, made in the order each needs those before it, and destroyed in the reverse
-// order: the watcher first (no reload from then on), then the listeners, after the calls in progress.
-// A part that cannot start throws swl::Error, whose message names it.
+// order: the watcher and the xDS client first (no reload from then on), then the listeners, after the
+// calls in progress. A part that cannot start throws swl::Error, whose message names it.
 class Server {
  public:
+  // The configuration read (from files) or asked for (from an xDS server), the metrics and the decider.
   Server(const rl::Settings& settings, swl::RedisClient& redis, rl::Log& log)
       : settings_(settings),
         health_(settings.healthy_only_with_a_domain),
-        reloader_(settings.source, log, in_force_,
-                  [this](const rl::Configuration& loaded) { health_.loaded(loaded.domains().size()); }) {
+        statsd_(settings.statsd.enabled() ? std::make_unique<rl::StatsdStats>(settings.statsd, &log) : nullptr),
+        reloader_(
+            settings.source, log, in_force_,
+            [this](const rl::Configuration& loaded) { health_.loaded(loaded.domains().size()); },
+            [this](bool put_in_force) {
+              if (statsd_) statsd_->configurationLoaded(put_in_force);
+            }) {
     try {
-      reloader_.load();
+      reloader_.load();  // from an xDS server: none yet, every domain unknown
     } catch (const swl::Error& error) {
       throw swl::Error(std::string("swl-ratelimit: ") + error.what());
     }
     metrics_ = std::make_unique<rl::ServedMetrics>(settings.metrics, settings.metrics_path);
-    decider_ = std::make_unique<rl::Decider>(redis, settings.decider, metrics_->observers());
+    decider_ = std::make_unique<rl::Decider>(
+        redis, settings.decider,
+        rl::bothOf(metrics_->observers(), statsd_ ? statsd_->observers() : rl::DecisionObservers()));
+    if (settings.source.xds) {
+      xds_ = std::make_unique<rl::xds::XdsClient>(*settings.source.xds, settings.source.merge_domains, reloader_, log);
+    }
+  }
+
+  // Without FORCE_START_WITHOUT_INITIAL_CONFIG, the xDS server's first configuration is awaited before
+  // anything listens, as envoyproxy/ratelimit awaits it; a signal to stop ends the wait: false then.
+  bool awaitConfiguration(const sigset_t& signals, rl::Log& log) {
+    if (!xds_ || settings_.source.xds->force_start) return true;
+    log.info("swl-ratelimit: waiting for the configuration of the xDS server " + settings_.source.xds->server);
+    const timespec at_once{0, 0};
+    while (!xds_->waitUntilConfigured(std::chrono::milliseconds(200))) {
+      const int signal = sigtimedwait(&signals, nullptr, &at_once);
+      if (signal == SIGTERM || signal == SIGINT) return false;
+    }
+    return true;
+  }
+
+  // The listeners, and the watcher of the files.
+  void listen(rl::Log& log) {
     // One thread per Redis connection (per master on a Cluster): a batch never waits for one.
-    grpc_ =
-        std::make_unique<rl::RateLimitServer>(*decider_, settings.redis.pool_size, in_force_, settings.grpc, &health_);
-    if (!settings.http.empty()) startHttp();
-    if (settings.watched()) startWatcher(log);
+    std::function<void(std::chrono::nanoseconds)> answered;
+    if (statsd_) answered = [this](std::chrono::nanoseconds took) { statsd_->callAnswered(took); };
+    grpc_ = std::make_unique<rl::RateLimitServer>(*decider_, settings_.redis.pool_size, in_force_, settings_.grpc,
+                                                  &health_, std::move(answered));
+    if (!settings_.http.empty()) startHttp();
+    if (settings_.watched()) startWatcher(log);
   }
 
   // What serves where, for the log; its last line, which scripts and tests wait for, comes once
@@ -84,6 +118,10 @@ class Server {
     }
     if (http_)
       log.info("swl-ratelimit: HTTP (/healthcheck, /json) on " + rl::listeningOn(settings_.http, http_->port()));
+    if (statsd_) {
+      log.info("swl-ratelimit: statsd to " + rl::joinHostPort(settings_.statsd.host, settings_.statsd.port) +
+               " every " + std::to_string(settings_.statsd.flush_interval.count()) + " ms");
+    }
     log.info("swl-ratelimit: listening on " + rl::listeningOn(settings_.grpc.listen, grpc_->port()) + ", " +
              std::to_string(in_force_.get()->domains().size()) + " domain(s) from " + rl::describe(settings_.source) +
              (watcher_ ? ", watched" : ""));
@@ -122,11 +160,13 @@ class Server {
   const rl::Settings& settings_;
   rl::ConfigurationInForce in_force_;
   rl::Health health_;
+  std::unique_ptr<rl::StatsdStats> statsd_;  // before what counts on it, so that it is destroyed after
   rl::Reloader reloader_;
   std::unique_ptr<rl::ServedMetrics> metrics_;
   std::unique_ptr<rl::Decider> decider_;
   std::unique_ptr<rl::HttpEndpoints> http_;
   std::unique_ptr<rl::RateLimitServer> grpc_;
+  std::unique_ptr<rl::xds::XdsClient> xds_;
   std::unique_ptr<rl::ConfigurationWatcher> watcher_;
 };
 
@@ -158,6 +198,11 @@ int main(int argc, char** argv) {
   std::unique_ptr<Server> server;
   try {
     server = std::make_unique<Server>(settings, *redis, log);
+    if (!server->awaitConfiguration(signals, log)) {
+      log.info("swl-ratelimit: stopped before the xDS server's configuration came");
+      return 0;
+    }
+    server->listen(log);
   } catch (const swl::Error& error) {
     log.error(error.what());
     return 1;

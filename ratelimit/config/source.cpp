@@ -127,6 +127,7 @@ Configuration loadRuntimeConfiguration(const std::filesystem::path& directory, b
 }
 
 Configuration readConfiguration(const ConfigSource& source) {
+  if (source.xds) return Configuration();  // pushed by the xDS server: nothing to read
   if (source.runtime) {
     return loadRuntimeConfiguration(source.runtime->files(), source.runtime->ignore_dot_files, source.merge_domains);
   }
@@ -134,6 +135,7 @@ Configuration readConfiguration(const ConfigSource& source) {
 }
 
 std::string describe(const ConfigSource& source) {
+  if (source.xds) return "the xDS server " + source.xds->server;
   return source.runtime ? source.runtime->files().string() : source.path.string();
 }
 

@@ -7,9 +7,12 @@
 
 #include <ratelimit/config/configuration.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace swl::ratelimit {
 
@@ -28,6 +31,37 @@ struct RuntimeDirectory {
   std::filesystem::path files() const { return root / subdirectory / app_directory; }
 };
 
+/// envoyproxy/ratelimit's xDS client (CONFIG_TYPE=GRPC_XDS_SOTW and its CONFIG_GRPC_XDS_* and XDS_CLIENT_*
+/// variables): the xDS server that pushes the configuration, State of the World, over the aggregated
+/// discovery service; one RateLimitConfig resource per domain (reload/xds/).
+struct XdsSource {
+  /// CONFIG_GRPC_XDS_SERVER_URL: HOST:PORT.
+  std::string server = "localhost:18000";
+  /// CONFIG_GRPC_XDS_NODE_ID and CONFIG_GRPC_XDS_NODE_METADATA ("key=value,key2=value2"): who asks.
+  std::string node_id = "default";
+  std::vector<std::pair<std::string, std::string>> node_metadata;
+  /// CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS ("name:value,name2:value2"): sent with the stream.
+  std::vector<std::pair<std::string, std::string>> headers;
+  /// CONFIG_GRPC_XDS_SERVER_USE_TLS and its files: the server's CA, and the client's certificate and key
+  /// for mutual TLS; CONFIG_GRPC_XDS_SERVER_TLS_SAN, the name the server's certificate must hold.
+  bool tls = false;
+  std::string server_ca, client_certificate, client_key, server_name;
+  /// CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL: how soon a connection that could not be made is tried
+  /// again.
+  std::chrono::milliseconds connect_retry{3000};
+  /// XDS_CLIENT_BACKOFF_*: how long after a stream ended the next one starts: from the initial wait,
+  /// doubled after each stream that brought nothing, up to the most; spread by the random factor when
+  /// jittered.
+  std::chrono::milliseconds backoff_initial{10000}, backoff_most{60000};
+  double backoff_random_factor = 0.5;
+  bool backoff_jitter = true;
+  /// XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES: the largest response taken; 0: gRPC's own (4 MiB).
+  int max_message_bytes = 0;
+  /// FORCE_START_WITHOUT_INITIAL_CONFIG: serve at once, every domain unknown until the first
+  /// configuration comes; otherwise the server waits for it before it listens.
+  bool force_start = false;
+};
+
 /// Where the configuration is read from.
 struct ConfigSource {
   /// --config: a YAML file, or a directory of them. Empty when `runtime` gives the configuration.
@@ -35,7 +69,11 @@ struct ConfigSource {
   /// envoyproxy/ratelimit's runtime directory, when its variables give the configuration and --config
   /// does not.
   std::optional<RuntimeDirectory> runtime;
-  /// MERGE_DOMAIN_CONFIG: files of one domain add up to it, instead of being refused as a duplicate.
+  /// envoyproxy's xDS client, when CONFIG_TYPE=GRPC_XDS_SOTW: the configuration is pushed, not read
+  /// (readConfiguration reads nothing of it).
+  std::optional<XdsSource> xds;
+  /// MERGE_DOMAIN_CONFIG: files (or resources) of one domain add up to it, instead of being refused as a
+  /// duplicate.
   bool merge_domains = false;
 };
 

@@ -19,6 +19,7 @@
 #include <ratelimit/reload/in_force.hpp>
 #include <ratelimit/serve/health.hpp>
 #include <ratelimit/serve/options.hpp>
+#include <ratelimit/serve/tls.hpp>
 
 #include <swl/error.hpp>
 
@@ -34,6 +35,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -57,12 +59,15 @@ class RateLimitServer {
   /// deciding with `decider` under the configuration `in_force` holds (both must outlive it) on a Redis
   /// connection of its own. gRPC's health check answers NOT_SERVING while `health` says unhealthy (after
   /// SIGTERM; without a domain when it must have one); without one, SERVING while the server runs.
-  /// Throws swl::Error when it cannot listen.
+  /// `answered` is told how long each ShouldRateLimit call took, once answered (for statsd's
+  /// ratelimit_server.ShouldRateLimit.*). Throws swl::Error when it cannot listen, or when a file of
+  /// `options.tls` is wrong.
   RateLimitServer(Decider& decider, std::size_t threads, const ConfigurationInForce& in_force,
-                  const GrpcOptions& options, const Health* health = nullptr)
-      : decider_(&decider), in_force_(&in_force), healthy_(health) {
+                  const GrpcOptions& options, const Health* health = nullptr,
+                  std::function<void(std::chrono::nanoseconds took)> answered = {})
+      : decider_(&decider), in_force_(&in_force), healthy_(health), answered_(std::move(answered)) {
     grpc::ServerBuilder builder;
-    builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port_);
+    builder.AddListeningPort(options.listen, serverCredentials(options.tls), &port_);  // TLS: serve/tls.hpp
     const auto milliseconds = [](std::chrono::milliseconds duration) {
       return static_cast<int>(std::min<std::chrono::milliseconds::rep>(duration.count(), INT32_MAX));
     };
@@ -137,6 +142,8 @@ class RateLimitServer {
 
     void arrived(RateLimitServer& server, std::vector<LimitCall*>& batch) override {
       server.awaitLimitCall(*worker);  // the next call, while this one is decided
+      started = std::chrono::steady_clock::now();
+      answered_to = &server.answered_;
       configuration = server.in_force_->get();
       bool asks_redis = false;
       const grpc::Status planned = answer([&] {
@@ -150,6 +157,7 @@ class RateLimitServer {
 
     void finish(const grpc::Status& status) {
       answered = true;
+      if (*answered_to) (*answered_to)(std::chrono::steady_clock::now() - started);
       if (status.ok()) return writer.Finish(response, status, this);
       writer.FinishWithError(status, this);
     }
@@ -159,6 +167,8 @@ class RateLimitServer {
     grpc::ServerAsyncResponseWriter<rls::RateLimitResponse> writer;
     std::shared_ptr<const Configuration> configuration;  // what the plan points into
     std::optional<Plan> plan;
+    std::chrono::steady_clock::time_point started;
+    const std::function<void(std::chrono::nanoseconds)>* answered_to = nullptr;  // the server's
   };
 
   // gRPC's health check: the whole server, or the rate limit service by name, is serving while it runs
@@ -345,6 +355,7 @@ class RateLimitServer {
   Decider* decider_;
   const ConfigurationInForce* in_force_;
   const Health* healthy_;
+  std::function<void(std::chrono::nanoseconds)> answered_;
   rls::RateLimitService::AsyncService limits_;
   grpc::health::v1::Health::AsyncService health_;
   int port_ = 0;

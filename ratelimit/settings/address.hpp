@@ -19,6 +19,7 @@ inline constexpr std::string_view kEveryInterface = "0.0.0.0";
 enum class AddressOf {
   redis_server,  ///< also unix:PATH
   redis_node,    ///< one of several: a Sentinel or a Cluster node
+  server,        ///< another server HOST:PORT alone: the xDS server
   listener,      ///< also port 0, for the system to choose
 };
 

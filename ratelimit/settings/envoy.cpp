@@ -1,9 +1,9 @@
 // envoyproxy/ratelimit's variables that swl-ratelimit applies. Each that sets one field is a row of a
 // table (its name, how Go reads it, the field it sets), and one loop applies the rows given; a variable
 // not given leaves its field at its default, which the field's declaration holds. Those that go
-// together (the runtime directory's mode, the listeners, Prometheus) are read below the tables. What
-// cannot apply is refused, and what does nothing here named, by envoy_refused.cpp; where Redis is, by
-// envoy_redis.cpp.
+// together (the runtime directory's mode, the listeners, Prometheus) are read below the tables; statsd's,
+// by envoy_statsd.cpp. What cannot apply is refused, and what does nothing here named, by
+// envoy_refused.cpp; where Redis is, by envoy_redis.cpp.
 
 #include <ratelimit/settings/address.hpp>
 #include <ratelimit/settings/envoy.hpp>
@@ -189,6 +189,33 @@ void applyEnvoyPrometheus(Settings& settings, const EnvoyVariables& envoy) {
   }
 }
 
+// gRPC over TLS, read only with GRPC_SERVER_USE_TLS=true, as envoyproxy/ratelimit reads them. The
+// client CA is GRPC_CLIENT_TLS_CACERT, or Envoy Gateway's GRPC_SERVER_TLS_CA_CERT (which envoyproxy does
+// not read): envoyproxy's own name, applied after it, wins.
+constexpr Variable<GrpcTls> kGrpcTls[] = {
+    {"GRPC_SERVER_TLS_CERT", file<&GrpcTls::cert_file>},
+    {"GRPC_SERVER_TLS_KEY", file<&GrpcTls::key_file>},
+    {"GRPC_SERVER_TLS_CA_CERT", file<&GrpcTls::client_ca_file>},
+    {"GRPC_CLIENT_TLS_CACERT", file<&GrpcTls::client_ca_file>},
+    {"GRPC_CLIENT_TLS_SAN", text<&GrpcTls::client_san>},
+};
+
+void applyEnvoyGrpcTls(Settings& settings, const EnvoyVariables& envoy) {
+  if (!envoy.isTrue("GRPC_SERVER_USE_TLS")) {
+    for (const Variable<GrpcTls>& variable : kGrpcTls) {
+      if (!envoy.given(variable.name)) continue;
+      settings.ignored.push_back(std::string(variable.name) + ": only with GRPC_SERVER_USE_TLS=true");
+    }
+    return;
+  }
+  applyGiven(settings.grpc.tls, kGrpcTls, envoy);
+  const std::string gateways = envoy.text("GRPC_SERVER_TLS_CA_CERT").value_or("");
+  if (!gateways.empty() && gateways != settings.grpc.tls.client_ca_file) {
+    settings.ignored.push_back(
+        "GRPC_SERVER_TLS_CA_CERT: GRPC_CLIENT_TLS_CACERT, envoyproxy/ratelimit's name, is given too and wins");
+  }
+}
+
 }  // namespace
 
 void applyEnvoyVariables(Settings& settings, const EnvoyVariables& envoy, bool ours_give_config) {
@@ -196,10 +223,20 @@ void applyEnvoyVariables(Settings& settings, const EnvoyVariables& envoy, bool o
   const bool runtime_given =
       std::any_of(std::begin(kRuntime), std::end(kRuntime),
                   [&](const Variable<RuntimeDirectory>& each) { return envoy.given(each.name); });
-  const bool envoy_mode = runtime_given && !ours_give_config;
-  if (envoy_mode) applyEnvoyRuntime(settings, envoy);
-  if (runtime_given && ours_give_config) {
-    settings.ignored.push_back("RUNTIME_*: --config (or SWL_RATELIMIT_CONFIG) says where the configuration is");
+  // The configuration comes from --config, else from the xDS server CONFIG_TYPE names, else from the
+  // runtime directory; envoyproxy's listeners come with either of its own.
+  const bool from_xds = configFromXds(envoy) && !ours_give_config;
+  const bool envoy_mode = (runtime_given || from_xds) && !ours_give_config;
+  if (from_xds) {
+    applyEnvoyXds(settings, envoy);
+    if (runtime_given) settings.ignored.push_back("RUNTIME_*: the configuration comes from the xDS server");
+  } else {
+    nameIgnoredXds(settings, envoy);
+    if (envoy_mode) applyEnvoyRuntime(settings, envoy);
+  }
+  if ((runtime_given || configFromXds(envoy)) && ours_give_config) {
+    settings.ignored.push_back(
+        "RUNTIME_* and CONFIG_TYPE: --config (or SWL_RATELIMIT_CONFIG) says where the configuration is");
   }
   applyEnvoyListeners(settings, envoy, envoy_mode);
   // Where Redis is: REDIS_URL's, or its default where envoyproxy's settings run the server.
@@ -212,6 +249,8 @@ void applyEnvoyVariables(Settings& settings, const EnvoyVariables& envoy, bool o
   }
   applyGiven(settings, kFields, envoy);
   applyEnvoyPrometheus(settings, envoy);
+  applyEnvoyStatsd(settings, envoy);
+  applyEnvoyGrpcTls(settings, envoy);
   nameIgnored(settings, envoy);
 }
 
@@ -223,6 +262,12 @@ void checkEnvoyVariables(const Settings& settings, const EnvoyVariables& envoy) 
     throw wrong("REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", *envoy.text("REDIS_TLS_SKIP_HOSTNAME_VERIFICATION"),
                 "swl-ratelimit checks Redis's certificate whole, its name too: give the name it holds as "
                 "SWL_RATELIMIT_REDIS_TLS_SERVER_NAME");
+  }
+  // envoyproxy/ratelimit cannot start without them either (cert_provider.go); ours may give them.
+  const GrpcTls& tls = settings.grpc.tls;
+  if (envoy.isTrue("GRPC_SERVER_USE_TLS") && tls.cert_file.empty() && tls.key_file.empty()) {
+    throw wrong("GRPC_SERVER_USE_TLS", *envoy.text("GRPC_SERVER_USE_TLS"),
+                "TLS needs a certificate and its key: give GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY");
   }
 }
 

@@ -66,6 +66,17 @@ void refuseWhatCannotApply(const EnvoyVariables& envoy);
 /// The variables given that do nothing here, each with why, into `settings.ignored`. (envoy_refused.cpp)
 void nameIgnored(Settings& settings, const EnvoyVariables& envoy);
 
+/// Whether CONFIG_TYPE=GRPC_XDS_SOTW says the configuration comes from an xDS server. (envoy_xds.cpp)
+bool configFromXds(const EnvoyVariables& envoy);
+/// The xDS client's variables, into `settings.source.xds`. (envoy_xds.cpp)
+void applyEnvoyXds(Settings& settings, const EnvoyVariables& envoy);
+/// The xDS client's variables given without CONFIG_TYPE=GRPC_XDS_SOTW, into `settings.ignored`.
+void nameIgnoredXds(Settings& settings, const EnvoyVariables& envoy);
+
+/// USE_STATSD and what comes with it (STATSD_HOST, STATSD_PORT, EXTRA_TAGS, STATS_FLUSH_INTERVAL,
+/// NEAR_LIMIT_RATIO), into `settings.statsd`; without it, named as ignored. (envoy_statsd.cpp)
+void applyEnvoyStatsd(Settings& settings, const EnvoyVariables& envoy);
+
 /// REDIS_TYPE, REDIS_SOCKET_TYPE and REDIS_URL: where Redis is, in the format of its type. (envoy_redis.cpp)
 void applyEnvoyRedisAddress(Settings& settings, const EnvoyVariables& envoy);
 

@@ -23,13 +23,11 @@ constexpr RefusedWhenTrue kRefusedWhenTrue[] = {
     {"REDIS_PERSECOND",
      "swl-ratelimit keeps every counter in one Redis (REDIS_URL's); a second one for per-second limits is not "
      "supported"},
-    {"USE_STATSD",
-     "swl-ratelimit has no statsd sink; its metrics are Prometheus's (USE_PROMETHEUS=true, or --metrics)"},
     {"USE_DOG_STATSD",
-     "swl-ratelimit has no DogStatsD sink; its metrics are Prometheus's (USE_PROMETHEUS=true, or --metrics)"},
+     "swl-ratelimit has no DogStatsD sink; its metrics are statsd's (USE_STATSD=true) or Prometheus's "
+     "(USE_PROMETHEUS=true, or --metrics)"},
     {"TRACING_ENABLED", "swl-ratelimit exports no traces"},
     {"RESPONSE_DYNAMIC_METADATA", "swl-ratelimit adds no dynamic metadata to its answers"},
-    {"GRPC_SERVER_USE_TLS", "swl-ratelimit serves gRPC without TLS; terminate TLS before it (a sidecar, or a mesh)"},
     {"REDIS_HEALTH_CHECK_ACTIVE_CONNECTION",
      "swl-ratelimit answers while Redis is down, by its failure mode (--failure-mode), and stays healthy"},
 };
@@ -43,9 +41,6 @@ struct Ignored {
 
 constexpr const char* kNoDebugListener =
     "swl-ratelimit has no debug listener (/rlconfig, /stats, pprof); its metrics are Prometheus's";
-constexpr const char* kOnlyWithServerTls = "only with GRPC_SERVER_USE_TLS=true, which swl-ratelimit refuses";
-constexpr const char* kOnlyWithXds = "only with CONFIG_TYPE=GRPC_XDS_SOTW, which swl-ratelimit refuses";
-constexpr const char* kStatsd = "statsd's; swl-ratelimit's metrics are Prometheus's (USE_PROMETHEUS, --metrics)";
 constexpr const char* kOnlyWithPerSecond = "only with REDIS_PERSECOND=true, which swl-ratelimit refuses";
 constexpr const char* kOnlyWithMemcache = "only with BACKEND_TYPE=memcache, which swl-ratelimit refuses";
 constexpr const char* kOnlyWithTracing = "only with TRACING_ENABLED=true, which swl-ratelimit refuses";
@@ -57,37 +52,12 @@ constexpr const char* kStartsWithoutRedis =
 constexpr Ignored kIgnored[] = {
     {"DEBUG_HOST", kNoDebugListener},
     {"DEBUG_PORT", kNoDebugListener},
-    {"GRPC_SERVER_TLS_CERT", kOnlyWithServerTls},
-    {"GRPC_SERVER_TLS_KEY", kOnlyWithServerTls},
-    {"GRPC_CLIENT_TLS_CACERT", kOnlyWithServerTls},
-    {"GRPC_CLIENT_TLS_SAN", kOnlyWithServerTls},
-    {"FORCE_START_WITHOUT_INITIAL_CONFIG", "swl-ratelimit reads its files before it listens, always"},
-    {"CONFIG_GRPC_XDS_NODE_ID", kOnlyWithXds},
-    {"CONFIG_GRPC_XDS_NODE_METADATA", kOnlyWithXds},
-    {"CONFIG_GRPC_XDS_SERVER_URL", kOnlyWithXds},
-    {"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", kOnlyWithXds},
-    {"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", kOnlyWithXds},
-    {"CONFIG_GRPC_XDS_SERVER_USE_TLS", kOnlyWithXds},
-    {"CONFIG_GRPC_XDS_CLIENT_TLS_CERT", kOnlyWithXds},
-    {"CONFIG_GRPC_XDS_CLIENT_TLS_KEY", kOnlyWithXds},
-    {"CONFIG_GRPC_XDS_SERVER_TLS_CACERT", kOnlyWithXds},
-    {"CONFIG_GRPC_XDS_SERVER_TLS_SAN", kOnlyWithXds},
-    {"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", kOnlyWithXds},
-    {"XDS_CLIENT_BACKOFF_MAX_INTERVAL", kOnlyWithXds},
-    {"XDS_CLIENT_BACKOFF_RANDOM_FACTOR", kOnlyWithXds},
-    {"XDS_CLIENT_BACKOFF_JITTER", kOnlyWithXds},
-    {"XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", kOnlyWithXds},
-    {"STATSD_HOST", kStatsd},
-    {"STATSD_PORT", kStatsd},
-    {"USE_DOG_STATSD_MOGRIFIERS", kStatsd},
-    {"EXTRA_TAGS", kStatsd},
-    {"STATS_FLUSH_INTERVAL", kStatsd},
+    {"USE_DOG_STATSD_MOGRIFIERS", "only with USE_DOG_STATSD=true, which swl-ratelimit refuses"},
     {"PROMETHEUS_MAPPER_YAML",
      "it maps envoyproxy/ratelimit's statsd names; swl-ratelimit's series have names of their own"},
     {"PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS", "swl_decision_duration_seconds is in seconds, as Prometheus's are"},
     {"EXPIRATION_JITTER_MAX_SECONDS",
      "it spreads the expiry of envoyproxy's per-window keys; swl's keys expire when their window has passed"},
-    {"NEAR_LIMIT_RATIO", "only for envoyproxy/ratelimit's near_limit statistic"},
     {"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT",
      "swl-ratelimit decides a request's descriptors all or nothing: a refused request counts in none, always"},
     {"REDIS_POOL_SIZE",
@@ -138,10 +108,8 @@ void refuseWhatCannotApply(const EnvoyVariables& envoy) {
         "BACKEND_TYPE", *backend,
         *backend == "memcache" ? "swl-ratelimit counts in Redis only; memcache is not supported" : "expected redis");
   }
-  if (const auto type = envoy.text("CONFIG_TYPE"); type && *type != "FILE") {
-    throw wrong("CONFIG_TYPE", *type,
-                *type == "GRPC_XDS_SOTW" ? "swl-ratelimit reads its configuration from files only; it has no xDS client"
-                                         : "expected FILE");
+  if (const auto type = envoy.text("CONFIG_TYPE"); type && *type != "FILE" && *type != "GRPC_XDS_SOTW") {
+    throw wrong("CONFIG_TYPE", *type, "expected FILE or GRPC_XDS_SOTW");
   }
   for (const RefusedWhenTrue& refused : kRefusedWhenTrue) {
     if (envoy.isTrue(refused.name)) throw wrong(refused.name, *envoy.text(refused.name), refused.why);

@@ -119,7 +119,7 @@ constexpr std::pair<std::string_view, LogFormat> kLogFormats[] = {{"text", LogFo
 
 // The table, in the order of the usage text. Of the three ways to reach Redis (--redis,
 // --redis-sentinel, --redis-cluster), one source gives one, and the command line's wins.
-constexpr std::array<Flag, 26> kFlags{{
+constexpr std::array<Flag, 34> kFlags{{
     {"config", "PATH",
      "a YAML file, or a directory of them, in envoyproxy/ratelimit's format (required, unless envoyproxy's "
      "RUNTIME_* variables say where its files are)",
@@ -129,6 +129,15 @@ constexpr std::array<Flag, 26> kFlags{{
                [](Settings&) -> std::string { return "yes with RUNTIME_*, no with --config"; })},
     {"listen", "HOST:PORT|unix:PATH", "the gRPC address; port 0 picks a free one",
      listener<true, &Settings::grpc, &GrpcOptions::listen>()},
+    {"grpc-tls-cert", "FILE",
+     "serve gRPC over TLS with this certificate (PEM, its chain after it), read again as it changes",
+     text<&Settings::grpc, &GrpcOptions::tls, &GrpcTls::cert_file>()},
+    {"grpc-tls-key", "FILE", "the certificate's key (PEM)",
+     text<&Settings::grpc, &GrpcOptions::tls, &GrpcTls::key_file>()},
+    {"grpc-client-ca", "FILE", "mutual TLS: serve only clients with a certificate these CAs signed (PEM)",
+     text<&Settings::grpc, &GrpcOptions::tls, &GrpcTls::client_ca_file>()},
+    {"grpc-client-san", "NAME", "mutual TLS: and whose certificate holds this DNS name or IP address",
+     text<&Settings::grpc, &GrpcOptions::tls, &GrpcTls::client_san>()},
     {"http", "HOST:PORT", "/healthcheck and /json (a RateLimitRequest as JSON), as envoyproxy/ratelimit's HTTP port",
      described(listener<false, &Settings::http>(),
                [](Settings&) {
@@ -197,6 +206,30 @@ constexpr std::array<Flag, 26> kFlags{{
      "PATH",
      "where the metrics are served",
      {settings::applyMetricsPath, text<&Settings::metrics_path>().show}},
+    {"statsd",
+     "HOST:PORT",
+     "send envoyproxy/ratelimit's statistics there, to statsd over UDP",
+     {[](Settings& s, const std::string& value, const std::string& given_as) {
+        const Address statsd = addressOf(value, given_as, AddressOf::server);
+        s.statsd.host = statsd.host;
+        s.statsd.port = statsd.port;
+      },
+      none}},
+    {"stats-flush-interval", "MS", "how often the statistics are sent to statsd",
+     milliseconds<&Settings::statsd, &StatsdOptions::flush_interval>()},
+    {"statsd-tags",
+     "KEY:VALUE[,...]",
+     "tags every statsd name carries (envoyproxy/ratelimit's EXTRA_TAGS)",
+     {settings::applyStatsdTags, none}},
+    {"near-limit-ratio",
+     "RATIO",
+     "the share of a limit past which hits are also counted near_limit, in statsd",
+     {settings::applyNearLimitRatio,
+      [](Settings& s) {
+        std::ostringstream ratio;
+        ratio << s.statsd.near_limit_ratio;
+        return ratio.str();
+      }}},
     {"log-level",
      "error|warn|info|debug",
      "how much the log says",
@@ -259,17 +292,37 @@ Given fromArguments(const std::vector<std::string>& arguments) {
   return given;
 }
 
+// gRPC's TLS files, each named as a flag and as envoyproxy/ratelimit's variable: what is given must be
+// usable, never silently dropped.
+void checkGrpcTls(const GrpcTls& tls) {
+  constexpr const char* kCert = "--grpc-tls-cert (GRPC_SERVER_TLS_CERT)";
+  constexpr const char* kKey = "--grpc-tls-key (GRPC_SERVER_TLS_KEY)";
+  constexpr const char* kClientCa = "--grpc-client-ca (GRPC_CLIENT_TLS_CACERT)";
+  if (tls.cert_file.empty() != tls.key_file.empty()) {
+    throw SettingsError("swl-ratelimit: " + std::string(tls.cert_file.empty() ? kKey : kCert) + " is given without " +
+                        (tls.cert_file.empty() ? kCert : kKey) + ": TLS needs both, the certificate and its key");
+  }
+  if (!tls.client_ca_file.empty() && !tls.enabled()) {
+    throw SettingsError("swl-ratelimit: " + std::string(kClientCa) + " needs TLS: give " + kCert + " and " + kKey);
+  }
+  if (!tls.client_san.empty() && tls.client_ca_file.empty()) {
+    throw SettingsError("swl-ratelimit: --grpc-client-san (GRPC_CLIENT_TLS_SAN) needs " + std::string(kClientCa) +
+                        ": a client certificate's name means something only once a CA vouched for it");
+  }
+}
+
 // What no single flag or variable can check: the settings together.
 void checkTogether(const Settings& settings) {
-  if (settings.source.path.empty() && !settings.source.runtime) {
+  if (settings.source.path.empty() && !settings.source.runtime && !settings.source.xds) {
     throw SettingsError(
         "swl-ratelimit: no configuration: give --config (or SWL_RATELIMIT_CONFIG), or envoyproxy/ratelimit's "
-        "RUNTIME_ROOT and RUNTIME_SUBDIRECTORY");
+        "RUNTIME_ROOT and RUNTIME_SUBDIRECTORY, or CONFIG_TYPE=GRPC_XDS_SOTW and CONFIG_GRPC_XDS_SERVER_URL");
   }
   if (settings.redis.topology == RedisTopology::cluster && settings.redis.connection.db != 0) {
     throw SettingsError("swl-ratelimit: --redis-db " + std::to_string(settings.redis.connection.db) +
                         ": a Cluster has only database 0");
   }
+  checkGrpcTls(settings.grpc.tls);
 }
 
 }  // namespace

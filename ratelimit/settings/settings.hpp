@@ -16,6 +16,7 @@
 #include <ratelimit/serve/options.hpp>
 #include <ratelimit/settings/redis.hpp>
 #include <ratelimit/telemetry/log.hpp>
+#include <ratelimit/telemetry/statsd.hpp>
 
 #include <swl/error.hpp>
 
@@ -51,6 +52,8 @@ struct Settings {
   std::string http;
   std::string metrics;  ///< HOST:PORT for Prometheus's metrics; none when empty
   std::string metrics_path = "/metrics";
+  /// envoyproxy/ratelimit's statistics over statsd (USE_STATSD=true, or --statsd); none when its host is empty.
+  StatsdOptions statsd;
   /// HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: /healthcheck fails while the configuration in force has no
   /// domain.
   bool healthy_only_with_a_domain = false;

@@ -53,5 +53,9 @@ void applyRedisCluster(Settings& settings, const std::string& value, const std::
 void applyKeyPrefix(Settings& settings, const std::string& value, const std::string& given_as);
 void applyLogLevel(Settings& settings, const std::string& value, const std::string& given_as);
 void applyMetricsPath(Settings& settings, const std::string& value, const std::string& given_as);
+/// EXTRA_TAGS' format, envconfig's map: KEY:VALUE pairs, comma-separated. (envoy_statsd.cpp)
+void applyStatsdTags(Settings& settings, const std::string& value, const std::string& given_as);
+/// NEAR_LIMIT_RATIO's: a float32 of 0 or more. (envoy_statsd.cpp)
+void applyNearLimitRatio(Settings& settings, const std::string& value, const std::string& given_as);
 
 }  // namespace swl::ratelimit::settings
