@@ -28,6 +28,18 @@ using swl::test::RedisServer;
 using swl::test::sameDecision;
 using swl::test::textReply;
 
+namespace {
+
+// Whole minutes, so that a quota's period is known from the manual clock alone.
+swl::Periods wholeMinutes() {
+  return swl::Periods("whole minutes", 60s, [](std::chrono::microseconds now) {
+    const std::chrono::microseconds start = now - now % std::chrono::microseconds(60s);
+    return swl::Period{start, start + std::chrono::microseconds(60s)};
+  });
+}
+
+}  // namespace
+
 TEST_CASE("several limits under 8 threads: all or nothing, so the tightest binds and no rule pays for a refusal") {
   RedisServer server;
   swl::PoolOptions pool_options;
@@ -197,11 +209,7 @@ TEST_CASE_METHOD(ManualTime, "a rule refuses the cost asked of it, while another
 }
 
 TEST_CASE_METHOD(ManualTime, "a periodic rule counts its own cost beside a log's, all or nothing") {
-  // Whole minutes, so that the quota's period is known from the manual clock alone.
-  const swl::Periods minutes("whole minutes", 60s, [](std::chrono::microseconds now) {
-    const std::chrono::microseconds start = now - now % std::chrono::microseconds(60s);
-    return swl::Period{start, start + std::chrono::microseconds(60s)};
-  });
+  const swl::Periods minutes = wholeMinutes();
   swl::MultiLimiter<> limiter(connection, {{"second", swl::Limit{5, 1s}}, {"quota", 8, minutes}}, options);
   const std::vector<std::string_view> keys{"u", "u"};
 
@@ -476,10 +484,7 @@ TEST_CASE("GCRA rules refuse limits they cannot count exactly, and periods, nami
   const swl::Limit too_fine{std::int64_t{1} << 40, 1'000'000s};
   CHECK_THROWS_WITH(swl::MultiLimiter<>(connection, {{"log", too_fine}, swl::Rule::gcra("g", too_fine)}),
                     Catch::Contains("the gcra rule 'g'") && Catch::Contains("too fine to count exactly"));
-  const swl::Periods minutes("whole minutes", 60s, [](std::chrono::microseconds now) {
-    const std::chrono::microseconds start = now - now % std::chrono::microseconds(60s);
-    return swl::Period{start, start + std::chrono::microseconds(60s)};
-  });
+  const swl::Periods minutes = wholeMinutes();
   swl::Rule with_periods("day", 10, minutes);
   with_periods.algorithm = swl::RuleAlgorithm::gcra;
   CHECK_THROWS_WITH(swl::MultiLimiter<>(connection, {with_periods}),
@@ -665,13 +670,30 @@ swl::ScriptReply runOne(swl::Connection& connection, const swl::MultiLimiter<>::
 
 }  // namespace
 
+TEST_CASE_METHOD(ManualTime, "a charge is recorded in every rule whether or not it fits, and binds until it slides out") {
+  const swl::Periods minutes = wholeMinutes();
+  swl::MultiLimiter<> limiter(connection, {{"log", swl::Limit{10, 1s}}, {"quota", 10, minutes}}, options);
+  const std::vector<std::string_view> keys{"u", "u"};
+  REQUIRE(limiter.tryAcquire(keys, {6, 6}));
+  swl::MultiLimiter<>::Prepared charge = limiter.prepare(keys, {6, 6}, {}, swl::Recording::always);
+  const swl::MultiDecision charged = limiter.settle(charge, runOne(connection, charge));
+  CHECK_FALSE(charged);  // it passed the limit: said, and recorded all the same
+  CHECK(charged.rules[0].remaining == 0);  // nothing left (the script says -2; a Decision says no less than 0)
+  CHECK(charged.rules[1].remaining == 0);
+  CHECK(unitsInLog(*this, "log", swl::Limit{10, 1s}, "u") == 12);
+  CHECK(textReply(connection, {"HGET", "swl:quota:u", "c"}) == "12");
+  CHECK_FALSE(limiter.tryAcquire(keys, {1, 1}));  // bound: nothing more until the charges slide out
+  clock.advance(1001ms);
+  const swl::MultiDecision log_slid = limiter.tryAcquire({"v", "u"}, {1, 1});
+  CHECK_FALSE(log_slid);  // the minute's quota still holds 12 of 10
+  swl::MultiLimiter<> log_alone(connection, {{"log", swl::Limit{10, 1s}}}, options);
+  CHECK(log_alone.tryAcquire({"u"}, {10}));  // the log's charges slid out whole
+}
+
 TEST_CASE_METHOD(ManualTime, "a dry run answers as tryAcquire would and records nothing, for the observer neither") {
   int observed = 0;
   options.observer = [&](const swl::DecisionEvent&) { ++observed; };
-  const swl::Periods minutes("whole minutes", 60s, [](std::chrono::microseconds now) {
-    const std::chrono::microseconds start = now - now % std::chrono::microseconds(60s);
-    return swl::Period{start, start + std::chrono::microseconds(60s)};
-  });
+  const swl::Periods minutes = wholeMinutes();
   swl::MultiLimiter<> limiter(
       connection, {{"log", swl::Limit{5, 1s}}, swl::Rule::gcra("bucket", swl::Limit{4, 1s}), {"quota", 8, minutes}},
       options);

@@ -341,7 +341,7 @@ class MultiLimiter {
   // What the script's ARGV[3] says of recording (kMultiWindowArguments).
   std::string_view recordingArgument(Recording recording) const {
     if (recording == Recording::never) return "-";
-    return options_.rejected == RejectedRequests::counted ? "1" : "0";
+    return recording == Recording::always || options_.rejected == RejectedRequests::counted ? "1" : "0";
   }
 
   // Whether `failure` is thrown to the caller rather than answered by the failure policy: bad input

@@ -57,6 +57,9 @@ struct Rule {
 enum class Recording {
   when_admitted,  ///< tryAcquire's
   never,          ///< a dry run: nothing recorded, and no event for the observer
+  always,         ///< a charge for units already spent: recorded in every rule whether or not it fits, as a
+                  ///< counted refusal is (RejectedRequests::counted), so a window can hold more than its
+                  ///< limit until the charge slides out; the decision still says whether it fitted
 };
 
 /// A MultiLimiter's answer: the decision to act on, and each rule's own.
