@@ -14,6 +14,7 @@
 
 #include <ratelimit/config/configuration.hpp>
 #include <ratelimit/config/rule.hpp>
+#include <ratelimit/decide/asked.hpp>
 #include <ratelimit/decide/options.hpp>
 #include <ratelimit/decide/plan.hpp>
 
@@ -126,6 +127,10 @@ class Decider {
   struct Deciding {
     explicit Deciding(Plan& planned) : plan(&planned) {
       for (LimitedDescriptor& each : plan->limited()) {
+        if (each.charge && each.limit.max_requests > 0) {
+          addOnce(each, charges);
+          continue;
+        }
         if (each.checks_only) {
           if (each.limit.max_requests == 0) {
             each.decision = checkedEmpty(each);
@@ -134,39 +139,57 @@ class Decider {
           }
           continue;
         }
-        const auto same = std::find_if(open.begin(), open.end(), [&](const LimitedDescriptor* other) {
-          return other->redis_key == each.redis_key;
-        });
         if (each.hits > each.limit.max_requests) {
           each.decision = neverFits(each);  // the whole limit (0 included) could not hold it
-        } else if (same != open.end()) {
-          repeats.emplace_back(&each, *same);
         } else {
-          open.push_back(&each);
+          addOnce(each, open);
         }
       }
-      if (open.size() > ScriptCall::kMaxKeys || checked.size() > ScriptCall::kMaxKeys) {
-        error = std::make_exception_ptr(InvalidArgument(
-            "swl-ratelimit: " + std::to_string(std::max(open.size(), checked.size())) +
-            " limited descriptors in one request; one decision takes at most " + std::to_string(ScriptCall::kMaxKeys)));
+      const std::size_t most = std::max({open.size(), checked.size(), charges.size()});
+      if (most > ScriptCall::kMaxKeys) {
+        error = std::make_exception_ptr(InvalidArgument("swl-ratelimit: " + std::to_string(most) +
+                                                        " limited descriptors in one request; one decision takes at "
+                                                        "most " +
+                                                        std::to_string(ScriptCall::kMaxKeys)));
       }
     }
 
-    bool decidesAgain() const { return !error && (!open.empty() || !checked.empty()); }
-
-    // Makes the round's calls: the open descriptors' on `counting`, the MultiLimiter of their ways of
-    // counting, and the checked ones' on `checking` (a dry run of 1 hit each).
-    void prepare(MultiLimiter<GivenKey>* counting, MultiLimiter<GivenKey>* checking) {
-      // A request refused already (a descriptor it never fits) is answered as it stands, counting nothing.
-      if (counting != nullptr) {
-        counted.emplace(
-            prepareOn(*counting, open, false, plan->refused() ? Recording::never : Recording::when_admitted));
+    // `each` joins `list`, unless a descriptor of `list` has its counter: it then shares that decision.
+    void addOnce(LimitedDescriptor& each, std::vector<LimitedDescriptor*>& list) {
+      const auto same = std::find_if(list.begin(), list.end(), [&](const LimitedDescriptor* other) {
+        return other->redis_key == each.redis_key;
+      });
+      if (same != list.end()) {
+        repeats.emplace_back(&each, *same);
+      } else {
+        list.push_back(&each);
       }
-      if (checking != nullptr) check.emplace(prepareOn(*checking, checked, true, Recording::never));
+    }
+
+    bool decidesAgain() const { return !error && (!open.empty() || !checked.empty() || !charges.empty()); }
+
+    // Makes the round's calls, each on the MultiLimiter of its descriptors' ways of counting (`limiterFor`):
+    // the open descriptors', the checked ones' (a dry run of 1 hit each, under one more than the limit:
+    // a check is refused only past the limit) and the charges' (recorded whatever they find).
+    template <class LimiterFor>
+    void prepare(LimiterFor&& limiterFor) {
+      // A request refused already (a descriptor it never fits) is answered as it stands, counting nothing.
+      if (!open.empty()) {
+        counted.emplace(prepareOn(limiterFor(open), open, Asked::hits,
+                                  plan->refused() ? Recording::never : Recording::when_admitted));
+      }
+      if (!checked.empty()) check.emplace(prepareOn(limiterFor(checked), checked, Asked::check, Recording::never));
+      if (!charges.empty()) charge.emplace(prepareOn(limiterFor(charges), charges, Asked::charge, Recording::always));
     }
 
     // Takes the round's decisions: done once nothing is left to decide again.
-    void settle(ScriptReply counted_reply, ScriptReply checked_reply) {
+    void settle(ScriptReply counted_reply, ScriptReply checked_reply, ScriptReply charged_reply) {
+      if (charge) {  // recorded: decided once, whatever they got
+        const MultiDecision decided = charge->limiter->settle(charge->prepared, std::move(charged_reply));
+        charge.reset();
+        for (std::size_t i = 0; i < charges.size(); ++i) charges[i]->decision = chargedUnder(*charges[i], decided.rules[i]);
+        charges.clear();
+      }
       if (counted) {
         const MultiDecision decided = counted->limiter->settle(counted->prepared, std::move(counted_reply));
         counted.reset();
@@ -182,11 +205,8 @@ class Decider {
       if (check) {
         const MultiDecision decided = check->limiter->settle(check->prepared, std::move(checked_reply));
         check.reset();
-        // A dry run answers what is left as it stands: what no hit gets is OK, with that left.
         for (std::size_t i = 0; i < checked.size(); ++i) {
-          Decision decision = decided.rules[i];
-          decision.allowed = decision.allowed || decision.tier == Tier::redis;
-          checked[i]->decision = decision;
+          checked[i]->decision = checkedUnder(*checked[i], decided.rules[i]);
         }
         checked.clear();
       }
@@ -204,15 +224,17 @@ class Decider {
       MultiLimiter<GivenKey>::Prepared prepared;
     };
 
+
     static Call prepareOn(MultiLimiter<GivenKey>& limiter, const std::vector<LimitedDescriptor*>& descriptors,
-                          bool one_hit_each, Recording recording) {
+                          Asked asked, Recording recording) {
       std::vector<std::string_view> keys;  // views of the plan's own keys, which outlive the round
       std::vector<std::int64_t> costs;
       std::vector<Limit> limits;
       for (const LimitedDescriptor* each : descriptors) {
         keys.push_back(each->redis_key);
-        costs.push_back(one_hit_each ? 1 : each->hits);
-        limits.push_back(each->limit);
+        const AskedOf call = askedOf(*each, asked);
+        costs.push_back(call.cost);
+        limits.push_back(call.limit);
       }
       return {&limiter, limiter.prepare(keys, costs, limits, recording)};
     }
@@ -220,9 +242,10 @@ class Decider {
     Plan* plan;
     std::vector<LimitedDescriptor*> open;
     std::vector<LimitedDescriptor*> checked;
+    std::vector<LimitedDescriptor*> charges;
     std::vector<std::pair<LimitedDescriptor*, const LimitedDescriptor*>> repeats;
     std::exception_ptr error;
-    std::optional<Call> counted, check;
+    std::optional<Call> counted, check, charge;
   };
 
   // Decides one round of every plan still deciding, in one runMany; false when none was.
@@ -232,14 +255,15 @@ class Decider {
     for (Deciding& each : deciding) {
       if (!each.decidesAgain()) continue;
       try {
-        each.prepare(each.open.empty() ? nullptr : &limiterFor(each.open),
-                     each.checked.empty() ? nullptr : &limiterFor(each.checked));
+        each.prepare([this](const std::vector<LimitedDescriptor*>& descriptors) -> MultiLimiter<GivenKey>& {
+          return limiterFor(descriptors);
+        });
       } catch (const Error&) {
         each.error = std::current_exception();
         continue;
       }
       asking.push_back(&each);
-      for (const std::optional<Deciding::Call>* made : {&each.counted, &each.check}) {
+      for (const std::optional<Deciding::Call>* made : {&each.counted, &each.check, &each.charge}) {
         if (*made) {
           if (const std::optional<ScriptCall> call = (*made)->prepared.call()) calls.push_back(*call);
         }
@@ -256,8 +280,9 @@ class Decider {
     for (Deciding* each : asking) {
       ScriptReply counted = replyOf(each->counted);
       ScriptReply checked = replyOf(each->check);
+      ScriptReply charged = replyOf(each->charge);
       try {
-        each->settle(std::move(counted), std::move(checked));
+        each->settle(std::move(counted), std::move(checked), std::move(charged));
       } catch (const Error&) {  // Redis failed, and the failure policy says to say so
         each->error = std::current_exception();
       }
@@ -346,24 +371,6 @@ class Decider {
     }
   }
 
-  // A refusal no wait can end (the whole limit, 0 included, is less than the hits), without Redis.
-  static Decision neverFits(const LimitedDescriptor& each) {
-    Decision decision;
-    decision.allowed = false;
-    decision.limit = each.limit.max_requests;
-    decision.retry_after = std::chrono::duration_cast<std::chrono::microseconds>(each.limit.window);
-    decision.reset_after = decision.retry_after;
-    return decision;
-  }
-
-  // A check of a limit of 0 (hits_addend 0): OK, with nothing left, as envoyproxy/ratelimit answers it.
-  static Decision checkedEmpty(const LimitedDescriptor& each) {
-    Decision decision;
-    decision.allowed = true;
-    decision.limit = 0;
-    decision.reset_after = std::chrono::duration_cast<std::chrono::microseconds>(each.limit.window);
-    return decision;
-  }
 
   // The periods a descriptor is counted in, none for a log: made only with its MultiLimiter (a calendar's
   // reads the time zone's rules), never per call.

@@ -38,6 +38,12 @@ struct DeciderOptions {
   bool shadow_mode = false;
   /// envoyproxy/ratelimit's QUOTA_MODE: every rule is in quota mode (Rule::quota_mode).
   bool quota_mode = false;
+  /// Charges after the fact (--charge-descriptor-hits): a descriptor that carries its own hits_addend
+  /// above 0 (Envoy's per-rate-limit `hits_addend`, as Envoy Gateway's response cost sends the tokens a
+  /// stream used when it is done) reports units already spent. It is recorded whole whether or not it
+  /// fits (up to the limit, for one charge larger than the whole limit), answered OVER_LIMIT when it
+  /// passed the limit, and the checks after it (hits_addend 0) are refused until the window slid it out.
+  bool charge_descriptor_hits = false;
   /// envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED, and the names of its three headers.
   LimitHeaders limit_headers;
 };

@@ -60,8 +60,12 @@ struct LimitedDescriptor {
   Limit limit;  // in units of `weight`: exact, since every hit on the counter costs a multiple of it
   std::int64_t weight = 1;
   std::int64_t hits = 1;
-  /// hits_addend 0: its counter is checked, and nothing is recorded (the decider asks what 1 would get).
+  /// hits_addend 0: its counter is checked, and nothing is recorded. Refused only while the window holds
+  /// more than the limit (charges past it), as envoyproxy/ratelimit refuses a check of 0 hits.
   bool checks_only = false;
+  /// A charge for units already spent (DeciderOptions::charge_descriptor_hits): recorded whether or not
+  /// they fit.
+  bool charge = false;
   bool shadow = false;   // the rule's shadow_mode: its refusal is answered OK, and records nothing
   bool quota = false;    // the rule's quota_mode (or QUOTA_MODE): Rule::quota_mode
   std::string counting;  // how it is counted: "log", "gcra", or the periods of a fixed window
@@ -158,6 +162,7 @@ class Plan {
         each.hits = static_cast<std::int64_t>(
             std::min<std::uint64_t>(descriptor.hits_addend().value(), std::numeric_limits<std::int64_t>::max()));
         each.checks_only = each.hits == 0;
+        each.charge = options_->charge_descriptor_hits && !each.checks_only;
       }
       if (descriptor.has_limit()) {
         overridden(request.domain(), descriptor, entries, each);

@@ -119,7 +119,7 @@ constexpr std::pair<std::string_view, LogFormat> kLogFormats[] = {{"text", LogFo
 
 // The table, in the order of the usage text. Of the three ways to reach Redis (--redis,
 // --redis-sentinel, --redis-cluster), one source gives one, and the command line's wins.
-constexpr std::array<Flag, 34> kFlags{{
+constexpr std::array<Flag, 35> kFlags{{
     {"config", "PATH",
      "a YAML file, or a directory of them, in envoyproxy/ratelimit's format (required, unless envoyproxy's "
      "RUNTIME_* variables say where its files are)",
@@ -197,6 +197,10 @@ constexpr std::array<Flag, 34> kFlags{{
      count<4096, &Settings::redis, &RedisSettings::pool_size>()},
     {"failure-mode", "open|closed", "what a request gets while Redis cannot answer",
      oneOf<kFailureModes, &Settings::decider, &DeciderOptions::on_failure>()},
+    {"charge-descriptor-hits", "yes|no",
+     "a descriptor's own hits_addend above 0 is a charge for units already spent (tokens): recorded even past "
+     "the limit; default no",
+     yesNo<&Settings::decider, &DeciderOptions::charge_descriptor_hits>()},
     {"key-prefix",
      "P",
      "what every Redis key of the server starts with",
