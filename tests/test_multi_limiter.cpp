@@ -670,6 +670,23 @@ swl::ScriptReply runOne(swl::Connection& connection, const swl::MultiLimiter<>::
 
 }  // namespace
 
+TEST_CASE_METHOD(ManualTime, "a charge is recorded in every rule whether or not it fits, and binds until it slides out") {
+  const swl::Periods minutes = wholeMinutes();
+  swl::MultiLimiter<> limiter(connection, {{"log", swl::Limit{10, 1s}}, {"quota", 10, minutes}}, options);
+  const std::vector<std::string_view> keys{"u", "u"};
+  REQUIRE(limiter.tryAcquire(keys, {6, 6}));
+  swl::MultiLimiter<>::Prepared charge = limiter.prepare(keys, {6, 6}, {}, swl::Recording::always);
+  const swl::MultiDecision charged = limiter.settle(charge, runOne(connection, charge));
+  CHECK_FALSE(charged);  // it passed the limit: said, and recorded all the same
+  CHECK(unitsInLog(*this, "log", swl::Limit{10, 1s}, "u") == 12);
+  CHECK(textReply(connection, {"HGET", "swl:quota:u", "c"}) == "12");
+  CHECK_FALSE(limiter.tryAcquire(keys, {1, 1}));  // bound: nothing more until the charges slide out
+  clock.advance(1001ms);
+  CHECK_FALSE(limiter.tryAcquire({"v", "u"}, {1, 1}));  // the minute's quota still holds 12 of 10
+  swl::MultiLimiter<> log_alone(connection, {{"log", swl::Limit{10, 1s}}}, options);
+  CHECK(log_alone.tryAcquire({"u"}, {10}));  // the log's charges slid out whole
+}
+
 TEST_CASE_METHOD(ManualTime, "a dry run answers as tryAcquire would and records nothing, for the observer neither") {
   int observed = 0;
   options.observer = [&](const swl::DecisionEvent&) { ++observed; };
