@@ -38,7 +38,7 @@ inline AskedOf askedOf(const LimitedDescriptor& each, Asked asked) {
   AskedOf call{each.hits, each.limit};
   if (asked == Asked::check) {
     call.cost = 1;
-    if (holdsPastLimit(each)) call.limit.max_requests += 1;
+    if (holdsPastLimit(each) && !each.peek) call.limit.max_requests += 1;
   } else if (asked == Asked::charge) {
     if (holdsPastLimit(each)) {
       call.limit.max_requests = std::max(call.limit.max_requests, call.cost);
@@ -51,8 +51,9 @@ inline AskedOf askedOf(const LimitedDescriptor& each, Asked asked) {
 
 /// A check's decision under the descriptor's limit, from the dry run askedOf made: what is left as it
 /// stands (one less than under the limit it was asked under). A GCRA rule holds nothing past its limit:
-/// what no hit gets is OK, with that left.
+/// what no hit gets is OK, with that left. Kuadrant's check (LimitedDescriptor::peek) is the dry run's.
 inline Decision checkedUnder(const LimitedDescriptor& each, Decision asked) {
+  if (each.peek) return asked;  // Kuadrant's check: whether one more fits, as the dry run says
   if (holdsPastLimit(each)) {
     asked.limit = each.limit.max_requests;
     asked.remaining = std::max<std::int64_t>(0, asked.remaining - 1);

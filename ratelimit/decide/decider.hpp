@@ -57,9 +57,10 @@ class Decider {
 
   /// Finds `request`'s descriptors in `config`: no Redis, no waiting. A request out of bounds throws
   /// InvalidArgument (plan.hpp).
-  Plan plan(const Configuration& config, const rls::RateLimitRequest& request) const {
+  Plan plan(const Configuration& config, const rls::RateLimitRequest& request,
+            Asking asking = Asking::should_rate_limit) const {
     try {
-      Plan planned(config, request, options_);
+      Plan planned(config, request, options_, asking);
       // Only a plan that limits nothing can be of an unknown domain: the lookup stays off the others' path.
       if (observers_.on_unknown_domain && !planned.asksRedis() && config.domains().count(request.domain()) == 0) {
         observers_.on_unknown_domain(request.domain(), static_cast<std::size_t>(request.descriptors_size()));
@@ -133,7 +134,7 @@ class Decider {
         }
         if (each.checks_only) {
           if (each.limit.max_requests == 0) {
-            each.decision = checkedEmpty(each);
+            each.decision = each.peek ? neverFits(each) : checkedEmpty(each);
           } else {
             checked.push_back(&each);
           }

@@ -63,9 +63,11 @@ struct LimitedDescriptor {
   /// hits_addend 0: its counter is checked, and nothing is recorded. Refused only while the window holds
   /// more than the limit (charges past it), as envoyproxy/ratelimit refuses a check of 0 hits.
   bool checks_only = false;
-  /// A charge for units already spent (DeciderOptions::charge_descriptor_hits): recorded whether or not
-  /// they fit.
+  /// A charge for units already spent (DeciderOptions::charge_descriptor_hits, Kuadrant's Report):
+  /// recorded whether or not they fit.
   bool charge = false;
+  /// With checks_only, Kuadrant's CheckRateLimit: refused unless one more hit fits, as limitador checks.
+  bool peek = false;
   bool shadow = false;   // the rule's shadow_mode: its refusal is answered OK, and records nothing
   bool quota = false;    // the rule's quota_mode (or QUOTA_MODE): Rule::quota_mode
   std::string counting;  // how it is counted: "log", "gcra", or the periods of a fixed window
@@ -74,14 +76,20 @@ struct LimitedDescriptor {
   std::optional<Decision> decision;
 };
 
+/// What a request asks: Envoy's ShouldRateLimit (each descriptor's hits, or a check, or with
+/// DeciderOptions::charge_descriptor_hits a charge); Kuadrant's CheckRateLimit (whether one more hit fits
+/// every counter, nothing counted) or Report (the hits charged to every counter, fitting or not).
+enum class Asking { should_rate_limit, check_rate_limit, report };
+
 /// A request's limited descriptors, found in the configuration, and the response they make: valid while
 /// the configuration it was planned under lives.
 class Plan {
  public:
   /// Finds `request`'s descriptors in `config`. A request out of bounds is an InvalidArgument that
   /// says which bound; so is an override of a unit Envoy does not have.
-  Plan(const Configuration& config, const rls::RateLimitRequest& request, const DeciderOptions& options)
-      : options_(&options) {
+  Plan(const Configuration& config, const rls::RateLimitRequest& request, const DeciderOptions& options,
+       Asking asking = Asking::should_rate_limit)
+      : options_(&options), asking_(asking) {
     checkBounds(request);
     for (int i = 0; i < request.descriptors_size(); ++i) response_.add_statuses()->set_code(rls::RateLimitResponse::OK);
     find(config, request);
@@ -145,6 +153,17 @@ class Plan {
     }
   }
 
+  // Kuadrant's calls ask every descriptor alike: a check of one hit, or a charge of its hits.
+  static void askedAs(Asking asking, LimitedDescriptor& each) {
+    if (asking == Asking::check_rate_limit) {
+      each.hits = 1;
+      each.checks_only = each.peek = true;
+      each.charge = false;
+    } else if (asking == Asking::report) {
+      each.charge = !each.checks_only;
+    }
+  }
+
   void find(const Configuration& config, const rls::RateLimitRequest& request) {
     const std::int64_t request_hits = request.hits_addend() == 0 ? 1 : request.hits_addend();
     const auto domain = config.domains().find(request.domain());
@@ -164,6 +183,7 @@ class Plan {
         each.checks_only = each.hits == 0;
         each.charge = options_->charge_descriptor_hits && !each.checks_only;
       }
+      askedAs(asking_, each);
       if (descriptor.has_limit()) {
         overridden(request.domain(), descriptor, entries, each);
       } else {
@@ -393,6 +413,7 @@ class Plan {
   }
 
   const DeciderOptions* options_;
+  Asking asking_;
   std::vector<LimitedDescriptor> limited_;
   rls::RateLimitResponse response_;
 };

@@ -18,6 +18,7 @@
 #include <ratelimit/decide/decider.hpp>
 #include <ratelimit/reload/in_force.hpp>
 #include <ratelimit/serve/health.hpp>
+#include <ratelimit/serve/kuadrant_service.hpp>
 #include <ratelimit/serve/options.hpp>
 #include <ratelimit/serve/tls.hpp>
 
@@ -65,7 +66,11 @@ class RateLimitServer {
   RateLimitServer(Decider& decider, std::size_t threads, const ConfigurationInForce& in_force,
                   const GrpcOptions& options, const Health* health = nullptr,
                   std::function<void(std::chrono::nanoseconds took)> answered = {})
-      : decider_(&decider), in_force_(&in_force), healthy_(health), answered_(std::move(answered)) {
+      : decider_(&decider),
+        in_force_(&in_force),
+        healthy_(health),
+        answered_(std::move(answered)),
+        kuadrant_(decider, in_force) {
     grpc::ServerBuilder builder;
     builder.AddListeningPort(options.listen, serverCredentials(options.tls), &port_);  // TLS: serve/tls.hpp
     const auto milliseconds = [](std::chrono::milliseconds duration) {
@@ -79,6 +84,7 @@ class RateLimitServer {
     }
     builder.RegisterService(&limits_);
     builder.RegisterService(&health_);
+    builder.RegisterService(&kuadrant_);  // Kuadrant's protocol beside Envoy's: serve/kuadrant_service.hpp
     for (std::size_t i = 0; i < std::max<std::size_t>(threads, 1); ++i) {
       workers_.push_back(std::make_unique<Worker>(builder.AddCompletionQueue()));
     }
@@ -358,6 +364,7 @@ class RateLimitServer {
   std::function<void(std::chrono::nanoseconds)> answered_;
   rls::RateLimitService::AsyncService limits_;
   grpc::health::v1::Health::AsyncService health_;
+  KuadrantService kuadrant_;
   int port_ = 0;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::unique_ptr<grpc::Server> server_;  // after the workers: destroyed before their queues
