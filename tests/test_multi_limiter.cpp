@@ -684,7 +684,7 @@ TEST_CASE_METHOD(ManualTime, "a charge is recorded in every rule whether or not 
   clock.advance(1001ms);
   CHECK_FALSE(limiter.tryAcquire({"v", "u"}, {1, 1}));  // the minute's quota still holds 12 of 10
   swl::MultiLimiter<> log_alone(connection, {{"log", swl::Limit{10, 1s}}}, options);
-  CHECK(log_alone.tryAcquire({"u"}, {10}));  // the log's charges slid out whole
+  CHECK(log_alone.tryAcquire({"u"}, 10));  // the log's charges slid out whole
 }
 
 TEST_CASE_METHOD(ManualTime, "a dry run answers as tryAcquire would and records nothing, for the observer neither") {
