@@ -670,7 +670,8 @@ swl::ScriptReply runOne(swl::Connection& connection, const swl::MultiLimiter<>::
 
 }  // namespace
 
-TEST_CASE_METHOD(ManualTime, "a charge is recorded in every rule whether or not it fits, and binds until it slides out") {
+TEST_CASE_METHOD(ManualTime,
+                 "a charge is recorded in every rule whether or not it fits, and binds until it slides out") {
   const swl::Periods minutes = wholeMinutes();
   swl::MultiLimiter<> limiter(connection, {{"log", swl::Limit{10, 1s}}, {"quota", 10, minutes}}, options);
   const std::vector<std::string_view> keys{"u", "u"};

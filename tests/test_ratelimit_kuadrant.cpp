@@ -99,7 +99,7 @@ TEST_CASE("Kuadrant's Report charges past the limit, so a token budget binds, an
   const auto before = std::chrono::steady_clock::now();
   CHECK(kuadrant.admits(kAnn));
   const rls::RateLimitResponse reported = kuadrant.report({kAnn}, 250);  // the stream used 250 tokens
-  CHECK(reported.overall_code() == rls::RateLimitResponse::OK);  // as limitador answers a report
+  CHECK(reported.overall_code() == rls::RateLimitResponse::OK);          // as limitador answers a report
   REQUIRE(reported.statuses_size() == 1);
   CHECK(reported.statuses(0).code() == rls::RateLimitResponse::OVER_LIMIT);  // it passed the budget
   CHECK_FALSE(kuadrant.admits(kAnn));
@@ -107,7 +107,8 @@ TEST_CASE("Kuadrant's Report charges past the limit, so a token budget binds, an
   CHECK(std::chrono::steady_clock::now() - before >= std::chrono::milliseconds(990));
 }
 
-TEST_CASE("Kuadrant's protocol answers as limitador's own tests expect: an empty domain, a limit of 0, every descriptor") {
+TEST_CASE(
+    "Kuadrant's protocol answers as limitador's own tests expect: an empty domain, a limit of 0, every descriptor") {
   KuadrantClient kuadrant;
   CHECK(kuadrant.check({kAnn}, "").overall_code() == rls::RateLimitResponse::UNKNOWN);
   CHECK(kuadrant.check({{{"banned", "x"}}}).overall_code() == rls::RateLimitResponse::OVER_LIMIT);

@@ -667,8 +667,9 @@ TEST_CASE("an xDS client variable that cannot work stops the server, naming it")
                  "key is not given");
   refusedByEnvoy(xds({{"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "2m"}}),
                  "swl-ratelimit: XDS_CLIENT_BACKOFF_MAX_INTERVAL is below XDS_CLIENT_BACKOFF_INITIAL_INTERVAL");
-  refusedByEnvoy(xds({{"XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", "-1"}}),
-                 "swl-ratelimit: XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES -1: expected a number of bytes (0: gRPC's own limit)");
+  refusedByEnvoy(
+      xds({{"XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", "-1"}}),
+      "swl-ratelimit: XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES -1: expected a number of bytes (0: gRPC's own limit)");
   refusedByEnvoy(xds({{"CONFIG_GRPC_XDS_SERVER_URL", "envoy-gateway"}}),
                  "swl-ratelimit: CONFIG_GRPC_XDS_SERVER_URL envoy-gateway: expected HOST:PORT");
 }

@@ -54,7 +54,8 @@ descriptors:
 class BudgetServer {
  public:
   explicit BudgetServer(const std::vector<std::string>& flags = {"--charge-descriptor-hits", "yes"})
-      : process_(directory_.path() / "server.out", arguments(flags), {}, RateLimitProcess::Inherit::the_tests_environment) {}
+      : process_(directory_.path() / "server.out", arguments(flags), {},
+                 RateLimitProcess::Inherit::the_tests_environment) {}
 
   // One call for `descriptors`, each with its own hits_addend: 0 checks, more charges.
   rls::RateLimitResponse call(const std::vector<std::pair<Entries, std::uint64_t>>& descriptors) {
@@ -96,9 +97,9 @@ TEST_CASE("a token budget binds: charges are recorded past the limit, and the ch
   BudgetServer server;
   CHECK(server.check(kModel));
   CHECK(server.charge(kModel, 600));
-  CHECK(server.check(kModel));            // 600 of 1,000 spent
+  CHECK(server.check(kModel));              // 600 of 1,000 spent
   CHECK_FALSE(server.charge(kModel, 600));  // 1,200: passed the budget, said, and recorded all the same
-  CHECK_FALSE(server.check(kModel));      // bound
+  CHECK_FALSE(server.check(kModel));        // bound
   const rls::RateLimitResponse refused = server.call({{kModel, 0}});
   REQUIRE(refused.statuses_size() == 1);
   CHECK(refused.statuses(0).limit_remaining() == 0);
@@ -145,7 +146,8 @@ TEST_CASE("envoyproxy/ratelimit's token-quota.sh: charged on the response path, 
   CHECK_FALSE(server.check(service_2));  // "Quota limiting should fail the request"
 }
 
-TEST_CASE("envoyproxy/ratelimit's multiservice-tokenquota.sh: two requests on service_1, three on service_2, then none") {
+TEST_CASE(
+    "envoyproxy/ratelimit's multiservice-tokenquota.sh: two requests on service_1, three on service_2, then none") {
   BudgetServer server;
   const Entries service_1{{"service", "service_1"}};
   const Entries service_2{{"service", "service_2"}};

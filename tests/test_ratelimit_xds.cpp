@@ -61,21 +61,20 @@ std::string refusal(const Resource& wrong) {
 // variables beside.
 RateLimitProcess::Environment xdsEnvironment(const XdsServer& xds, const RedisServer& redis,
                                              RateLimitProcess::Environment more = {}) {
-  RateLimitProcess::Environment environment{
-      {"CONFIG_TYPE", "GRPC_XDS_SOTW"},
-      {"CONFIG_GRPC_XDS_SERVER_URL", xds.address()},
-      {"CONFIG_GRPC_XDS_NODE_ID", "envoy-ratelimit"},
-      {"CONFIG_GRPC_XDS_NODE_METADATA", "cluster=eg,zone=a"},
-      {"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "x-tenant:eg"},
-      {"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "100ms"},
-      {"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "100ms"},
-      {"XDS_CLIENT_BACKOFF_MAX_INTERVAL", "1s"},
-      {"REDIS_SOCKET_TYPE", "tcp"},
-      {"REDIS_URL", "127.0.0.1:" + std::to_string(redis.port())},
-      {"GRPC_HOST", "127.0.0.1"},
-      {"GRPC_PORT", "0"},
-      {"HOST", "127.0.0.1"},
-      {"PORT", "0"}};
+  RateLimitProcess::Environment environment{{"CONFIG_TYPE", "GRPC_XDS_SOTW"},
+                                            {"CONFIG_GRPC_XDS_SERVER_URL", xds.address()},
+                                            {"CONFIG_GRPC_XDS_NODE_ID", "envoy-ratelimit"},
+                                            {"CONFIG_GRPC_XDS_NODE_METADATA", "cluster=eg,zone=a"},
+                                            {"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "x-tenant:eg"},
+                                            {"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "100ms"},
+                                            {"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "100ms"},
+                                            {"XDS_CLIENT_BACKOFF_MAX_INTERVAL", "1s"},
+                                            {"REDIS_SOCKET_TYPE", "tcp"},
+                                            {"REDIS_URL", "127.0.0.1:" + std::to_string(redis.port())},
+                                            {"GRPC_HOST", "127.0.0.1"},
+                                            {"GRPC_PORT", "0"},
+                                            {"HOST", "127.0.0.1"},
+                                            {"PORT", "0"}};
   environment.insert(environment.end(), more.begin(), more.end());
   return environment;
 }
@@ -109,14 +108,15 @@ TEST_CASE("an xDS resource is read by a file's rules, and a wrong one is refused
                                              "rate_limit.unit: "));
   const std::string no_domain = refusal(resource("name: 'x' descriptors { key: 'a' }"));
   CHECK_THAT(no_domain, Catch::StartsWith("xDS resource \"x\", domain: "));
-  const std::string twice = refusal(resource(
-      "name: 'x' domain: 'd' descriptors { key: 'a' value: 'b' } descriptors { key: 'a' value: 'b' }"));
+  const std::string twice = refusal(
+      resource("name: 'x' domain: 'd' descriptors { key: 'a' value: 'b' } descriptors { key: 'a' value: 'b' }"));
   CHECK_THAT(twice, Catch::Contains("xDS resource \"x\""));
 
   google::protobuf::RepeatedPtrField<google::protobuf::Any> resources;
   resources.Add()->PackFrom(shop(1, "a"));
-  resources.Add()->PackFrom(resource("name: 'b' domain: 'shop' descriptors { key: 'team' rate_limit { unit: MINUTE "
-                                     "requests_per_unit: 2 } }"));
+  resources.Add()->PackFrom(
+      resource("name: 'b' domain: 'shop' descriptors { key: 'team' rate_limit { unit: MINUTE "
+               "requests_per_unit: 2 } }"));
   // one domain in two resources: refused, as a domain in two files is, unless merged (MERGE_DOMAIN_CONFIG)
   CHECK_THROWS_WITH(swl::ratelimit::xds::configurationOf(resources, false), Catch::Contains("shop"));
   CHECK(swl::ratelimit::xds::configurationOf(resources, true).domains().size() == 1);
@@ -171,7 +171,8 @@ TEST_CASE("swl-ratelimit asks an xDS server for its configuration as its node, A
   CHECK(admitted(server, "dan", 5) == 4);
 }
 
-TEST_CASE("a stream the xDS server ends, and the server's restart under load, fail no call, and the client comes back") {
+TEST_CASE(
+    "a stream the xDS server ends, and the server's restart under load, fail no call, and the client comes back") {
   TemporaryDirectory directory;
   RedisServer redis;
   XdsServer xds;
@@ -220,7 +221,8 @@ TEST_CASE("FORCE_START_WITHOUT_INITIAL_CONFIG serves at once, every domain unkno
   CHECK(admitted(server, "bob", 3) == 1);
 }
 
-TEST_CASE("without FORCE_START_WITHOUT_INITIAL_CONFIG the server listens only once the xDS server's configuration came") {
+TEST_CASE(
+    "without FORCE_START_WITHOUT_INITIAL_CONFIG the server listens only once the xDS server's configuration came") {
   TemporaryDirectory directory;
   RedisServer redis;
   XdsServer xds;

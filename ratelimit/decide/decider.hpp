@@ -157,9 +157,8 @@ class Decider {
 
     // `each` joins `list`, unless a descriptor of `list` has its counter: it then shares that decision.
     void addOnce(LimitedDescriptor& each, std::vector<LimitedDescriptor*>& list) {
-      const auto same = std::find_if(list.begin(), list.end(), [&](const LimitedDescriptor* other) {
-        return other->redis_key == each.redis_key;
-      });
+      const auto same = std::find_if(
+          list.begin(), list.end(), [&](const LimitedDescriptor* other) { return other->redis_key == each.redis_key; });
       if (same != list.end()) {
         repeats.emplace_back(&each, *same);
       } else {
@@ -188,7 +187,8 @@ class Decider {
       if (charge) {  // recorded: decided once, whatever they got
         const MultiDecision decided = charge->limiter->settle(charge->prepared, std::move(charged_reply));
         charge.reset();
-        for (std::size_t i = 0; i < charges.size(); ++i) charges[i]->decision = chargedUnder(*charges[i], decided.rules[i]);
+        for (std::size_t i = 0; i < charges.size(); ++i)
+          charges[i]->decision = chargedUnder(*charges[i], decided.rules[i]);
         charges.clear();
       }
       if (counted) {
@@ -224,7 +224,6 @@ class Decider {
       MultiLimiter<GivenKey>* limiter;
       MultiLimiter<GivenKey>::Prepared prepared;
     };
-
 
     static Call prepareOn(MultiLimiter<GivenKey>& limiter, const std::vector<LimitedDescriptor*>& descriptors,
                           Asked asked, Recording recording) {
@@ -371,7 +370,6 @@ class Decider {
       observers_.on_call_error(CallError::redis);
     }
   }
-
 
   // The periods a descriptor is counted in, none for a log: made only with its MultiLimiter (a calendar's
   // reads the time zone's rules), never per call.

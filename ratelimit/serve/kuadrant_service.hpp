@@ -73,9 +73,9 @@ class KuadrantService final : public kuadrant::service::ratelimit::v1::RateLimit
   }
 
   static grpc::Status notYet(const char* method) {
-    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                        std::string("swl-ratelimit: kuadrant.service.ratelimit.v1 ") + method +
-                            " is not served yet; CheckRateLimit and Report are");
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, std::string("swl-ratelimit: kuadrant.service.ratelimit.v1 ") +
+                                                             method +
+                                                             " is not served yet; CheckRateLimit and Report are");
   }
 
   Decider* decider_;

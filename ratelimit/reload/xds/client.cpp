@@ -20,8 +20,9 @@ namespace {
 // The whole of `path`, a TLS file the settings named; what cannot be read is a swl::Error naming it.
 std::string fileText(const std::string& path, const char* what) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("swl-ratelimit: the xDS client's " + std::string(what) + " " + path + " cannot be read: " +
-                       std::strerror(errno));
+  if (!in)
+    throw Error("swl-ratelimit: the xDS client's " + std::string(what) + " " + path +
+                " cannot be read: " + std::strerror(errno));
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
@@ -136,8 +137,8 @@ XdsClient::Request XdsClient::answer(const Response& response) {
     configured_ = true;
     changed_.notify_all();
   } catch (const ConfigError& refused) {
-    log_.error("swl-ratelimit: the xDS server's version " + response.version_info() + " refused (NACK): " +
-               refused.what() + "; the configuration in force stays");
+    log_.error("swl-ratelimit: the xDS server's version " + response.version_info() +
+               " refused (NACK): " + refused.what() + "; the configuration in force stays");
     next.mutable_error_detail()->set_code(kInvalidArgument);
     next.mutable_error_detail()->set_message(refused.what());
   }
