@@ -72,6 +72,14 @@ class BudgetServer {
     return response;
   }
 
+  // The status of a charge of `tokens` for `descriptor`, answered or not.
+  grpc::Status chargeStatus(const Entries& descriptor, std::uint64_t tokens) {
+    rls::RateLimitRequest request = swl::test::request({descriptor}, 0, "ai");
+    request.mutable_descriptors(0)->mutable_hits_addend()->set_value(tokens);
+    rls::RateLimitResponse response;
+    return process_.callStatus(request, response);
+  }
+
   // Envoy's check at the request: whether it is served.
   bool check(const Entries& descriptor) { return call({{descriptor, 0}}).overall_code() == rls::RateLimitResponse::OK; }
   // Envoy's charge when the stream is done: whether the charge stayed within the limit.
@@ -125,6 +133,16 @@ TEST_CASE("a token budget frees as the window slides the charges out, exactly as
   CHECK(std::chrono::steady_clock::now() - before >= std::chrono::milliseconds(990));
   // 70 of 100 until the second charge slides out too (all 100 left once the machine was slower than that)
   CHECK(server.call({{burst, 0}}).statuses(0).limit_remaining() >= 30);
+}
+
+TEST_CASE("a charge too large to count exactly is refused with INVALID_ARGUMENT, and what was recorded stays") {
+  BudgetServer server;
+  CHECK(server.charge(kModel, 600));
+  const grpc::Status huge = server.chargeStatus(kModel, std::uint64_t{1} << 60);
+  CHECK(huge.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  INFO(huge.error_message());
+  CHECK_FALSE(huge.error_message().empty());
+  CHECK(server.call({{kModel, 0}}).statuses(0).limit_remaining() == 400);
 }
 
 TEST_CASE("without --charge-descriptor-hits a hit that passes the limit records nothing, as before") {
