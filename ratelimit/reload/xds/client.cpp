@@ -87,6 +87,9 @@ void XdsClient::run() {
 
 bool XdsClient::stream() {
   grpc::ChannelArguments arguments;
+  // A connection of the stream's own: gRPC shares connections between channels, and with them the
+  // backoff of a connection that failed (up to 2 minutes), which would outlast XDS_CLIENT_BACKOFF_*.
+  arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   if (source_.max_message_bytes > 0) arguments.SetMaxReceiveMessageSize(source_.max_message_bytes);
   if (source_.tls && !source_.server_name.empty()) arguments.SetSslTargetNameOverride(source_.server_name);
   const auto channel = grpc::CreateCustomChannel(source_.server, credentials(), arguments);
