@@ -118,17 +118,4 @@ TEST_CASE(
   CHECK(kuadrant.check({{{"x", "1"}}}).overall_code() == rls::RateLimitResponse::OK);
 }
 
-TEST_CASE("Kuadrant's Reserve and Commit are answered UNIMPLEMENTED, saying so, and change nothing") {
-  KuadrantClient kuadrant;
-  grpc::ClientContext context;
-  kuadrant_v1::ReserveRequest reserve;
-  reserve.set_domain("llm");
-  reserve.set_amount(10);
-  kuadrant_v1::ReserveResponse reserved;
-  const grpc::Status status = kuadrant.stub().Reserve(&context, reserve, &reserved);
-  CHECK(status.error_code() == grpc::StatusCode::UNIMPLEMENTED);
-  CHECK_THAT(status.error_message(), Catch::Contains("Reserve is not served yet"));
-  CHECK(kuadrant.check({kAnn}).statuses(0).limit_remaining() == 100);  // as it stands: nothing held
-}
-
 }  // namespace ratelimit_kuadrant_tests

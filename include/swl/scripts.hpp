@@ -20,7 +20,7 @@
 
 namespace swl {
 
-/// Each script once: the log's decision, settle, lease and check, MultiLimiter's, the other algorithms' (the
+/// Each script once: the log's decision, settle, lease and check, MultiLimiter's and its holds', the other algorithms' (the
 /// bucketed window's is one for any number of buckets: it takes them as an argument), the periodic
 /// quota's (calendar days and months), each decision's blocking variant (LimiterOptions::block_for), the concurrency
 /// slots', and the one that forgets a key (reset).
@@ -31,6 +31,7 @@ inline std::vector<const Script*> everyScript() {
           &detail::scriptOf<SlidingWindowLog, detail::ScriptRole::lease>(),
           &detail::logCheckScript(),
           &MultiLimiter<>::script(),
+          &MultiLimiter<>::holdsScript(),
           &detail::scriptOf<FixedWindow>(),
           &detail::scriptOf<SlidingCounter>(),
           &detail::scriptOf<Gcra>(),

@@ -15,12 +15,11 @@
 #include <ratelimit/config/configuration.hpp>
 #include <ratelimit/config/rule.hpp>
 #include <ratelimit/decide/asked.hpp>
+#include <ratelimit/decide/limiters.hpp>
 #include <ratelimit/decide/options.hpp>
 #include <ratelimit/decide/plan.hpp>
 
-#include <swl/calendar.hpp>
 #include <swl/composites/multi_limiter.hpp>
-#include <swl/periods.hpp>
 #include <swl/redis/client.hpp>
 
 #include <algorithm>
@@ -29,9 +28,6 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
-#include <map>
-#include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,20 +36,18 @@
 
 namespace swl::ratelimit {
 
-/// The key policy of the service's MultiLimiters: the decider makes each descriptor's Redis key itself
-/// (whatever slot of a MultiLimiter decides it), so the key is taken as it is.
-class GivenKey {
- public:
-  explicit GivenKey(const std::string& /*the slot's name*/ = {}) {}
-  std::string key(std::string_view redis_key) const { return std::string(redis_key); }
-};
-
 class Decider {
  public:
   /// Decides over `redis` (a pool, a cluster, a Sentinel-watched client), which must outlive it, and
   /// tells `observers` what each decision came to.
   Decider(RedisClient& redis, DeciderOptions options, DecisionObservers observers = {})
-      : redis_(&redis), options_(std::move(options)), observers_(std::move(observers)) {}
+      : redis_(&redis),
+        options_(std::move(options)),
+        observers_(std::move(observers)),
+        limiters_(redis, options_, observers_.observer) {}
+
+  /// The MultiLimiters it decides with: Kuadrant's reservations (reservations.hpp) are made on them too.
+  ServiceLimiters& limiters() noexcept { return limiters_; }
 
   /// Finds `request`'s descriptors in `config`: no Redis, no waiting. A request out of bounds throws
   /// InvalidArgument (plan.hpp).
@@ -73,7 +67,7 @@ class Decider {
   }
 
   /// What deciding one plan came to: Envoy's answer, or what deciding it threw (an InvalidArgument for a
-  /// request of more limited descriptors than one decision takes, ScriptCall::kMaxKeys).
+  /// request of more limited descriptors than one decision takes, MultiLimiter<GivenKey>::kMaxRules).
   struct Answer {
     rls::RateLimitResponse response;
     std::exception_ptr error;
@@ -147,11 +141,11 @@ class Decider {
         }
       }
       const std::size_t most = std::max({open.size(), checked.size(), charges.size()});
-      if (most > ScriptCall::kMaxKeys) {
+      if (most > MultiLimiter<GivenKey>::kMaxRules) {
         error = std::make_exception_ptr(InvalidArgument("swl-ratelimit: " + std::to_string(most) +
                                                         " limited descriptors in one request; one decision takes at "
                                                         "most " +
-                                                        std::to_string(ScriptCall::kMaxKeys)));
+                                                        std::to_string(MultiLimiter<GivenKey>::kMaxRules)));
       }
     }
 
@@ -256,7 +250,7 @@ class Decider {
       if (!each.decidesAgain()) continue;
       try {
         each.prepare([this](const std::vector<LimitedDescriptor*>& descriptors) -> MultiLimiter<GivenKey>& {
-          return limiterFor(descriptors);
+          return limiters_.limiterFor(descriptors);
         });
       } catch (const Error&) {
         each.error = std::current_exception();
@@ -302,35 +296,6 @@ class Decider {
     }
   }
 
-  // The MultiLimiter for one sequence of ways of counting, made once: its rules are slots, and the
-  // keys and limits come with each call.
-  MultiLimiter<GivenKey>& limiterFor(const std::vector<LimitedDescriptor*>& open) {
-    std::string signature;
-    for (const LimitedDescriptor* each : open) signature.append(each->counting).append(";");
-    const std::lock_guard<std::mutex> lock(limiters_mutex_);
-    auto found = limiters_.find(signature);
-    if (found == limiters_.end()) {
-      std::vector<swl::Rule> slots;
-      for (std::size_t i = 0; i < open.size(); ++i) {
-        if (const std::optional<Periods> periods = periodsOf(*open[i])) {
-          slots.emplace_back(std::to_string(i), open[i]->limit.max_requests, *periods);
-        } else if (open[i]->rule != nullptr && open[i]->rule->algorithm == Algorithm::gcra) {
-          slots.push_back(swl::Rule::gcra(std::to_string(i), open[i]->limit));
-        } else {
-          slots.emplace_back(std::to_string(i), open[i]->limit);
-        }
-      }
-      LimiterOptions options;
-      options.on_failure = options_.on_failure;
-      options.observer = observers_.observer;
-      found = limiters_
-                  .emplace(signature, std::make_unique<MultiLimiter<GivenKey>>(*redis_, std::move(slots),
-                                                                               std::move(options), options_.key_prefix))
-                  .first;
-    }
-    return *found->second;
-  }
-
   // Tells the observers what each decided descriptor got, and whether Redis failed the call.
   void report(Plan& plan) const {
     bool redis_failed = false;
@@ -371,43 +336,10 @@ class Decider {
     }
   }
 
-  // The periods a descriptor is counted in, none for a log: made only with its MultiLimiter (a calendar's
-  // reads the time zone's rules), never per call.
-  static std::optional<Periods> periodsOf(const LimitedDescriptor& each) {
-    if (each.rule == nullptr) return std::nullopt;
-    if (each.rule->calendar) return calendarPeriods(*each.rule);
-    if (each.rule->algorithm == Algorithm::fixed_window) return fixedPeriods(each.rule->limit.window);
-    return std::nullopt;
-  }
-
-  // Windows of `length` from the epoch on, as envoyproxy/ratelimit counts.
-  static Periods fixedPeriods(std::chrono::microseconds usual) {
-    return Periods("fixed windows of " + std::to_string(usual.count()) + " us", usual,
-                   [usual](std::chrono::microseconds instant) {
-                     const auto start = instant - instant % usual;
-                     return Period{start, start + usual};
-                   });
-  }
-
-  // The configuration allows calendar periods of a day or longer only.
-  static Periods calendarPeriods(const Rule& rule) {
-    switch (rule.unit) {
-      case Unit::week:
-        return CalendarPeriods::weeks(1, rule.time_zone);
-      case Unit::month:
-        return CalendarPeriods::months(1, rule.time_zone);
-      case Unit::year:
-        return CalendarPeriods::months(12, rule.time_zone);
-      default:
-        return CalendarPeriods::days(1, rule.time_zone);
-    }
-  }
-
   RedisClient* redis_;
   DeciderOptions options_;
   DecisionObservers observers_;
-  std::mutex limiters_mutex_;
-  std::map<std::string, std::unique_ptr<MultiLimiter<GivenKey>>> limiters_;
+  ServiceLimiters limiters_;
 };
 
 }  // namespace swl::ratelimit

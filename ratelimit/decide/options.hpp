@@ -44,6 +44,10 @@ struct DeciderOptions {
   /// fits (up to the limit, for one charge larger than the whole limit), answered OVER_LIMIT when it
   /// passed the limit, and the checks after it (hits_addend 0) are refused until the window slid it out.
   bool charge_descriptor_hits = false;
+  /// Kuadrant's Reserve and Commit (--reservations): every decision then releases the holds that ran out
+  /// on the counters it reaches first (swl::MultiLimiter::keepHolds), in Lua even where the swl-native
+  /// module is loaded. Off, Reserve and Commit are refused, and decisions take the module where it is.
+  bool reservations = false;
   /// envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED, and the names of its three headers.
   LimitHeaders limit_headers;
 };

@@ -119,7 +119,7 @@ constexpr std::pair<std::string_view, LogFormat> kLogFormats[] = {{"text", LogFo
 
 // The table, in the order of the usage text. Of the three ways to reach Redis (--redis,
 // --redis-sentinel, --redis-cluster), one source gives one, and the command line's wins.
-constexpr std::array<Flag, 35> kFlags{{
+constexpr std::array<Flag, 36> kFlags{{
     {"config", "PATH",
      "a YAML file, or a directory of them, in envoyproxy/ratelimit's format (required, unless envoyproxy's "
      "RUNTIME_* variables say where its files are)",
@@ -201,6 +201,11 @@ constexpr std::array<Flag, 35> kFlags{{
      "a descriptor's own hits_addend above 0 is a charge for units already spent (tokens): recorded even past "
      "the limit; default no",
      yesNo<&Settings::decider, &DeciderOptions::charge_descriptor_hits>()},
+    {"reservations", "yes|no",
+     "serve Kuadrant's Reserve and Commit: units held on the counters until committed or their ttl passes; "
+     "every decision then releases the holds that ran out first, in Lua even where the swl-native module is "
+     "loaded; default no",
+     yesNo<&Settings::decider, &DeciderOptions::reservations>()},
     {"key-prefix",
      "P",
      "what every Redis key of the server starts with",

@@ -110,7 +110,7 @@ void decodeAsDecision(swl::ReplyView reply, const std::vector<std::int64_t>& lim
 }
 
 void decodeAsRuleDecisions(swl::ReplyView reply, const std::vector<std::int64_t>& limits) {
-  constexpr std::size_t kMaxRules = swl::ScriptCall::kMaxKeys;
+  constexpr std::size_t kMaxRules = swl::detail::kMaxMultiRules;
   std::size_t rule_counts[] = {1, 2, kMaxRules, 0};
   if (reply.size() >= 4 && reply.size() % 3 == 1 && (reply.size() - 1) / 3 <= kMaxRules) {
     rule_counts[3] = (reply.size() - 1) / 3;  // the count that fits the reply's shape

@@ -32,6 +32,7 @@
 #include <swl/algorithm.hpp>
 #include <swl/algorithms/gcra.hpp>
 #include <swl/algorithms/sliding_window.hpp>
+#include <swl/composites/detail/multi_holds.hpp>
 #include <swl/composites/detail/multi_limiter_core.hpp>
 #include <swl/composites/multi_rules.hpp>
 #include <swl/decision.hpp>
@@ -73,6 +74,9 @@ class MultiLimiter {
   static_assert(isTtlPolicy<TtlPolicy>, "swl::MultiLimiter: TtlPolicy must be a TTL policy (swl/policies/ttl.hpp)");
 
  public:
+  /// The most rules one limiter has.
+  static constexpr std::size_t kMaxRules = detail::kMaxMultiRules;
+
   /// A limiter of `rules` (1 to 9, each name once) over `redis`, which must outlive it; each rule's keys
   /// start with `prefix`:`name`.
   MultiLimiter(RedisClient& redis, std::vector<Rule> rules, LimiterOptions options = {}, std::string prefix = "swl",
@@ -81,9 +85,9 @@ class MultiLimiter {
     detail::refuseBlockFor(options_, "swl::MultiLimiter",
                            "a refusal would have to choose which rule's key to block; block with a limiter of the "
                            "key itself in front of it");
-    if (rules.empty() || rules.size() > ScriptCall::kMaxKeys) {
+    if (rules.empty() || rules.size() > kMaxRules) {
       throw InvalidArgument("swl::MultiLimiter: " + std::to_string(rules.size()) + " rules; one decision takes 1 to " +
-                            std::to_string(ScriptCall::kMaxKeys));
+                            std::to_string(kMaxRules));
     }
     for (Rule& rule : rules) {
       if (rule.name.empty() || rule.name.find_first_of("{}") != std::string::npos) {
@@ -161,8 +165,8 @@ class MultiLimiter {
     detail::Observation observation_;
     // The decision's keys (views of the caller's, which outlive settle()) and costs, once validated: in
     // place, as a decision takes at most 9 rules, so that preparing allocates nothing for them.
-    std::array<std::string_view, ScriptCall::kMaxKeys> keys_{};
-    std::array<std::int64_t, ScriptCall::kMaxKeys> costs_{};
+    std::array<std::string_view, kMaxRules> keys_{};
+    std::array<std::int64_t, kMaxRules> costs_{};
     std::vector<Limit> limits_;                    // empty for the rules' own
     std::optional<MultiDecision> listed_;          // the access list's answer
     std::optional<detail::MultiWindowCall> text_;  // the call, when Redis decides
@@ -236,6 +240,102 @@ class MultiLimiter {
     return decodeReply(*redis_->run(text.call(scriptFor(text))), limits);
   }
 
+  /// The most holds in force at once on one rule's key (reserve()).
+  static constexpr std::int64_t kMaxHolds = detail::kMaxHolds;
+
+  /// Makes reservations possible (reserve(), commit()): from now on every decision of this limiter first
+  /// releases the holds of its logs that ran out, so what it counts is what is spent and held. Its calls
+  /// then run the holds' script, never the swl-native module's command. Call it before the limiter is
+  /// shared; every limiter deciding the same keys must keep holds too.
+  void keepHolds() noexcept { holds_ = true; }
+
+  /// Reserves `cost` units of every rule (all logs) for `hold_for` (1 ms up to the shortest window), as
+  /// tryAcquire would admit them: recorded now, all or nothing, and held until commit() or until
+  /// `hold_for` passes on Redis's clock, when they are released (their entries keep no units). A check
+  /// counts what is held. At most kMaxHolds are in force at once on a rule's key; one more is refused
+  /// until the first ends (MultiReservation::holds_full). Redis's failures are thrown, as decide() throws
+  /// them: a reservation never answers by the failure policy.
+  MultiReservation reserve(const std::vector<std::string_view>& keys, std::int64_t cost,
+                           std::chrono::microseconds hold_for, const std::vector<Limit>& limits = {}) {
+    validate(keys, cost, limits);
+    checkHolds("reserve", limits);
+    const std::chrono::microseconds shortest = shortestWindow(limits);
+    if (hold_for < std::chrono::milliseconds(1) || hold_for > shortest) {
+      throw InvalidArgument("swl::MultiLimiter::reserve: a hold of " + std::to_string(hold_for.count()) +
+                            " us is not in 1 ms.." + std::to_string(shortest.count()) +
+                            " us (the shortest window: a hold ends with its entry)");
+    }
+    detail::MultiWindowCall text = callText(keys, sameCostForEveryRule(cost), limits);
+    text.operation = "reserve";
+    text.operands = {std::string(detail::IntegerText(hold_for.count())), detail::holdIdOf(cost, text.member)};
+    const Reply reply = redis_->run(text.call(holdsScript()));
+    std::int64_t full = 0;
+    MultiReservation reserved{decodeReply(*reply, limits, 1, &full), {}, std::nullopt};
+    if (full < 0 || full > static_cast<std::int64_t>(rules_.size()) || (full != 0 && reserved)) {
+      throw detail::badReply("a reservation's full rule = " + std::to_string(full));
+    }
+    if (full != 0) reserved.holds_full = static_cast<std::size_t>(full - 1);
+    if (reserved) reserved.id = std::move(text.operands[1]);
+    return reserved;
+  }
+
+  /// Commits the reservation `id` (reserve()'s) on the same keys: `actual` units were spent (0..2^53).
+  /// While its hold is in force, each rule's entry now holds `actual` at the reservation's time (more
+  /// than reserved is charged past the limit if need be: the units were spent) and the hold is released.
+  /// A reservation committed before changes nothing. One unknown, or whose hold ran out, is charged
+  /// `actual` units now, as Recording::always charges them, and remembered: a repeated commit charges
+  /// nothing. A bad id is an InvalidArgument. Redis's failures are thrown.
+  MultiCommit commit(const std::vector<std::string_view>& keys, std::string_view id, std::int64_t actual,
+                     const std::vector<Limit>& limits = {}) {
+    validate(keys, 1, limits);
+    checkHolds("commit", limits);
+    if (!detail::isHoldId(id)) {
+      throw InvalidArgument("swl::MultiLimiter::commit: " + detail::quoted(id) +
+                            " is not a reservation id (units, ':' and a member)");
+    }
+    if (actual < 0 || actual >= detail::kLargestExact) {
+      throw InvalidArgument("swl::MultiLimiter::commit: " + std::to_string(actual) +
+                            " units spent; a commit takes 0 up to 2^53");
+    }
+    detail::MultiWindowCall text = callText(keys, sameCostForEveryRule(1), limits, Recording::always);
+    text.operation = "commit";
+    text.operands = {std::string(id), std::string(detail::IntegerText(actual))};
+    const Reply reply = redis_->run(text.call(holdsScript()));
+    const ReplyView& view = *reply;
+    if (!view.isArray() || view.size() == 0 || !view[0].isInteger() || view[0].integer() < 1 ||
+        view[0].integer() > 3) {
+      throw detail::badReply("something other than a commit's outcome");
+    }
+    MultiCommit committed{static_cast<Commitment>(view[0].integer() - 1), std::nullopt};
+    if (committed.outcome == Commitment::charged && actual > 0) {
+      std::vector<Limit> charged;
+      for (std::size_t i = 0; i < rules_.size(); ++i) {
+        charged.push_back(limitOf(i, limits));
+        charged.back().max_requests = std::max(charged.back().max_requests, actual);
+      }
+      std::int64_t outcome = 0;
+      committed.charge = decodeReply(*reply, charged, 1, &outcome);
+    } else if (view.size() != 1) {
+      throw detail::badReply("a commit's outcome followed by a decision it did not make");
+    }
+    return committed;
+  }
+
+  /// The holds' script, whole (for swl_scripts and SCRIPT LOAD ahead of time).
+  static const Script& holdsScript() {
+    static const std::string text = detail::scriptText<SlidingWindowLog>(
+        std::string(detail::kPeriodFunctions)
+            .append(Gcra::kFunctions)
+            .append(detail::kHoldsOpeningText)
+            .append(detail::kHoldsNumbers.view())
+            .append(detail::kHoldsFunctions)
+            .append(detail::kMultiWindowScript)
+            .append(detail::kHoldsClosing),
+        false, detail::kMultiWindowArguments);
+    static const Script holds("multi_window_holds", text);
+    return holds;
+  }
+
   /// Throws what tryAcquire would for bad input: a key or a limit per rule, each request one rule could take.
   void validate(const std::vector<std::string_view>& keys, std::int64_t cost,
                 const std::vector<Limit>& limits = {}) const {
@@ -307,9 +407,32 @@ class MultiLimiter {
     return every_rule_a_log;
   }
 
-  // The script `text`'s call names: the one the module can stand in for when every rule is a log.
+  // The script `text`'s call names: the holds' for a call on holds; the one the module can stand in for
+  // when every rule is a log.
   static const Script& scriptFor(const detail::MultiWindowCall& text) {
+    if (!text.operation.empty()) return holdsScript();
     return text.everyRuleALog() ? everyRuleALogScript() : script();
+  }
+
+  // Reservations need holds kept (keepHolds()) and logs alone: a count per period or a bucket holds nothing.
+  void checkHolds(const char* method, const std::vector<Limit>& /*limits*/) const {
+    if (!holds_) {
+      throw InvalidArgument(std::string("swl::MultiLimiter::") + method +
+                            ": this limiter keeps no holds; call keepHolds() before it decides");
+    }
+    for (std::size_t i = 0; i < rules_.size(); ++i) {
+      if (rules_[i].algorithm != RuleAlgorithm::sliding_window_log || rules_[i].bounds) {
+        throw InvalidArgument(std::string("swl::MultiLimiter::") + method + ": the rule " +
+                              detail::quoted(names_[i]) + " is not a sliding window log, and only a log holds units");
+      }
+    }
+  }
+
+  // The shortest window of a call's rules.
+  std::chrono::microseconds shortestWindow(const std::vector<Limit>& limits) const {
+    std::chrono::microseconds shortest = limitOf(0, limits).window;
+    for (std::size_t i = 1; i < rules_.size(); ++i) shortest = std::min(shortest, limitOf(i, limits).window);
+    return shortest;
   }
 
   // The call of a decision whose input validate() accepted.
@@ -320,6 +443,9 @@ class MultiLimiter {
                                  scriptNow(limits, recording != Recording::never),
                                  detail::checkedMember("swl::MultiLimiter", members_.next()),
                                  recordingArgument(recording),
+                                 {},
+                                 {},
+                                 {},
                                  {},
                                  {}};
     for (std::size_t i = 0; i < keys.size(); ++i) {
@@ -334,7 +460,9 @@ class MultiLimiter {
       } else if (rules_[i].bounds) {
         text.counting[i] = rules_[i].bounds->textFor(text.now.clientNow());
       }
+      if (holds_) text.holds_keys[i] = detail::holdsKeyOf(text.redis_keys[i]);
     }
+    if (holds_) text.operation = "decide";
     return text;
   }
 
@@ -378,11 +506,13 @@ class MultiLimiter {
     return detail::ScriptNow(options_.clock, longest, records && options_.on_failure == FailurePolicy::deny);
   }
 
-  MultiDecision decodeReply(ReplyView reply, const std::vector<Limit>& limits) const {
-    std::array<std::int64_t, ScriptCall::kMaxKeys> maxima;
+  // A reply's decision; `skip` integers before it go to `skipped` (a call on holds says something first).
+  MultiDecision decodeReply(ReplyView reply, const std::vector<Limit>& limits, std::size_t skip = 0,
+                            std::int64_t* skipped = nullptr) const {
+    std::array<std::int64_t, kMaxRules> maxima;
     for (std::size_t i = 0; i < rules_.size(); ++i) maxima[i] = limitOf(i, limits).max_requests;
     MultiDecision result;
-    result.rules = detail::decodeRuleDecisions<ScriptCall::kMaxKeys>(reply, maxima.data(), rules_.size());
+    result.rules = detail::decodeRuleDecisions<kMaxRules>(reply, maxima.data(), rules_.size(), skip, skipped);
     return pickBindingRule(std::move(result));
   }
 
@@ -444,6 +574,7 @@ class MultiLimiter {
   std::vector<RuleState> rules_;
   MemberPolicy members_;
   TtlPolicy ttl_;
+  bool holds_ = false;  // keepHolds()
 };
 
 }  // namespace swl

@@ -77,4 +77,33 @@ struct MultiDecision {
   explicit operator bool() const noexcept { return decision.allowed; }
 };
 
+/// What MultiLimiter::reserve came to: the decision, and the reservation's id when admitted.
+struct MultiReservation {
+  /// Whether the units fitted every rule, and each rule's own decision, as tryAcquire answers.
+  MultiDecision decision;
+  /// What commit() takes (a plain value: another thread or process may commit it); empty when refused.
+  std::string id;
+  /// The rule whose holds were all taken (MultiLimiter::kMaxHolds in force at once), which refused the
+  /// reservation until its first hold ends; none otherwise.
+  std::optional<std::size_t> holds_full;
+
+  /// Reserved: every rule holds the units.
+  explicit operator bool() const noexcept { return decision.decision.allowed; }
+};
+
+/// What MultiLimiter::commit did.
+enum class Commitment {
+  released,          ///< the hold was in force: each rule's entry now holds the actual units
+  committed_before,  ///< the reservation was committed already: nothing changed
+  charged,           ///< unknown, or its hold had run out: the actual units charged as spent units are
+};
+
+/// What MultiLimiter::commit came to.
+struct MultiCommit {
+  Commitment outcome = Commitment::released;
+  /// For a charge of units (not 0): whether they fitted, each rule judging them under the larger of its
+  /// limit and the units.
+  std::optional<MultiDecision> charge;
+};
+
 }  // namespace swl

@@ -76,10 +76,10 @@ class Script {
 /// copied, so they must outlive the call. Fixed-size, so building one costs no allocation on the hot path.
 class ScriptCall {
  public:
-  /// The most keys a call takes (a MultiLimiter's most rules).
-  static constexpr std::size_t kMaxKeys = 9;
+  /// The most keys a call takes: a MultiLimiter's most rules, each with its holds beside it.
+  static constexpr std::size_t kMaxKeys = 18;
   /// The most words a call takes, "EVALSHA", the SHA-1 and the key count included.
-  static constexpr std::size_t kMaxArguments = 64;
+  static constexpr std::size_t kMaxArguments = 80;
 
   /// A call of `script` on `keys` with `args`; more than a call holds is an InvalidArgument.
   ScriptCall(const Script& script, std::initializer_list<std::string_view> keys,
@@ -90,7 +90,9 @@ class ScriptCall {
   ScriptCall(const Script& script, const std::string_view* keys, std::size_t key_count, const std::string_view* args,
              std::size_t arg_count)
       : script_(&script), key_count_(key_count) {
-    static constexpr std::string_view kKeyCounts[kMaxKeys + 1] = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
+    static constexpr std::string_view kKeyCounts[kMaxKeys + 1] = {"0",  "1",  "2",  "3",  "4",  "5",  "6",
+                                                                  "7",  "8",  "9",  "10", "11", "12", "13",
+                                                                  "14", "15", "16", "17", "18"};
     if (key_count > kMaxKeys) {
       throw InvalidArgument("swl::ScriptCall of " + script.name() + ": " + std::to_string(key_count) +
                             " keys are more than a call holds (" + std::to_string(kMaxKeys) + ")");

@@ -137,23 +137,33 @@ inline constexpr std::string_view kEveryRuleALogCommand = wire::kDecideAllComman
 // wire format (detail/script/wire.hpp) their places, which the module reads too.
 inline constexpr std::size_t kMultiWindowSharedArguments = wire::kSharedMultiArguments;
 inline constexpr std::size_t kMultiWindowArgumentsPerRule = wire::kMultiArgumentsPerRule;
-// The 3 are EVALSHA, the SHA-1 and the key count: the words every call spends before its keys.
-static_assert(3 + ScriptCall::kMaxKeys + kMultiWindowSharedArguments +
-                      kMultiWindowArgumentsPerRule * ScriptCall::kMaxKeys <=
+// The most rules one decision takes.
+inline constexpr std::size_t kMaxMultiRules = 9;
+// What a call on holds adds after the rules' arguments (multi_holds.hpp): what it does, and its two values.
+inline constexpr std::size_t kHoldArguments = 3;
+// The 3 are EVALSHA, the SHA-1 and the key count: the words every call spends before its keys. Each rule
+// may have its holds' key beside its own.
+static_assert(3 + 2 * kMaxMultiRules + kMultiWindowSharedArguments + kMultiWindowArgumentsPerRule * kMaxMultiRules +
+                      kHoldArguments <=
                   ScriptCall::kMaxArguments,
               "a MultiLimiter of the most rules must fit its keys and arguments in one ScriptCall");
+static_assert(2 * kMaxMultiRules <= ScriptCall::kMaxKeys, "a call must take every rule's key and its holds' key");
 
 // One multi-window call, as text it owns: its Redis keys and its arguments (kMultiWindowArguments).
 struct MultiWindowCall {
   std::size_t rule_count = 0;
-  std::array<std::string, ScriptCall::kMaxKeys> redis_keys;
+  std::array<std::string, kMaxMultiRules> redis_keys;
   ScriptNow now;
   std::string member;
   std::string_view recording;  // ARGV[3]: '0', '1' (refusals recorded too) or '-' (a dry run)
   // Each rule's cost, window, limit and expiry, and how it counts: a periodic rule's periods, kGcraRule,
   // or nothing for a log.
-  std::array<IntegerText, 4 * ScriptCall::kMaxKeys> rule_numbers;
-  std::array<std::string, ScriptCall::kMaxKeys> counting;
+  std::array<IntegerText, 4 * kMaxMultiRules> rule_numbers;
+  std::array<std::string, kMaxMultiRules> counting;
+  // A call on holds (multi_holds.hpp): each rule's holds' key, what the call does, and its two values.
+  std::array<std::string, kMaxMultiRules> holds_keys;
+  std::string_view operation;
+  std::array<std::string, 2> operands;
 
   // Whether every rule is a sliding window log (counted by nothing else): SWL.DECIDEALL's calls.
   bool everyRuleALog() const noexcept {
@@ -163,9 +173,13 @@ struct MultiWindowCall {
 
   // The call of `script` (the multi-window script), viewing this text: valid while it stays in place.
   ScriptCall call(const Script& script) const {
-    std::array<std::string_view, ScriptCall::kMaxKeys> keys;
+    const std::size_t key_count = operation.empty() ? rule_count : 2 * rule_count;
+    std::array<std::string_view, 2 * kMaxMultiRules> keys;
     std::copy(redis_keys.begin(), redis_keys.begin() + static_cast<std::ptrdiff_t>(rule_count), keys.begin());
-    std::array<std::string_view, kMultiWindowSharedArguments + kMultiWindowArgumentsPerRule * ScriptCall::kMaxKeys>
+    std::copy(holds_keys.begin(), holds_keys.begin() + static_cast<std::ptrdiff_t>(key_count - rule_count),
+              keys.begin() + static_cast<std::ptrdiff_t>(rule_count));
+    std::array<std::string_view,
+               kMultiWindowSharedArguments + kMultiWindowArgumentsPerRule * kMaxMultiRules + kHoldArguments>
         args{};
     args[wire::kMultiNowArgument - 1] = now.argument();
     args[wire::kMultiMemberArgument - 1] = member;
@@ -179,8 +193,13 @@ struct MultiWindowCall {
       rule[wire::kRuleTtlArgument - 1] = numbers[3];
       rule[wire::kRuleCountingArgument - 1] = counting[i];
     }
-    const std::size_t arg_count = kMultiWindowSharedArguments + kMultiWindowArgumentsPerRule * rule_count;
-    ScriptCall call(script, keys.data(), rule_count, args.data(), arg_count);
+    std::size_t arg_count = kMultiWindowSharedArguments + kMultiWindowArgumentsPerRule * rule_count;
+    if (!operation.empty()) {
+      args[arg_count++] = operation;
+      args[arg_count++] = operands[0];
+      args[arg_count++] = operands[1];
+    }
+    ScriptCall call(script, keys.data(), key_count, args.data(), arg_count);
     if (now.carriesDeadline()) call.carryDeadlineIn(wire::kMultiNowArgument);
     return call;
   }
@@ -188,15 +207,19 @@ struct MultiWindowCall {
 
 // A multi-window script's reply: {allowed, then per rule: remaining, retry_after_us, reset_after_us}, as
 // one Decision per rule, rule i under limits[i]. A rule admitted iff its retry_after is 0, and `allowed`
-// must say whether every rule did. `rules` is 1..kMaxRules (the script's key limit).
+// must say whether every rule did. `rules` is 1..kMaxRules (the script's key limit). `skip` integers
+// before it (a call on holds says something first) are the caller's: they go to `skipped`.
 template <std::size_t kMaxRules>
-std::vector<Decision> decodeRuleDecisions(ReplyView reply, const std::int64_t* limits, std::size_t rules) {
+std::vector<Decision> decodeRuleDecisions(ReplyView reply, const std::int64_t* limits, std::size_t rules,
+                                          std::size_t skip = 0, std::int64_t* skipped = nullptr) {
   if (rules == 0 || rules > kMaxRules) {
     throw InvalidArgument("swl: a decision of " + std::to_string(rules) + " rules; one decision takes 1 to " +
                           std::to_string(kMaxRules));
   }
-  std::array<std::int64_t, 1 + 3 * kMaxRules> values;
-  readIntegers(reply, values.data(), 1 + 3 * rules);
+  std::array<std::int64_t, 2 + 3 * kMaxRules> read;
+  readIntegers(reply, read.data(), skip + 1 + 3 * rules);
+  std::copy(read.begin(), read.begin() + static_cast<std::ptrdiff_t>(skip), skipped);
+  const std::int64_t* values = read.data() + skip;
   std::vector<Decision> decisions;
   decisions.reserve(rules);
   bool every_rule_admitted = true;

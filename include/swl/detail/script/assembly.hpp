@@ -234,15 +234,19 @@ const Script& scriptOf(bool blocking = false) {
   return blocking_script;
 }
 
-// The key that holds `redis_key`'s block, in its hash slot (a script's keys must share one on a
-// cluster): beside its hash tag when it has one, or else with the whole key as the tag.
-inline std::string blockKeyOf(std::string_view redis_key) {
-  std::string beside = std::string(redis_key) + ":blocked";
+// The key beside `redis_key` that keeps something of its own (its block, its holds), named
+// `redis_key` + `suffix` in its hash slot (a script's keys must share one on a cluster): beside its hash
+// tag when it has one, or else with the whole key as the tag.
+inline std::string companionKeyOf(std::string_view redis_key, std::string_view suffix) {
+  std::string beside = std::string(redis_key).append(suffix);
   if (hashedPart(redis_key) != redis_key) return beside;
-  std::string tagged = "{" + std::string(redis_key) + "}:blocked";
+  std::string tagged = "{" + std::string(redis_key) + "}" + std::string(suffix);
   // A key holding a '}' but no hash tag cannot be one; beside it is right on a single server.
   return hashSlot(tagged) == hashSlot(redis_key) ? tagged : beside;
 }
+
+// The key that holds `redis_key`'s block.
+inline std::string blockKeyOf(std::string_view redis_key) { return companionKeyOf(redis_key, ":blocked"); }
 
 // LimiterOptions::block_for as a script takes it: nothing when off, or its microseconds.
 inline std::optional<IntegerText> blockLength(std::chrono::microseconds block_for, std::string_view limiter) {
