@@ -1,7 +1,7 @@
 // Redis's own CPU per decision (INFO commandstats usec_per_call of EVALSHA) for swl's script and the
 // seed articles' two scripts, admitted and rejected, on one private redis-server in one run.
 //
-//   build/bench/script_cost [path/to/shared/bench] [calls=100000] [rounds=5] [module]
+//   build/bench/script_cost [path/to/shared/bench] [calls=100000] [rounds=5] [module|holds]
 //
 // "before 0.2" is swl's log as it was before requests had weights (bench/unit_per_entry_log.hpp): the
 // baseline the cost-1 path must keep up with, measured in the same run. "with a deadline" is swl's call
@@ -16,6 +16,8 @@
 //
 // Then, where the module is built (SWL_MODULE_SOURCE; or SWL_NATIVE_MODULE names one), SWL.DECIDE beside the
 // script on a server that loaded it: see nativeAgainstScript below. `module` measures that table alone.
+// Then MultiLimiter's holds (reserve, commit, a charge) beside a decision of the same cost: see
+// holdsAgainstDecisions. `holds` measures that table alone.
 
 #include <swl/swl.hpp>
 
@@ -36,6 +38,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -227,6 +230,99 @@ void nativeAgainstScript(long calls, int rounds) {
   }
 }
 
+// Holds beside decisions ------------------------------------------------------------------------------
+// MultiLimiter's calls on one log of 1,000,000 units a minute, 10,000 keys, each call of 100 units: a
+// decision through its multi-window script (the baseline), the same decision through the holds' script
+// (what keeping holds adds to every decision), a reservation held 30 s, the commit of each reservation
+// (60 of its 100 units spent: its entry settled, its hold released), and the commit of an unknown id: a
+// charge of 100 units, recorded and remembered. Redis's CPU per call, INFO commandstats of EVALSHA.
+void holdsAgainstDecisions(long calls, int rounds) {
+  swl::test::RedisServer server;
+  auto connection = server.connect();
+  const swl::Script& multi = swl::MultiLimiter<>::script();
+  const swl::Script& holds = swl::MultiLimiter<>::holdsScript();
+  swl::detail::linkOf(connection).load(multi);
+  swl::detail::linkOf(connection).load(holds);
+  constexpr int kKeys = 10000;
+  const std::vector<std::string> rule{"100", "60000000", "1000000", "60000", ""};
+  swl::CompactMember members;
+  std::vector<std::string> reserved;  // each reservation's member, in order
+  // The call of `operation` on the key of call i: its holds' key, then MultiLimiter's arguments.
+  const auto holdsCall = [&](long i, const char* operation, std::string first, std::string second) {
+    std::vector<std::string> words{"cost:" + std::to_string(i % kKeys) + ":holds", "", members.next(), "0"};
+    words.insert(words.end(), rule.begin(), rule.end());
+    words.push_back(operation);
+    words.push_back(std::move(first));
+    words.push_back(std::move(second));
+    return words;
+  };
+  const std::vector<std::string> multi_head{"EVALSHA", std::string(multi.sha()), "1"};
+  const std::vector<std::string> holds_head{"EVALSHA", std::string(holds.sha()), "2"};
+  const char* names[] = {"a decision (the multi-window script)",
+                         "the same decision, holds kept",
+                         "reserve, held 30 s",
+                         "commit (settles, releases)",
+                         "commit of an unknown id (a charge)",
+                         "the worst: a decision that releases 64 holds run out (first round)"};
+  std::vector<double> costs[6];
+  for (int round = 0; round < rounds; ++round) {
+    swl::test::textReply(connection, {"FLUSHALL"});
+    const auto measured = [&](const std::vector<std::string>& head, const ArgsFor& args_for) {
+      swl::test::textReply(connection, {"CONFIG", "RESETSTAT"});
+      runCalls(connection, head, calls, kKeys, 0, args_for);
+      return swl::test::evalshaUsecPerCall(connection);
+    };
+    costs[0].push_back(measured(multi_head, [&](long, std::int64_t) {
+      std::vector<std::string> words{"", members.next(), "0"};
+      words.insert(words.end(), rule.begin(), rule.end());
+      return words;
+    }));
+    costs[1].push_back(measured(holds_head, [&](long i, std::int64_t) { return holdsCall(i, "decide", "", ""); }));
+    swl::test::textReply(connection, {"FLUSHALL"});
+    reserved.clear();
+    costs[2].push_back(measured(holds_head, [&](long i, std::int64_t) {
+      std::vector<std::string> words = holdsCall(i, "reserve", "30000000", "");
+      reserved.push_back(words[2]);
+      words.back() = "100:" + words[2];
+      return words;
+    }));
+    costs[3].push_back(measured(holds_head, [&](long i, std::int64_t) {
+      return holdsCall(i, "commit", "100:" + reserved[static_cast<std::size_t>(i)], "60");
+    }));
+    costs[4].push_back(measured(holds_head, [&](long i, std::int64_t) {
+      return holdsCall(i, "commit", "100:unknown-" + std::to_string(round) + "-" + std::to_string(i), "100");
+    }));
+    // The worst call (in the first round): 64 holds of 15 s on each of 1,000 keys, one key after another
+    // 64 times over, all run out, then released by one decision each.
+    if (round > 0) continue;
+    swl::test::textReply(connection, {"FLUSHALL"});
+    const long worst_keys = 1000;
+    for (int pass = 0; pass < swl::MultiLimiter<>::kMaxHolds; ++pass) {
+      runCalls(connection, holds_head, worst_keys, static_cast<int>(worst_keys), 0, [&](long i, std::int64_t) {
+        std::vector<std::string> words = holdsCall(i, "reserve", "15000000", "");
+        words.back() = "100:" + words[2];
+        return words;
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(15'100));
+    swl::test::textReply(connection, {"CONFIG", "RESETSTAT"});
+    runCalls(connection, holds_head, worst_keys, static_cast<int>(worst_keys), 0,
+             [&](long i, std::int64_t) { return holdsCall(i, "decide", "", ""); });
+    costs[5].push_back(swl::test::evalshaUsecPerCall(connection));
+  }
+  const auto median = [](std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+  };
+  std::printf(
+      "\nholds beside a decision of the same cost (100 units), medians of %d rounds of %ld calls\n\n"
+      "| call | usec/call | / a decision |\n|---|---:|---:|\n",
+      rounds, calls);
+  for (int c = 0; c < 6; ++c) {
+    std::printf("| %s | %.2f | %.3f |\n", names[c], median(costs[c]), median(costs[c]) / median(costs[0]));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -235,6 +331,10 @@ int main(int argc, char** argv) try {
   const int rounds = argc > 3 ? std::stoi(argv[3]) : 5;
   if (argc > 4 && std::string_view(argv[4]) == "module") {
     nativeAgainstScript(calls, rounds);
+    return 0;
+  }
+  if (argc > 4 && std::string_view(argv[4]) == "holds") {
+    holdsAgainstDecisions(calls, rounds);
     return 0;
   }
   // A Script views its text, which must outlive it.
@@ -316,6 +416,7 @@ int main(int argc, char** argv) try {
               median(contenders[2].admitted) / median(contenders[0].admitted),
               median(contenders[2].rejected) / median(contenders[0].rejected));
   nativeAgainstScript(calls, rounds);
+  holdsAgainstDecisions(calls, rounds);
 } catch (const std::exception& error) {
   std::fprintf(stderr, "script_cost: %s\n", error.what());
   return 1;

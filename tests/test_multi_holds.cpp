@@ -80,7 +80,8 @@ TEST_CASE_METHOD(Budget, "a hold that runs out is released with nothing charged,
   CHECK(check(1000));
 }
 
-TEST_CASE_METHOD(Budget, "a commit whose hold ran out charges its units as spent, once; a repeated commit charges nothing") {
+TEST_CASE_METHOD(
+    Budget, "a commit whose hold ran out charges its units as spent, once, and a repeated commit charges nothing") {
   const swl::MultiReservation reservation = reserve(300, 5s);
   REQUIRE(reservation);
   REQUIRE(check(600));
@@ -96,7 +97,7 @@ TEST_CASE_METHOD(Budget, "a commit whose hold ran out charges its units as spent
   CHECK(held() == 1300);
 }
 
-TEST_CASE_METHOD(Budget, "a commit twice releases once; above the hold the excess is charged; 0 releases it all") {
+TEST_CASE_METHOD(Budget, "a commit twice releases once, above the hold the excess is charged, and 0 releases it all") {
   const swl::MultiReservation first = reserve(400);
   const swl::MultiReservation second = reserve(400);
   REQUIRE(first);
@@ -135,7 +136,7 @@ TEST_CASE_METHOD(Budget, "a reservation that does not fit is refused, records no
   CHECK(textReply(connection, {"EXISTS", swl::detail::holdsKeyOf(limiter.redisKey(0, "api-key:42"))}) == "");
 }
 
-TEST_CASE_METHOD(Budget, "at most kMaxHolds holds on a key at once; one more waits for the first to end") {
+TEST_CASE_METHOD(Budget, "at most kMaxHolds holds on a key at once, and one more waits for the first to end") {
   std::vector<std::string> ids;
   for (std::int64_t i = 0; i < swl::MultiLimiter<>::kMaxHolds; ++i) {
     const swl::MultiReservation reservation = reserve(1, 20s);
@@ -164,7 +165,7 @@ TEST_CASE_METHOD(Budget, "reservations refuse bad input, naming it, and change n
   CHECK_THROWS_WITH(reserve(10, 61s), Contains("a hold of 61000000 us"));
   CHECK_THROWS_WITH(reserve(0), Contains("cost"));
   CHECK_THROWS_WITH(reserve(1001), Contains("1001"));
-  CHECK_THROWS_WITH(commit("12", 1), Contains("\"12\" is not a reservation id"));
+  CHECK_THROWS_WITH(commit("12", 1), Contains("'12' is not a reservation id"));
   CHECK_THROWS_WITH(commit("0:abc", 1), Contains("is not a reservation id"));
   CHECK_THROWS_WITH(commit("x1:abc", 1), Contains("is not a reservation id"));
   CHECK_THROWS_WITH(commit("1:", 1), Contains("is not a reservation id"));
@@ -175,10 +176,11 @@ TEST_CASE_METHOD(Budget, "reservations refuse bad input, naming it, and change n
   CHECK_THROWS_WITH(without.reserve({"k"}, 1, 1s), Contains("keeps no holds; call keepHolds()"));
   swl::MultiLimiter<> bucket(connection, {swl::Rule::gcra("burst", swl::Limit{10, 1s})}, options);
   bucket.keepHolds();
-  CHECK_THROWS_WITH(bucket.reserve({"k"}, 1, 1s), Contains("the rule \"burst\" is not a sliding window log"));
+  CHECK_THROWS_WITH(bucket.reserve({"k"}, 1, 1s), Contains("the rule 'burst' is not a sliding window log"));
 }
 
-TEST_CASE_METHOD(ManualTime, "holds on several rules: reserve, commit, charges and checks against a model of the windows") {
+TEST_CASE_METHOD(ManualTime,
+                 "holds on several rules: reserve, commit, charges and checks against a model of the windows") {
   // Two logs on one user key: 1,000 units in 10 s and 3,000 in 60 s. A model keeps every entry (its time,
   // its units, its hold) and counts each window as the log must.
   const swl::Limit short_limit{1000, 10s}, long_limit{3000, 60s};

@@ -9,6 +9,7 @@
 #include "support/ratelimit_server.hpp"
 #include "support/redis_server.hpp"
 
+#include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "kuadrant/service/ratelimit/v1/kuadrantrls.grpc.pb.h"
 
 #include <catch2/catch.hpp>
@@ -54,6 +55,10 @@ descriptors:
     rate_limit:
       unit: second
       requests_per_unit: 1000
+  - key: cap
+    rate_limit:
+      unit: hour
+      requests_per_unit: 50
 )yaml";
 
 const Entries kAnn{{"user", "ann"}};
@@ -132,12 +137,14 @@ class KuadrantClient {
 // swl-ratelimit with reservations on (or `flags`), over a private Redis.
 struct Reservations {
   explicit Reservations(const std::vector<std::string>& flags = {"--reservations", "yes"})
-      : process(directory.path() / "server.out", arguments(flags), {}, RateLimitProcess::Inherit::the_tests_environment),
+      : process(directory.path() / "server.out", arguments(flags), {},
+                RateLimitProcess::Inherit::the_tests_environment),
         kuadrant(process.channel()) {}
 
   std::vector<std::string> arguments(const std::vector<std::string>& flags) {
-    std::vector<std::string> all{"--config", directory.write("config/llm.yaml", kRules).string(), "--listen",
-                                 "127.0.0.1:0", "--redis", "127.0.0.1:" + std::to_string(redis.port())};
+    std::vector<std::string> all{"--config", directory.write("config/llm.yaml", kRules).string(),
+                                 "--listen", "127.0.0.1:0",
+                                 "--redis",  "127.0.0.1:" + std::to_string(redis.port())};
     all.insert(all.end(), flags.begin(), flags.end());
     return all;
   }
@@ -162,7 +169,7 @@ TEST_CASE_METHOD(Reservations, "Kuadrant's reservation holds units that checks s
 
   const std::string second = kuadrant.reserved(kAnn, 800);
   REQUIRE_FALSE(second.empty());
-  CHECK_FALSE(kuadrant.admits(kAnn));  // 200 spent + 800 held reach the limit: no check admits
+  CHECK_FALSE(kuadrant.admits(kAnn));          // 200 spent + 800 held reach the limit: no check admits
   CHECK(kuadrant.committed(kAnn, second, 0));  // 0 releases it all
   CHECK(kuadrant.held(kAnn, 1000) == 200);
   CHECK(kuadrant.admits(kAnn));
@@ -178,6 +185,79 @@ TEST_CASE_METHOD(Reservations, "a commit above the hold is recorded whole, so th
   const Entries team{{"team", "red"}};
   CHECK(kuadrant.committed(team, kuadrant.reserved(team, 300), 1200));
   CHECK(kuadrant.held(team, 1'000'000'000) == 1200);
+}
+
+TEST_CASE_METHOD(Reservations, "Envoy's answers and their RateLimit headers count reserved units too") {
+  REQUIRE_FALSE(kuadrant.reserved(kAnn, 600).empty());
+  const auto envoy = rls::RateLimitService::NewStub(process.channel());
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  rls::RateLimitResponse response;
+  REQUIRE(envoy->ShouldRateLimit(&context, swl::test::request({kAnn}, 1, "llm"), &response).ok());
+  CHECK(response.overall_code() == rls::RateLimitResponse::OK);
+  CHECK(response.statuses(0).limit_remaining() == 399);  // 1,000 less 600 held less this one
+  CHECK_THAT(swl::test::header(response, "ratelimit"), Catch::Contains(";r=399;"));
+}
+
+// Envoy's own calls reserve and commit: at the request a descriptor with `swl.reserve` (the hold's length)
+// reserves its hits, and the answer's dynamic_metadata carries the id; when the stream is done the same
+// descriptor with `swl.reservation` (the id, read back by a metadata action) commits the tokens used.
+struct EnvoyReservations : Reservations {
+  rls::RateLimitResponse call(const std::vector<Entries>& descriptors, std::uint32_t hits) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    rls::RateLimitResponse response;
+    const grpc::Status status =
+        envoy->ShouldRateLimit(&context, swl::test::request(descriptors, hits, "llm"), &response);
+    INFO(status.error_message());
+    REQUIRE(status.ok());
+    return response;
+  }
+  static std::string reservationOf(const rls::RateLimitResponse& response) {
+    const auto& fields = response.dynamic_metadata().fields();
+    const auto found = fields.find("swl.reservation");
+    return found == fields.end() ? "" : found->second.string_value();
+  }
+
+  std::unique_ptr<rls::RateLimitService::Stub> envoy = rls::RateLimitService::NewStub(process.channel());
+};
+
+TEST_CASE_METHOD(EnvoyReservations, "Envoy's calls reserve at the request and commit when the stream is done") {
+  const rls::RateLimitResponse reserved = call({{{"user", "ann"}, {"swl.reserve", "30s"}}}, 600);
+  CHECK(reserved.overall_code() == rls::RateLimitResponse::OK);
+  CHECK(reserved.statuses(0).limit_remaining() == 400);
+  const std::string id = reservationOf(reserved);
+  REQUIRE_FALSE(id.empty());
+  CHECK(kuadrant.held(kAnn, 1000) == 600);  // the same counter as the rule's, entries left out
+
+  // Another request cannot reserve what is held; refused, it carries no id.
+  const rls::RateLimitResponse refused = call({{{"user", "ann"}, {"swl.reserve", "30s"}}}, 500);
+  CHECK(refused.overall_code() == rls::RateLimitResponse::OVER_LIMIT);
+  CHECK(reservationOf(refused).empty());
+
+  const rls::RateLimitResponse done = call({{{"user", "ann"}, {"swl.reservation", id}}}, 150);
+  CHECK(done.overall_code() == rls::RateLimitResponse::OK);
+  CHECK(kuadrant.held(kAnn, 1000) == 150);
+  call({{{"user", "ann"}, {"swl.reservation", id}}}, 150);  // Envoy retried: counted once
+  CHECK(kuadrant.held(kAnn, 1000) == 150);
+}
+
+TEST_CASE_METHOD(EnvoyReservations, "a reservation whose request another descriptor refuses is released at once") {
+  // 100 units never fit the cap of 50: the request is refused after Ann's counter reserved them.
+  const rls::RateLimitResponse refused = call({{{"user", "ann"}, {"swl.reserve", "30s"}}, {{"cap", "c"}}}, 100);
+  CHECK(refused.overall_code() == rls::RateLimitResponse::OVER_LIMIT);
+  CHECK(reservationOf(refused).empty());
+  CHECK(kuadrant.held(kAnn, 1000) == 0);
+}
+
+TEST_CASE_METHOD(EnvoyReservations, "a reservation entry that says no length is refused, naming it") {
+  grpc::ClientContext context;
+  rls::RateLimitResponse response;
+  const grpc::Status status = envoy->ShouldRateLimit(
+      &context, swl::test::request({{{"user", "ann"}, {"swl.reserve", "soon"}}}, 10, "llm"), &response);
+  CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK_THAT(status.error_message(), Catch::Contains("swl.reserve is \"soon\""));
+  CHECK(kuadrant.held(kAnn, 1000) == 0);
 }
 
 TEST_CASE_METHOD(Reservations, "a hold whose client vanished is gone after its ttl, with nothing charged") {
@@ -255,12 +335,14 @@ TEST_CASE_METHOD(Reservations, "Redis frozen between reserve and commit: the com
   CHECK(kuadrant.held(kAnn, 1000) == 100);
 }
 
-TEST_CASE("several clients on two server processes over one Redis: every unit reserved, committed and charged counts exactly") {
+TEST_CASE(
+    "several clients on two server processes over one Redis: every unit reserved, committed and charged counts "
+    "exactly") {
   TemporaryDirectory directory;
   RedisServer redis;
-  const std::vector<std::string> arguments{"--config", directory.write("config/llm.yaml", kRules).string(),
-                                           "--listen", "127.0.0.1:0", "--redis",
-                                           "127.0.0.1:" + std::to_string(redis.port()), "--reservations", "yes"};
+  const std::vector<std::string> arguments{
+      "--config", directory.write("config/llm.yaml", kRules).string(), "--listen",       "127.0.0.1:0",
+      "--redis",  "127.0.0.1:" + std::to_string(redis.port()),         "--reservations", "yes"};
   RateLimitProcess one(directory.path() / "one.out", arguments, {}, RateLimitProcess::Inherit::the_tests_environment);
   RateLimitProcess two(directory.path() / "two.out", arguments, {}, RateLimitProcess::Inherit::the_tests_environment);
 

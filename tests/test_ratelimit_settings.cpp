@@ -513,7 +513,8 @@ TEST_CASE("swl-ratelimit stops on a setting of envoyproxy/ratelimit's it cannot 
   refusedByEnvoy({{"TRACING_ENABLED", "true"}}, "swl-ratelimit: TRACING_ENABLED true: swl-ratelimit exports no traces");
   refusedByEnvoy(
       {{"RESPONSE_DYNAMIC_METADATA", "true"}},
-      "swl-ratelimit: RESPONSE_DYNAMIC_METADATA true: swl-ratelimit adds no dynamic metadata to its answers");
+      "swl-ratelimit: RESPONSE_DYNAMIC_METADATA true: swl-ratelimit adds no descriptors to its answers' dynamic "
+      "metadata (only a reservation's id, --reservations)");
   refusedByEnvoy({{"GRPC_SERVER_USE_TLS", "true"}},
                  "swl-ratelimit: GRPC_SERVER_USE_TLS true: TLS needs a certificate and its key: give "
                  "GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY");  // the rest of TLS: test_ratelimit_tls.cpp

@@ -18,6 +18,7 @@
 #include <ratelimit/decide/limiters.hpp>
 #include <ratelimit/decide/options.hpp>
 #include <ratelimit/decide/plan.hpp>
+#include <ratelimit/decide/reservations.hpp>
 
 #include <swl/composites/multi_limiter.hpp>
 #include <swl/redis/client.hpp>
@@ -84,8 +85,10 @@ class Decider {
     std::vector<Deciding> deciding;
     deciding.reserve(plans.size());  // each stays in place while its call is in use
     for (Plan& plan : plans) deciding.emplace_back(plan);
+    std::vector<std::string> reserved = reserveFirst(deciding);
     while (decideRound(deciding)) {
     }
+    for (std::size_t i = 0; i < plans.size(); ++i) keepOrRelease(plans[i], reserved[i]);
     std::vector<Answer> answers(plans.size());
     for (std::size_t i = 0; i < plans.size(); ++i) {
       if (deciding[i].error) {
@@ -122,6 +125,7 @@ class Decider {
   struct Deciding {
     explicit Deciding(Plan& planned) : plan(&planned) {
       for (LimitedDescriptor& each : plan->limited()) {
+        if (each.hold_for.count() > 0 || !each.reservation.empty()) continue;  // reserveFirst's
         if (each.charge && each.limit.max_requests > 0) {
           addOnce(each, charges);
           continue;
@@ -241,6 +245,37 @@ class Decider {
     std::exception_ptr error;
     std::optional<Call> counted, check, charge;
   };
+
+  // Reservations through Envoy's calls (reservation_entries.hpp), made before the rounds: a refused
+  // one refuses its request, whose other descriptors then record nothing. Each plan's reservation id.
+  std::vector<std::string> reserveFirst(std::vector<Deciding>& deciding) {
+    std::vector<std::string> reserved(deciding.size());
+    if (!options_.reservations) return reserved;
+    for (std::size_t i = 0; i < deciding.size(); ++i) {
+      if (deciding[i].error) continue;
+      try {
+        reserved[i] = reserveAndCommit(limiters_, *deciding[i].plan, options_.on_failure);
+      } catch (const Error&) {
+        deciding[i].error = std::current_exception();
+      }
+    }
+    return reserved;
+  }
+
+  // A plan's reservation goes back to Envoy, or, when another descriptor refused the request, is
+  // released: the request is not served.
+  void keepOrRelease(Plan& plan, const std::string& id) {
+    if (id.empty()) return;
+    if (!plan.refused()) return plan.reserved(id);
+    std::vector<LimitedDescriptor*> reserving;
+    for (LimitedDescriptor& each : plan.limited()) {
+      if (each.hold_for.count() > 0) reserving.push_back(&each);
+    }
+    try {
+      commit(limiters_, reserving, id, 0);
+    } catch (const Error&) {  // its hold runs out by itself
+    }
+  }
 
   // Decides one round of every plan still deciding, in one runMany; false when none was.
   bool decideRound(std::vector<Deciding>& deciding) {

@@ -17,6 +17,7 @@
 #include <ratelimit/config/configuration.hpp>
 #include <ratelimit/config/rule.hpp>
 #include <ratelimit/decide/options.hpp>
+#include <ratelimit/decide/reservation_entries.hpp>
 
 #include <swl/decision.hpp>
 #include <swl/error.hpp>
@@ -26,6 +27,7 @@
 #include "envoy/service/ratelimit/v3/rls.pb.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -68,6 +70,9 @@ struct LimitedDescriptor {
   bool charge = false;
   /// With checks_only, Kuadrant's CheckRateLimit: refused unless one more hit fits, as limitador checks.
   bool peek = false;
+  /// Reservations through Envoy's calls (reservation_entries.hpp): a hold of its hits, or a commit.
+  std::chrono::microseconds hold_for{0};
+  std::string reservation;
   bool shadow = false;   // the rule's shadow_mode: its refusal is answered OK, and records nothing
   bool quota = false;    // the rule's quota_mode (or QUOTA_MODE): Rule::quota_mode
   std::string counting;  // how it is counted: "log", "gcra", or the periods of a fixed window
@@ -108,9 +113,16 @@ class Plan {
   /// admits every request. The decider decides again without the refusals that do not refuse it.
   bool refused() const { return !options_->shadow_mode && refusedByRules(); }
 
+  /// The reservation its descriptors made (reservation_entries.hpp): its id goes back to Envoy.
+  void reserved(const std::string& id) { reservation_id_ = id; }
+
   /// Envoy's answer, from the decisions made: each status, the overall code and the headers.
   rls::RateLimitResponse answer() && {
     answerEach();
+    if (!reservation_id_.empty() && !refused()) {
+      (*response_.mutable_dynamic_metadata()->mutable_fields())[std::string(kReservationMetadata)].set_string_value(
+          reservation_id_);
+    }
     response_.set_overall_code(refused() ? rls::RateLimitResponse::OVER_LIMIT : rls::RateLimitResponse::OK);
     if (response_.overall_code() == rls::RateLimitResponse::OVER_LIMIT) addRetryAfter();
     addRateLimitHeaders();
@@ -176,6 +188,10 @@ class Plan {
       for (const auto& entry : descriptor.entries()) entries.push_back({entry.key(), entry.value()});
       LimitedDescriptor each;
       each.index = i;
+      if (options_->reservations) {
+        ReservationAsked asked = takeReservationEntries(entries, i);
+        each.hold_for = asked.hold_for, each.reservation = std::move(asked.id);
+      }
       each.hits = request_hits;
       if (descriptor.has_hits_addend()) {
         each.hits = static_cast<std::int64_t>(
@@ -416,6 +432,7 @@ class Plan {
   Asking asking_;
   std::vector<LimitedDescriptor> limited_;
   rls::RateLimitResponse response_;
+  std::string reservation_id_;
 };
 
 }  // namespace swl::ratelimit

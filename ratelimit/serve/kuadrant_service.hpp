@@ -58,7 +58,8 @@ class KuadrantService final : public kuadrant::service::ratelimit::v1::RateLimit
     return status;
   }
 
-  grpc::Status Reserve(grpc::ServerContext* /*context*/, const kuadrant::service::ratelimit::v1::ReserveRequest* request,
+  grpc::Status Reserve(grpc::ServerContext* /*context*/,
+                       const kuadrant::service::ratelimit::v1::ReserveRequest* request,
                        kuadrant::service::ratelimit::v1::ReserveResponse* response) override {
     if (request->domain().empty()) {
       response->set_code(rls::RateLimitResponse::UNKNOWN);
@@ -68,7 +69,7 @@ class KuadrantService final : public kuadrant::service::ratelimit::v1::RateLimit
       const std::chrono::microseconds hold_for = holdOf(*request);
       const auto configuration = in_force_->get();
       Plan plan = planOf(*configuration, *request, Asking::should_rate_limit, amountOf(request->amount(), "amount"));
-      const ReservationAnswer reserved = reserve(decider_->limiters(), plan, hold_for);
+      const ReservationAnswer reserved = reserve(decider_->limiters(), everyLimited(plan), hold_for);
       response->set_code(reserved.reserved ? rls::RateLimitResponse::OK : rls::RateLimitResponse::OVER_LIMIT);
       response->set_reservation_id(reserved.id);
     });
@@ -85,7 +86,8 @@ class KuadrantService final : public kuadrant::service::ratelimit::v1::RateLimit
         return;
       }
       Plan plan = planOf(*configuration, *request, Asking::should_rate_limit, std::max<std::int64_t>(actual, 1));
-      response->set_reservation_released(commit(decider_->limiters(), plan, request->reservation_id(), actual));
+      response->set_reservation_released(
+          commit(decider_->limiters(), everyLimited(plan), request->reservation_id(), actual));
     });
   }
 

@@ -27,7 +27,8 @@ constexpr RefusedWhenTrue kRefusedWhenTrue[] = {
      "swl-ratelimit has no DogStatsD sink; its metrics are statsd's (USE_STATSD=true) or Prometheus's "
      "(USE_PROMETHEUS=true, or --metrics)"},
     {"TRACING_ENABLED", "swl-ratelimit exports no traces"},
-    {"RESPONSE_DYNAMIC_METADATA", "swl-ratelimit adds no dynamic metadata to its answers"},
+    {"RESPONSE_DYNAMIC_METADATA",
+     "swl-ratelimit adds no descriptors to its answers' dynamic metadata (only a reservation's id, --reservations)"},
     {"REDIS_HEALTH_CHECK_ACTIVE_CONNECTION",
      "swl-ratelimit answers while Redis is down, by its failure mode (--failure-mode), and stays healthy"},
 };

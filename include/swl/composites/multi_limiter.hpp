@@ -302,8 +302,7 @@ class MultiLimiter {
     text.operands = {std::string(id), std::string(detail::IntegerText(actual))};
     const Reply reply = redis_->run(text.call(holdsScript()));
     const ReplyView& view = *reply;
-    if (!view.isArray() || view.size() == 0 || !view[0].isInteger() || view[0].integer() < 1 ||
-        view[0].integer() > 3) {
+    if (!view.isArray() || view.size() == 0 || !view[0].isInteger() || view[0].integer() < 1 || view[0].integer() > 3) {
       throw detail::badReply("something other than a commit's outcome");
     }
     MultiCommit committed{static_cast<Commitment>(view[0].integer() - 1), std::nullopt};
@@ -323,15 +322,14 @@ class MultiLimiter {
 
   /// The holds' script, whole (for swl_scripts and SCRIPT LOAD ahead of time).
   static const Script& holdsScript() {
-    static const std::string text = detail::scriptText<SlidingWindowLog>(
-        std::string(detail::kPeriodFunctions)
-            .append(Gcra::kFunctions)
-            .append(detail::kHoldsOpeningText)
-            .append(detail::kHoldsNumbers.view())
-            .append(detail::kHoldsFunctions)
-            .append(detail::kMultiWindowScript)
-            .append(detail::kHoldsClosing),
-        false, detail::kMultiWindowArguments);
+    static const std::string text = detail::scriptText<SlidingWindowLog>(std::string(detail::kPeriodFunctions)
+                                                                             .append(Gcra::kFunctions)
+                                                                             .append(detail::kHoldsOpeningText)
+                                                                             .append(detail::kHoldsNumbers.view())
+                                                                             .append(detail::kHoldsPreamble)
+                                                                             .append(detail::kMultiWindowScript)
+                                                                             .append(detail::kHoldsClosing),
+                                                                         false, detail::kMultiWindowArguments);
     static const Script holds("multi_window_holds", text);
     return holds;
   }
@@ -422,8 +420,8 @@ class MultiLimiter {
     }
     for (std::size_t i = 0; i < rules_.size(); ++i) {
       if (rules_[i].algorithm != RuleAlgorithm::sliding_window_log || rules_[i].bounds) {
-        throw InvalidArgument(std::string("swl::MultiLimiter::") + method + ": the rule " +
-                              detail::quoted(names_[i]) + " is not a sliding window log, and only a log holds units");
+        throw InvalidArgument(std::string("swl::MultiLimiter::") + method + ": the rule " + detail::quoted(names_[i]) +
+                              " is not a sliding window log, and only a log holds units");
       }
     }
   }

@@ -100,7 +100,7 @@ enum class Commitment {
 
 /// What MultiLimiter::commit came to.
 struct MultiCommit {
-  Commitment outcome = Commitment::released;
+  Commitment outcome = Commitment::released;  ///< what it did
   /// For a charge of units (not 0): whether they fitted, each rule judging them under the larger of its
   /// limit and the units.
   std::optional<MultiDecision> charge;
