@@ -71,14 +71,15 @@ TEST_CASE("the module answers bad arguments with an error that names them, and w
   CHECK(errorOf(redis.command({"SWL.DECIDE", "k", "60000000"})).find("wrong number of arguments") != std::string::npos);
   CHECK(errorOf(redis.command({"SWL.DECIDE", "k", "sixty", "10"})) ==
         "ERR swl: the window 'sixty' is not an integer below 2^53");
-  CHECK(errorOf(redis.command({"SWL.DECIDE", "k", "0", "10"})) == "ERR swl: the window must be at least 1 us");
+  CHECK(errorOf(redis.command({"SWL.DECIDE", "k", "0", "10"})) == "ERR swl: the window '0' must be at least 1 us");
   CHECK(errorOf(redis.command({"SWL.DECIDE", "k", "60000000", "1e3"})) ==
         "ERR swl: the limit '1e3' is not an integer below 2^53");
-  CHECK(errorOf(redis.command({"SWL.DECIDE", "k", "60000000", "10", "-1"})) == "ERR swl: a cost cannot be below 0");
+  CHECK(errorOf(redis.command({"SWL.DECIDE", "k", "60000000", "10", "-1"})) ==
+        "ERR swl: the cost '-1' must be at least 0");
   CHECK(errorOf(redis.command({"SWL.DECIDE", "k", "60000000", "10", "1", "soon"})) ==
         "ERR swl: the time 'soon' is not an integer below 2^53");
   CHECK(errorOf(redis.command({"SWL.DECIDE", "k", "60000000", "10", "1", "", "m", "0"})) ==
-        "ERR swl: a ttl must be at least 1 ms");
+        "ERR swl: the ttl '0' must be at least 1 ms");
   CHECK(errorOf(redis.command({"SWL.DECIDE", "k", "60000000", "10", "1", "", "m", "60000", "0", "extra"}))
             .find("wrong number of arguments") != std::string::npos);
   CHECK(redis.command({"EXISTS", "k"})->integer == 0);
@@ -86,6 +87,68 @@ TEST_CASE("the module answers bad arguments with an error that names them, and w
   redis.command({"SET", "text", "hello"});
   CHECK(errorOf(redis.command({"SWL.DECIDE", "text", "60000000", "10"})).rfind("WRONGTYPE", 0) == 0);
   CHECK(shown(redis.command({"GET", "text"}).get()) == "hello");
+}
+
+// Every argument of SWL.DECIDE through the values no caller of the library sends: each refused with an
+// error that names the argument, nothing written, the set as it was.
+TEST_CASE("every argument of SWL.DECIDE is refused when bad: 0, negative, not an integer, past 2^53, empty, text") {
+  RedisServer server({"--loadmodule", swl::test::modulePath()});
+  Pipeline redis(server.port());
+  const std::vector<std::string> good{"SWL.DECIDE", "k", "60000000", "10", "1", "1700000000000000", "m", "60000", "0"};
+  REQUIRE(redis.command(good)->type == REDIS_REPLY_ARRAY);  // one entry recorded
+  const std::string before = setOf(redis, "k");
+  struct Bad {
+    std::size_t word;  // in `good`
+    const char* value;
+    const char* names;  // what the error must name
+  };
+  const Bad bads[] = {
+      {2, "0", "the window '0' must be at least 1 us"},
+      {2, "-5", "the window '-5' must be at least 1 us"},
+      {2, "1.5", "the window '1.5' is not an integer"},
+      {2, "9007199254740992", "the window '9007199254740992' is not an integer below 2^53"},
+      {2, "", "the window '' is not an integer"},
+      {2, "minute", "the window 'minute' is not an integer"},
+      {3, "0", "the limit '0' must be at least 1"},
+      {3, "-5", "the limit '-5' must be at least 1"},
+      {3, "1e3", "the limit '1e3' is not an integer"},
+      {3, "99999999999999999999999", "the limit '99999999999999999999999' is not an integer"},
+      {3, "", "the limit '' is not an integer"},
+      {3, "ten", "the limit 'ten' is not an integer"},
+      {4, "11", "the cost '11' is above the limit '10'"},
+      {4, "-1", "the cost '-1' must be at least 0"},
+      {4, "2.5", "the cost '2.5' is not an integer"},
+      {4, "9007199254740993", "the cost '9007199254740993' is not an integer below 2^53"},
+      {4, "", "the cost '' is not an integer"},
+      {4, "one", "the cost 'one' is not an integer"},
+      {5, "0", "the time '0' must be at least 1 us"},
+      {5, "-x", "the deadline 'x' is not an integer"},
+      {5, "1.7e15", "the time '1.7e15' is not an integer"},
+      {5, "17000000000000000000000", "the time '17000000000000000000000' is not an integer"},
+      {5, "now", "the time 'now' is not an integer"},
+      {6, "a b", "the member 'a b' holds a byte below ','"},
+      {6, "#1", "the member '#1' holds a byte below ','"},
+      {6, "x=1", "the member 'x=1' holds a byte below ','"},
+      {7, "0", "the ttl '0' must be at least 1 ms"},
+      {7, "-1", "the ttl '-1' must be at least 1 ms"},
+      {7, "1.5", "the ttl '1.5' is not an integer"},
+      {7, "9007199254740992", "the ttl '9007199254740992' is not an integer below 2^53"},
+      {7, "day", "the ttl 'day' is not an integer"},
+      {8, "2", "the count_rejected '2' is not one of '', '0', '1'"},
+      {8, "-1", "the count_rejected '-1' is not one of"},
+      {8, "yes", "the count_rejected 'yes' is not one of"},
+  };
+  for (const Bad& bad : bads) {
+    std::vector<std::string> call = good;
+    call[bad.word] = bad.value;
+    INFO("argument " << bad.word << " = '" << bad.value << "'");
+    CHECK_THAT(errorOf(redis.command(call)), Catch::Contains(bad.names));
+  }
+  CHECK(setOf(redis, "k") == before);  // nothing written by any of them
+  // A refusal's text shows at most 64 bytes of what it was sent.
+  std::vector<std::string> huge = good;
+  huge[3] = std::string(1 << 20, '9');
+  CHECK(errorOf(redis.command(huge)).size() < 200);
 }
 
 TEST_CASE("over maxmemory the module refuses a decision that writes before writing, and answers one that does not") {
@@ -228,7 +291,7 @@ TEST_CASE(
   call = decideAll({"a", "b"}, now, "m");
   call[call.size() - 3] = "0";  // rule 2's limit... and its window
   call[call.size() - 4] = "0";
-  CHECK(errorOf(redis.command(call)) == "ERR swl: the window must be at least 1 us");
+  CHECK(errorOf(redis.command(call)) == "ERR swl: the window '0' must be at least 1 us");
   CHECK(redis.command({"EXISTS", "a", "b"})->integer == 0);
   // A key of another type among them: Redis's error, and the other rule's key untouched.
   redis.command({"SET", "text", "hello"});
@@ -283,4 +346,18 @@ TEST_CASE("SWL.DECIDEALL's writes reach a replica as what they did, and its coun
   const OwnedReply info = on_master.command({"COMMAND", "INFO", "swl.decideall"});
   REQUIRE(info->elements == 1);
   CHECK(shown(info->element[0]->element[2]).find("movablekeys") != std::string::npos);
+}
+
+TEST_CASE("SWL.DECIDEALL refuses a bad recording, member or key count, naming it, and writes nothing") {
+  RedisServer server({"--loadmodule", swl::test::modulePath()});
+  Pipeline redis(server.port());
+  std::vector<std::string> call = decideAll({"a", "b"}, "1700000000000000", "m");
+  call[call.size() - 5 * 2 - 1] = "2";  // recording: '0', '1' or '-'
+  CHECK_THAT(errorOf(redis.command(call)), Catch::Contains("the recording '2' is not one of '0', '1', '-'"));
+  call = decideAll({"a", "b"}, "1700000000000000", "m)1");
+  CHECK_THAT(errorOf(redis.command(call)), Catch::Contains("the member 'm)1' holds a byte below ','"));
+  call = decideAll({"a", "b"}, "1700000000000000", "m");
+  call[1] = "0";
+  CHECK_THAT(errorOf(redis.command(call)), Catch::Contains("the key count '0' must be at least 1"));
+  CHECK(redis.command({"EXISTS", "a", "b"})->integer == 0);
 }

@@ -31,12 +31,14 @@ struct Budget : ManualTime {
   Budget() { limiter.keepHolds(); }
 
   swl::MultiDecision check(std::int64_t cost = 1) { return limiter.tryAcquire({"api-key:42"}, cost); }
-  // What the window holds: spent and held units alike.
+  // What the window holds, spent and held units alike, past the limit too: a dry run under a limit far
+  // above it.
   std::int64_t held() {
-    swl::MultiLimiter<>::Prepared prepared = limiter.prepare({"api-key:42"}, {1}, {}, swl::Recording::never);
+    const swl::Limit far{1'000'000'000, 60s};
+    swl::MultiLimiter<>::Prepared prepared = limiter.prepare({"api-key:42"}, {1}, {far}, swl::Recording::never);
     swl::ScriptReply reply;
     reply.reply = connection.run(*prepared.call());
-    return 1000 - limiter.settle(prepared, std::move(reply)).decision.remaining;
+    return far.max_requests - limiter.settle(prepared, std::move(reply)).decision.remaining;
   }
   swl::MultiReservation reserve(std::int64_t units, std::chrono::microseconds hold_for = 30s) {
     return limiter.reserve({"api-key:42"}, units, hold_for);

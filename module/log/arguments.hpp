@@ -10,6 +10,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,13 +19,23 @@
 
 namespace swl::native {
 
-// An integer argument, whole and in range, or a clear error naming it.
-inline std::int64_t integerArgument(std::string_view text, std::string_view what) {
+// An argument as an error shows it: its first 64 bytes at most (a client may send megabytes).
+inline std::string shown(std::string_view text) {
+  return text.size() <= 64 ? std::string(text) : std::string(text.substr(0, 64)) + "...";
+}
+
+// An integer argument, whole, at least `least` and below 2^53 (`unit` says in what), or a clear error
+// naming it. The library never sends another: a command anyone can send checks each argument itself.
+inline std::int64_t integerArgument(std::string_view text, std::string_view what, std::int64_t least = 1 - kTimesEnd,
+                                    std::string_view unit = {}) {
   std::int64_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end != text.data() + text.size() || value <= -kTimesEnd || value >= kTimesEnd) {
-    throw CommandError("ERR swl: the " + std::string(what) + " '" + std::string(text) +
-                       "' is not an integer below 2^53");
+    throw CommandError("ERR swl: the " + std::string(what) + " '" + shown(text) + "' is not an integer below 2^53");
+  }
+  if (value < least) {
+    throw CommandError("ERR swl: the " + std::string(what) + " '" + shown(text) + "' must be at least " +
+                       std::to_string(least) + (unit.empty() ? "" : " ") + std::string(unit));
   }
   return value;
 }
@@ -34,29 +45,55 @@ inline std::int64_t integerArgument(std::string_view text, std::string_view what
 template <class RedisNow>
 void readClock(Request& request, std::string_view now_text, const RedisNow& redis_now) {
   std::int64_t deadline = 0;
-  if (!now_text.empty() && now_text[0] < '0') {
-    deadline = -integerArgument(now_text, "deadline");
+  if (!now_text.empty() && now_text[0] == '-') {
+    deadline = integerArgument(now_text.substr(1), "deadline", 0, "us");
     now_text = "";
   }
   request.redis_time = now_text.empty();
-  request.now = request.redis_time ? redis_now() : integerArgument(now_text, "time");
+  request.now = request.redis_time ? redis_now() : integerArgument(now_text, "time", 1, "us");
   if (deadline > 0 && request.now > deadline) {
     throw CommandError(std::string(wire::kExpiredError) + " swl: the call ran " +
                        std::to_string(request.now - deadline) + " us past its deadline; nothing recorded");
   }
 }
 
-// A limit's window and its number, and the call's cost and the set's ttl when given, read and checked.
+// A limit's window and its number, and the call's cost (up to the limit: more could never be admitted)
+// and the set's ttl when given, read and checked.
 inline void readLimit(Request& request, std::string_view window, std::string_view limit,
                       std::optional<std::string_view> cost, std::optional<std::string_view> ttl) {
   request.window_text = window;
-  request.window = integerArgument(window, "window");
-  request.limit = integerArgument(limit, "limit");
-  if (request.window <= 0) throw CommandError("ERR swl: the window must be at least 1 us");
-  if (cost) request.cost = integerArgument(*cost, "cost");
-  if (request.cost < 0) throw CommandError("ERR swl: a cost cannot be below 0");
-  if (ttl && !ttl->empty()) request.ttl = integerArgument(*ttl, "ttl");
-  if (request.ttl && *request.ttl <= 0) throw CommandError("ERR swl: a ttl must be at least 1 ms");
+  request.window = integerArgument(window, "window", 1, "us");
+  request.limit = integerArgument(limit, "limit", 1);
+  if (cost) request.cost = integerArgument(*cost, "cost", 0);
+  if (request.cost > request.limit) {
+    throw CommandError("ERR swl: the cost '" + std::to_string(request.cost) + "' is above the limit '" +
+                       std::to_string(request.limit) + "': it could never be admitted");
+  }
+  if (ttl && !ttl->empty()) request.ttl = integerArgument(*ttl, "ttl", 1, "ms");
+}
+
+// A member as the log can record it ('' for the millisecond timestamp): the log marks its own members with
+// the bytes below ',', and swl 0.2's entries named their units after one of kOldUnitsSeparators
+// (swl::detail::checkedMember refuses them in the library).
+inline std::string_view memberArgument(std::string_view member) {
+  for (const char byte : member) {
+    if (static_cast<unsigned char>(byte) < ',' || wire::kOldUnitsSeparators.find(byte) != std::string_view::npos) {
+      throw CommandError("ERR swl: the member '" + shown(member) +
+                         "' holds a byte below ',' or an equals sign, which the log marks its own members with");
+    }
+  }
+  return member;
+}
+
+// A flag that is one of `allowed` ('' included only when listed).
+inline std::string_view flagArgument(std::string_view text, std::string_view what,
+                                     std::initializer_list<std::string_view> allowed) {
+  for (const std::string_view each : allowed) {
+    if (text == each) return text;
+  }
+  std::string listed;
+  for (const std::string_view each : allowed) listed += (listed.empty() ? "'" : ", '") + std::string(each) + "'";
+  throw CommandError("ERR swl: the " + std::string(what) + " '" + shown(text) + "' is not one of " + listed);
 }
 
 // SWL.DECIDE's request: the log's script's ARGV.
@@ -66,8 +103,9 @@ Request decideRequest(const Argument& argument, const RedisNow& redis_now) {
   readLimit(request, *argument(wire::kWindowArgument), *argument(wire::kLimitArgument), argument(wire::kCostArgument),
             argument(wire::kTtlArgument));
   readClock(request, argument(wire::kNowArgument).value_or(""), redis_now);
-  request.member = argument(wire::kMemberArgument).value_or("");
-  request.count_rejected = argument(wire::kCountRejectedArgument).value_or("") == "1";
+  request.member = memberArgument(argument(wire::kMemberArgument).value_or(""));
+  request.count_rejected =
+      flagArgument(argument(wire::kCountRejectedArgument).value_or(""), "count_rejected", {"", "0", "1"}) == "1";
   return request;
 }
 
@@ -90,6 +128,8 @@ std::vector<Request> decideAllRequests(std::int64_t rules, std::int64_t sent, co
   // One clock for every rule, read once, as the script reads TIME once.
   Request clock;
   readClock(clock, *argument(wire::kMultiNowArgument), redis_now);
+  flagArgument(*argument(wire::kMultiRecordingArgument), "recording", {"0", "1", "-"});
+  const std::string_view member = memberArgument(*argument(wire::kMultiMemberArgument));
   std::vector<Request> requests(static_cast<std::size_t>(rules));
   for (std::int64_t i = 0; i < rules; ++i) {
     const std::int64_t at = wire::kSharedMultiArguments + wire::kMultiArgumentsPerRule * i;
@@ -103,7 +143,7 @@ std::vector<Request> decideAllRequests(std::int64_t rules, std::int64_t sent, co
     }
     request.now = clock.now;
     request.redis_time = clock.redis_time;
-    request.member = *argument(wire::kMultiMemberArgument);
+    request.member = member;
   }
   return requests;
 }

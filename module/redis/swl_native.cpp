@@ -111,7 +111,7 @@ void requireKeysApart(RedisModuleString** keys, std::int64_t rules) {
 int decideAllCommand(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc < 2) return RedisModule_WrongArity(ctx);
   return answering(ctx, [&] {
-    const std::int64_t rules = integerArgument(textOf(argv[1]), "key count");
+    const std::int64_t rules = integerArgument(textOf(argv[1]), "key count", 1);
     RedisModuleString** keys = argv + 2;
     const std::int64_t sent = argc - 2 - std::max<std::int64_t>(rules, 0);
     if (rules < 1 || sent < 0) throw CommandError("ERR swl: the key count " + std::to_string(rules) + " does not fit");
