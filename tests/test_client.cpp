@@ -83,7 +83,7 @@ TEST_CASE("a script call with more arguments than it holds is refused before any
                     Catch::Contains(std::to_string(swl::ScriptCall::kMaxKeys + 1) + " keys"));
   // A call laid out in parts refuses the part that does not fit, and keeps what it had.
   swl::ScriptCall in_parts(echo, {"k"}, {"a"});
-  CHECK_THROWS_WITH(in_parts.append(many.data(), many.size()), 
+  CHECK_THROWS_WITH(in_parts.append(many.data(), many.size()),
                     Catch::Contains("1 keys and " + std::to_string(swl::ScriptCall::kMaxArguments + 1) + " arguments"));
   CHECK(in_parts.argc() == 5);
   in_parts.append({"b", "c"});

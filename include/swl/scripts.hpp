@@ -20,10 +20,10 @@
 
 namespace swl {
 
-/// Each script once: the log's decision, settle, lease and check, MultiLimiter's and its holds', the other algorithms' (the
-/// bucketed window's is one for any number of buckets: it takes them as an argument), the periodic
-/// quota's (calendar days and months), each decision's blocking variant (LimiterOptions::block_for), the concurrency
-/// slots', and the one that forgets a key (reset).
+/// Each script once: the log's decision, settle, lease and check, MultiLimiter's and its holds', the other algorithms'
+/// (the bucketed window's is one for any number of buckets: it takes them as an argument), the periodic quota's
+/// (calendar days and months), each decision's blocking variant (LimiterOptions::block_for), the concurrency slots',
+/// and the one that forgets a key (reset).
 inline std::vector<const Script*> everyScript() {
   const detail::SlotScripts& slots = detail::slotScripts();
   return {&detail::scriptOf<SlidingWindowLog>(),

@@ -90,9 +90,8 @@ class ScriptCall {
   ScriptCall(const Script& script, const std::string_view* keys, std::size_t key_count, const std::string_view* args,
              std::size_t arg_count)
       : script_(&script), key_count_(key_count) {
-    static constexpr std::string_view kKeyCounts[kMaxKeys + 1] = {"0",  "1",  "2",  "3",  "4",  "5",  "6",
-                                                                  "7",  "8",  "9",  "10", "11", "12", "13",
-                                                                  "14", "15", "16", "17", "18"};
+    static constexpr std::string_view kKeyCounts[kMaxKeys + 1] = {
+        "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16", "17", "18"};
     if (key_count > kMaxKeys) {
       throw InvalidArgument("swl::ScriptCall of " + script.name() + ": " + std::to_string(key_count) +
                             " keys are more than a call holds (" + std::to_string(kMaxKeys) + ")");
