@@ -65,6 +65,18 @@ inline std::vector<LimitedDescriptor*> heldDescriptors(const ServiceLimiters& li
   return held;
 }
 
+/// The counters of `held` as a MultiLimiter call takes them: their keys (views of the plan's) and limits.
+struct CountersOf {
+  explicit CountersOf(const std::vector<LimitedDescriptor*>& held) {
+    for (const LimitedDescriptor* each : held) {
+      keys.push_back(each->redis_key);
+      limits.push_back(each->limit);
+    }
+  }
+  std::vector<std::string_view> keys;
+  std::vector<Limit> limits;
+};
+
 /// Every limited descriptor of `plan`.
 inline std::vector<LimitedDescriptor*> everyLimited(Plan& plan) {
   std::vector<LimitedDescriptor*> all;
@@ -80,12 +92,7 @@ inline ReservationAnswer reserve(ServiceLimiters& limiters, const std::vector<Li
   const std::vector<LimitedDescriptor*> held = heldDescriptors(limiters, descriptors, "Reserve");
   ReservationAnswer answer;
   if (held.empty()) return answer;
-  std::vector<std::string_view> keys;
-  std::vector<Limit> limits;
-  for (const LimitedDescriptor* each : held) {
-    keys.push_back(each->redis_key);
-    limits.push_back(each->limit);
-  }
+  const CountersOf counters(held);
   const std::int64_t units = held.front()->hits;
   const bool never_fits = std::any_of(held.begin(), held.end(),
                                       [&](const LimitedDescriptor* each) { return units > each->limit.max_requests; });
@@ -94,7 +101,7 @@ inline ReservationAnswer reserve(ServiceLimiters& limiters, const std::vector<Li
     answer.reserved = false;
     return answer;
   }
-  MultiReservation reservation = limiters.limiterFor(held).reserve(keys, units, hold_for, limits);
+  MultiReservation reservation = limiters.limiterFor(held).reserve(counters.keys, units, hold_for, counters.limits);
   for (std::size_t i = 0; i < held.size(); ++i) held[i]->decision = reservation.decision.rules[i];
   answer.reserved = static_cast<bool>(reservation);
   answer.id = std::move(reservation.id);
@@ -108,13 +115,8 @@ inline bool commit(ServiceLimiters& limiters, const std::vector<LimitedDescripto
                    std::int64_t actual) {
   const std::vector<LimitedDescriptor*> held = heldDescriptors(limiters, descriptors, "Commit");
   if (held.empty()) return false;
-  std::vector<std::string_view> keys;
-  std::vector<Limit> limits;
-  for (const LimitedDescriptor* each : held) {
-    keys.push_back(each->redis_key);
-    limits.push_back(each->limit);
-  }
-  return limiters.limiterFor(held).commit(keys, id, actual, limits).outcome == Commitment::released;
+  const CountersOf counters(held);
+  return limiters.limiterFor(held).commit(counters.keys, id, actual, counters.limits).outcome == Commitment::released;
 }
 
 /// Reservations through Envoy's calls (reservation_entries.hpp), before the plan's other descriptors are
